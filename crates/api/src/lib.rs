@@ -1,0 +1,38 @@
+//! KubeVirt API types for virt-launcher: the `kubevirt.io/v1`
+//! VirtualMachineInstance ([`vmi`]), Kubernetes quantities ([`quantity`]),
+//! architectures ([`arch`]), decoding with field paths in errors ([`load`]),
+//! KubeVirt's defaulting ([`defaults`]) and semantic validation ([`validate`]).
+
+pub mod arch;
+pub mod defaults;
+pub mod error;
+pub mod load;
+pub mod quantity;
+pub mod validate;
+pub mod vmi;
+
+pub use arch::Arch;
+pub use error::FieldError;
+pub use quantity::Quantity;
+pub use vmi::VirtualMachineInstance;
+
+/// Reads, defaults (for `arch` unless the VMI names one) and validates a VMI
+/// from YAML or JSON bytes: the one call front ends need.
+///
+/// # Errors
+/// The first decoding error, or every validation error joined by `; `.
+pub fn load_vmi(bytes: &[u8], arch: Arch) -> Result<VirtualMachineInstance, load::LoadError> {
+    let mut vmi = load::from_slice(bytes)?;
+    defaults::apply(&mut vmi, arch);
+    let errs = validate::validate(&vmi);
+    if errs.is_empty() {
+        Ok(vmi)
+    } else {
+        let msg = errs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(load::LoadError::Field(FieldError::new("", msg)))
+    }
+}

@@ -1,0 +1,217 @@
+//! Decoding a VMI (or a VirtualMachine's template) from YAML or JSON bytes.
+//!
+//! The document is first read into a generic JSON value (YAML is a superset
+//! of JSON, so one path serves both), then decoded into the typed model with
+//! `serde_path_to_error`, so a wrong type is reported with the path of the
+//! field: `spec.domain.memory.guest: "12XB" is not a quantity: unknown suffix "XB"`.
+
+use serde_json::Value;
+
+use crate::error::FieldError;
+use crate::vmi::VirtualMachineInstance;
+
+/// API versions accepted for `kubevirt.io` objects.
+pub const API_VERSIONS: [&str; 2] = ["kubevirt.io/v1", "kubevirt.io/v1alpha3"];
+
+/// Why a document could not be read as a VMI.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LoadError {
+    /// Not valid YAML/JSON.
+    #[error("malformed document: {0}")]
+    Syntax(String),
+    /// Valid syntax, but a field has the wrong type or value.
+    #[error("{0}")]
+    Field(FieldError),
+}
+
+impl From<FieldError> for LoadError {
+    fn from(e: FieldError) -> Self {
+        LoadError::Field(e)
+    }
+}
+
+/// Decodes a `VirtualMachineInstance`, or a `VirtualMachine` whose
+/// `spec.template` becomes the VMI (name and namespace from the VM when the
+/// template has none), from YAML or JSON.
+///
+/// # Errors
+/// [`LoadError::Syntax`] for unparsable text; [`LoadError::Field`] naming the
+/// field for a wrong `apiVersion`/`kind`, a wrong type, or a bad quantity.
+/// Defaults and semantic checks are separate steps ([`crate::defaults`],
+/// [`crate::validate`]).
+pub fn from_slice(bytes: &[u8]) -> Result<VirtualMachineInstance, LoadError> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| LoadError::Syntax(format!("not UTF-8: {e}")))?;
+    let value: Value = if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|e| LoadError::Syntax(e.to_string()))?
+    } else {
+        serde_yaml_ng::from_str(text).map_err(|e| LoadError::Syntax(e.to_string()))?
+    };
+    from_value(value)
+}
+
+/// Like [`from_slice`], from an already parsed JSON value.
+///
+/// # Errors
+/// As [`from_slice`], minus syntax errors.
+pub fn from_value(value: Value) -> Result<VirtualMachineInstance, LoadError> {
+    let Value::Object(obj) = &value else {
+        return Err(FieldError::new("", "document is not an object").into());
+    };
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if !API_VERSIONS.contains(&api_version) {
+        return Err(FieldError::new(
+            "apiVersion",
+            format!("{api_version:?} is not kubevirt.io/v1"),
+        )
+        .into());
+    }
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "VirtualMachineInstance" => decode(value, ""),
+        "VirtualMachine" => from_vm(value),
+        other => Err(FieldError::new(
+            "kind",
+            format!("{other:?} is not VirtualMachineInstance or VirtualMachine"),
+        )
+        .into()),
+    }
+}
+
+fn from_vm(mut vm: Value) -> Result<VirtualMachineInstance, LoadError> {
+    let meta = vm.get("metadata").cloned().unwrap_or(Value::Null);
+    let template = vm
+        .pointer_mut("/spec/template")
+        .map(Value::take)
+        .filter(|t| t.is_object())
+        .ok_or_else(|| FieldError::new("spec.template", "required for a VirtualMachine"))?;
+    let mut vmi = decode(template, "spec.template.")?;
+    if vmi.metadata.name.is_empty() {
+        vmi.metadata.name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+    }
+    if vmi.metadata.namespace.is_none() {
+        vmi.metadata.namespace = meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
+    vmi.api_version = "kubevirt.io/v1".into();
+    vmi.kind = "VirtualMachineInstance".into();
+    Ok(vmi)
+}
+
+fn decode(value: Value, prefix: &str) -> Result<VirtualMachineInstance, LoadError> {
+    serde_path_to_error::deserialize::<_, VirtualMachineInstance>(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        FieldError::new(format!("{prefix}{path}"), e.into_inner().to_string()).into()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(doc: &str) -> String {
+        from_slice(doc.as_bytes()).unwrap_err().to_string()
+    }
+
+    const HEAD: &str =
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a}\n";
+
+    #[test]
+    fn bad_quantity_names_the_field() {
+        let e = err(&format!(
+            "{HEAD}spec:\n  domain:\n    memory:\n      guest: 12XB\n"
+        ));
+        assert_eq!(
+            e,
+            r#"spec.domain.memory.guest: "12XB" is not a quantity: unknown suffix "XB""#
+        );
+        let e = err(&format!(
+            "{HEAD}spec:\n  domain:\n    resources:\n      requests:\n        memory: 1x\n"
+        ));
+        assert!(
+            e.starts_with("spec.domain.resources.requests.memory: \"1x\" is not a quantity"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let e = err(&format!(
+            "{HEAD}spec:\n  domain:\n    cpu:\n      cores: two\n"
+        ));
+        assert!(e.starts_with("spec.domain.cpu.cores: invalid type"), "{e}");
+        let e = err(&format!(
+            "{HEAD}spec:\n  domain:\n    devices:\n      disks:\n      - name: d\n        disk: {{bus: floppy}}\n"
+        ));
+        assert!(
+            e.starts_with("spec.domain.devices.disks[0].disk.bus: unknown variant `floppy`"),
+            "{e}"
+        );
+        let e = err(&format!("{HEAD}spec:\n  volumes: {{}}\n"));
+        assert!(e.starts_with("spec.volumes: invalid type: map"), "{e}");
+    }
+
+    #[test]
+    fn unknown_fields_are_tolerated() {
+        let vmi = from_slice(
+            format!(
+                "{HEAD}spec:\n  futureField: 3\n  domain:\n    devices:\n      newDevice: {{}}\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(vmi.metadata.name, "a");
+    }
+
+    #[test]
+    fn json_and_yaml_agree() {
+        let y =
+            from_slice(format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n").as_bytes())
+                .unwrap();
+        let j = from_slice(
+            br#"{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"a"},"spec":{"domain":{"memory":{"guest":"64Mi"}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(y, j);
+    }
+
+    #[test]
+    fn kind_and_version_are_checked() {
+        assert_eq!(
+            err("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n"),
+            r#"apiVersion: "v1" is not kubevirt.io/v1"#
+        );
+        assert_eq!(
+            err("apiVersion: kubevirt.io/v1\nkind: Pod\nmetadata: {name: a}\n"),
+            r#"kind: "Pod" is not VirtualMachineInstance or VirtualMachine"#
+        );
+        assert!(err("- a\n- b\n").contains("document is not an object"));
+        assert!(err("a: [b\n").starts_with("malformed document"));
+        assert!(err("{\"a\":").starts_with("malformed document"));
+        assert!(from_slice(b"\xff\xfe")
+            .unwrap_err()
+            .to_string()
+            .contains("not UTF-8"));
+    }
+
+    #[test]
+    fn virtual_machine_template_is_used() {
+        let vm = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: vm1, namespace: ns}\nspec:\n  template:\n    spec:\n      domain:\n        memory: {guest: 64Mi}\n";
+        let vmi = from_slice(vm.as_bytes()).unwrap();
+        assert_eq!(vmi.domain_name(), "ns_vm1");
+        assert_eq!(vmi.kind, "VirtualMachineInstance");
+        let e = err(
+            "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: vm1}\nspec: {}\n",
+        );
+        assert_eq!(e, "spec.template: required for a VirtualMachine");
+        let e = err("apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: vm1}\nspec:\n  template:\n    spec:\n      domain: {cpu: {cores: x}}\n");
+        assert!(e.starts_with("spec.template.spec.domain.cpu.cores"), "{e}");
+    }
+}

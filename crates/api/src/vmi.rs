@@ -1,0 +1,775 @@
+//! Serde types for `kubevirt.io/v1` `VirtualMachineInstance` (KubeVirt v1.6.6
+//! `staging/src/kubevirt.io/api/core/v1/types.go`, `schema.go`).
+//!
+//! JSON keys are KubeVirt's (camelCase). Unknown keys are tolerated, because
+//! every KubeVirt release adds fields; a known key with the wrong type is an
+//! error that names its path (see [`crate::load`]). Fields whose feature the
+//! launcher does not implement yet are kept as raw JSON (`Option<Value>`) so the
+//! converter can refuse them by name instead of silently dropping them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::quantity::Quantity;
+
+/// A KubeVirt VirtualMachineInstance object.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineInstance {
+    /// `kubevirt.io/v1` (also accepted: `kubevirt.io/v1alpha3`).
+    #[serde(default)]
+    pub api_version: String,
+    /// `VirtualMachineInstance`.
+    #[serde(default)]
+    pub kind: String,
+    /// Standard object metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Desired state.
+    #[serde(default)]
+    pub spec: VmiSpec,
+    /// Observed state, kept verbatim (virt-handler fills it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Value>,
+}
+
+/// Kubernetes `ObjectMeta`, the fields the launcher reads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    /// Object name (DNS-1123 subdomain).
+    #[serde(default)]
+    pub name: String,
+    /// Namespace; `default` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Kubernetes UID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations (several `kubevirt.io/...` ones change conversion).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// `spec` of a VMI.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VmiSpec {
+    /// Virtual hardware.
+    #[serde(default)]
+    pub domain: DomainSpec,
+    /// Volumes the disks refer to by name.
+    #[serde(default)]
+    pub volumes: Vec<Volume>,
+    /// Networks the interfaces refer to by name.
+    #[serde(default)]
+    pub networks: Vec<Value>,
+    /// Seconds between the termination signal and a hard kill; default 30.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<i64>,
+    /// Guest hostname.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Guest DNS subdomain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subdomain: Option<String>,
+    /// CPU architecture: `amd64`, `arm64`, `ppc64le`, `s390x`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// `Paused` starts the domain paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_strategy: Option<String>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_credentials: Option<Value>,
+}
+
+/// `spec.domain`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainSpec {
+    /// Pod resources (`requests`/`limits` of `cpu` and `memory`).
+    #[serde(default)]
+    pub resources: ResourceRequirements,
+    /// CPU topology and model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<Cpu>,
+    /// Guest memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+    /// Machine type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<Machine>,
+    /// Firmware (UUID, serial, boot loader, kernel boot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<Firmware>,
+    /// Guest clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<Clock>,
+    /// Machine features (ACPI, APIC, SMM ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<Features>,
+    /// Devices.
+    #[serde(default)]
+    pub devices: Devices,
+    /// `shared`, `auto` or `supplementalPool`; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_threads_policy: Option<String>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chassis: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_security: Option<Value>,
+}
+
+/// `spec.domain.resources`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRequirements {
+    /// Requests by resource name (`cpu`, `memory`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, Quantity>,
+    /// Limits by resource name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, Quantity>,
+    /// Do not add the VMI overhead to the pod's memory request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overcommit_guest_overhead: bool,
+}
+
+/// `spec.domain.cpu`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cpu {
+    /// Cores per socket; 0 = unset.
+    #[serde(default)]
+    pub cores: u32,
+    /// Sockets; 0 = unset.
+    #[serde(default)]
+    pub sockets: u32,
+    /// Threads per core; 0 = unset.
+    #[serde(default)]
+    pub threads: u32,
+    /// CPU hot-plug ceiling (sockets); not implemented yet.
+    #[serde(default)]
+    pub max_sockets: u32,
+    /// `host-model`, `host-passthrough` or a named libvirt model.
+    #[serde(default)]
+    pub model: String,
+    /// CPU features with policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<CpuFeature>,
+    /// Pin vCPUs to dedicated host CPUs; not implemented yet.
+    #[serde(default)]
+    pub dedicated_cpu_placement: bool,
+    /// Not implemented yet.
+    #[serde(default)]
+    pub isolate_emulator_thread: bool,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realtime: Option<Value>,
+}
+
+/// One `spec.domain.cpu.features[]` entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuFeature {
+    /// libvirt feature name (`vmx`, `invtsc` ...).
+    pub name: String,
+    /// `force`, `require` (default), `optional`, `disable`, `forbid`.
+    #[serde(default)]
+    pub policy: String,
+}
+
+/// `spec.domain.memory`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Memory {
+    /// Memory the guest sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<Quantity>,
+    /// Hugepages backing; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugepages: Option<Value>,
+    /// Memory hot-plug ceiling; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_guest: Option<Quantity>,
+}
+
+/// `spec.domain.machine`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// QEMU machine type (`q35`, `pc-q35-rhel9.6.0`, `virt`, ...).
+    #[serde(default, rename = "type")]
+    pub machine_type: String,
+}
+
+/// `spec.domain.firmware`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Firmware {
+    /// SMBIOS system UUID; becomes the domain UUID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// SMBIOS system serial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// BIOS or EFI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootloader: Option<Bootloader>,
+    /// Direct kernel boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_boot: Option<KernelBoot>,
+    /// ACPI SLIC/MSDM tables; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acpi: Option<Value>,
+}
+
+/// `spec.domain.firmware.bootloader`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bootloader {
+    /// SeaBIOS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bios: Option<Bios>,
+    /// OVMF/AAVMF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efi: Option<Efi>,
+}
+
+/// `bootloader.bios`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bios {
+    /// Send SeaBIOS output to the serial console.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_serial: Option<bool>,
+}
+
+/// `bootloader.efi`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Efi {
+    /// Secure boot; KubeVirt's default is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_boot: Option<bool>,
+    /// Keep EFI variables across restarts; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent: Option<bool>,
+}
+
+/// `firmware.kernelBoot`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KernelBoot {
+    /// Kernel command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_args: Option<String>,
+    /// Container image holding the kernel and initrd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<KernelBootContainer>,
+}
+
+/// `firmware.kernelBoot.container`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KernelBootContainer {
+    /// Image reference (informational for the launcher).
+    #[serde(default)]
+    pub image: String,
+    /// Path of the kernel inside the image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_path: Option<String>,
+    /// Path of the initrd inside the image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initrd_path: Option<String>,
+}
+
+/// `spec.domain.clock`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Clock {
+    /// Guest clock in UTC, with an optional offset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utc: Option<ClockUtc>,
+    /// Guest clock in this time zone (`Europe/Berlin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// Timers; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer: Option<Value>,
+}
+
+/// `clock.utc`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClockUtc {
+    /// Seconds added to UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_seconds: Option<i64>,
+}
+
+/// `{enabled: bool}` feature toggle; absent `enabled` means on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FeatureState {
+    /// `None` or `Some(true)` enables the feature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+impl FeatureState {
+    /// True unless explicitly disabled.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled != Some(false)
+    }
+}
+
+/// `spec.domain.features`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Features {
+    /// ACPI; on unless `enabled: false` (s390x defaults to off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acpi: Option<FeatureState>,
+    /// APIC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apic: Option<FeatureState>,
+    /// System management mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smm: Option<FeatureState>,
+    /// Paravirtual spinlocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pvspinlock: Option<FeatureState>,
+    /// KVM features (`hidden`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kvm: Option<FeatureKvm>,
+    /// Hyper-V enlightenments; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyperv: Option<Value>,
+    /// Hyper-V passthrough; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyperv_passthrough: Option<Value>,
+}
+
+/// `features.kvm`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureKvm {
+    /// Hide the KVM signature from the guest.
+    #[serde(default)]
+    pub hidden: bool,
+}
+
+/// `spec.domain.devices`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Devices {
+    /// Disks, each naming a volume.
+    #[serde(default)]
+    pub disks: Vec<Disk>,
+    /// Network interfaces; not implemented yet (refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<Value>,
+    /// Add a default pod interface when none is given (virt-api's job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_pod_interface: Option<bool>,
+    /// VNC + video; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_graphics_device: Option<bool>,
+    /// Serial console; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_serial_console: Option<bool>,
+    /// Memory balloon; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_mem_balloon: Option<bool>,
+    /// Tablet input; default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_input_device: Option<bool>,
+    /// Virtio RNG backed by `/dev/urandom` when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rng: Option<Value>,
+    /// Input devices (tablet on usb or virtio).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<Input>,
+    /// Use `virtio-transitional` models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_virtio_transitional: Option<bool>,
+    /// No virtio-scsi controller reserved for hot-plug.
+    #[serde(default)]
+    pub disable_hotplug: bool,
+    /// Log the serial console to a file; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_serial_console: Option<bool>,
+    /// Multi-queue virtio-blk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_multi_queue: Option<bool>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpm: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sound: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_devices: Vec<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filesystems: Vec<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_passthrough: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downward_metrics: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video: Option<Value>,
+}
+
+/// Disk bus (`disks[].disk.bus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bus {
+    /// virtio-blk (`vdX`).
+    Virtio,
+    /// AHCI (`sdX`).
+    Sata,
+    /// virtio-scsi (`sdX`).
+    Scsi,
+    /// USB storage (`sdX`).
+    Usb,
+}
+
+impl Bus {
+    /// The name libvirt uses in `<target bus=...>`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bus::Virtio => "virtio",
+            Bus::Sata => "sata",
+            Bus::Scsi => "scsi",
+            Bus::Usb => "usb",
+        }
+    }
+}
+
+/// `disks[].cache`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    /// O_DIRECT, no host page cache.
+    None,
+    /// Host page cache, writes synced.
+    Writethrough,
+    /// Host page cache, writes not synced.
+    Writeback,
+}
+
+/// `disks[].io`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoMode {
+    /// Linux AIO.
+    Native,
+    /// Thread pool.
+    Threads,
+}
+
+/// `disks[].errorPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorPolicy {
+    /// Pause the guest on I/O error (KubeVirt's default).
+    Stop,
+    /// Ignore errors.
+    Ignore,
+    /// Report errors to the guest.
+    Report,
+    /// Pause on ENOSPC only.
+    Enospace,
+}
+
+/// A `spec.domain.devices.disks[]` entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Disk {
+    /// Name of the volume this disk exposes.
+    pub name: String,
+    /// Attach as a disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskTarget>,
+    /// Attach as a SCSI LUN; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lun: Option<DiskTarget>,
+    /// Attach as a CD-ROM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cdrom: Option<CdromTarget>,
+    /// Boot order (1 = first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_order: Option<u32>,
+    /// Serial number shown to the guest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// Host cache mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheMode>,
+    /// I/O mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoMode>,
+    /// I/O error policy; default `stop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_policy: Option<ErrorPolicy>,
+    /// Own I/O thread; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedicated_io_thread: Option<bool>,
+    /// Shared between VMs; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shareable: Option<bool>,
+    /// Device tag for cloud-init metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Custom block sizes; not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_size: Option<Value>,
+}
+
+/// `disks[].disk` / `disks[].lun`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiskTarget {
+    /// Bus; defaulted per architecture when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus: Option<Bus>,
+    /// Read-only.
+    #[serde(default)]
+    pub readonly: bool,
+    /// Guest PCI address (virtio only); not implemented yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_address: Option<String>,
+}
+
+/// `disks[].cdrom`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CdromTarget {
+    /// Bus; defaulted per architecture when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus: Option<Bus>,
+    /// Read-only; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readonly: Option<bool>,
+    /// `open` or `closed` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tray: Option<String>,
+}
+
+/// A `spec.domain.devices.inputs[]` entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Input {
+    /// Device name (alias `ua-<name>`).
+    pub name: String,
+    /// `usb` (default) or `virtio`.
+    #[serde(default)]
+    pub bus: String,
+    /// `tablet` (the only supported type).
+    #[serde(default, rename = "type")]
+    pub input_type: String,
+}
+
+/// A `spec.volumes[]` entry: a name and exactly one source.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Volume {
+    /// Volume name (DNS-1123 label), referenced by disks.
+    pub name: String,
+    /// Disk image shipped in a container image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_disk: Option<ContainerDiskSource>,
+    /// Scratch disk created by the launcher, discarded with the VMI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_disk: Option<EmptyDiskSource>,
+    /// A PersistentVolumeClaim mounted into the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim: Option<PvcSource>,
+    /// A CDI DataVolume (a PVC underneath).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_volume: Option<DataVolumeSource>,
+    /// A disk image on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_disk: Option<HostDiskSource>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ephemeral: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_init_no_cloud: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_init_config_drive: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(
+        default,
+        rename = "downwardAPI",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub downward_api: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downward_metrics: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sysprep: Option<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_dump: Option<Value>,
+}
+
+/// `volumes[].containerDisk`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerDiskSource {
+    /// Image reference; the launcher sees the image's disk as a file.
+    #[serde(default)]
+    pub image: String,
+    /// Path of the disk inside the image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Pull policy (virt-handler's concern).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<String>,
+}
+
+/// `volumes[].emptyDisk`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyDiskSource {
+    /// Virtual size of the disk.
+    pub capacity: Quantity,
+}
+
+/// `volumes[].persistentVolumeClaim`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PvcSource {
+    /// Claim name.
+    #[serde(default)]
+    pub claim_name: String,
+    /// Mount read-only.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Hot-plugged volume; not implemented yet.
+    #[serde(default)]
+    pub hotpluggable: bool,
+}
+
+/// `volumes[].dataVolume`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataVolumeSource {
+    /// DataVolume name.
+    #[serde(default)]
+    pub name: String,
+    /// Hot-plugged volume; not implemented yet.
+    #[serde(default)]
+    pub hotpluggable: bool,
+}
+
+/// `volumes[].hostDisk`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostDiskSource {
+    /// Path of the image on the host (virt-handler mounts its directory).
+    #[serde(default)]
+    pub path: String,
+    /// `Disk` (must exist) or `DiskOrCreate`.
+    #[serde(default, rename = "type")]
+    pub disk_type: String,
+    /// Size when created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Quantity>,
+    /// Shared between VMs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<bool>,
+}
+
+impl Volume {
+    /// Names of the sources set on this volume (KubeVirt allows exactly one).
+    pub fn source_kinds(&self) -> Vec<&'static str> {
+        let mut k = Vec::new();
+        let mut add = |set: bool, name: &'static str| {
+            if set {
+                k.push(name);
+            }
+        };
+        add(self.container_disk.is_some(), "containerDisk");
+        add(self.empty_disk.is_some(), "emptyDisk");
+        add(
+            self.persistent_volume_claim.is_some(),
+            "persistentVolumeClaim",
+        );
+        add(self.data_volume.is_some(), "dataVolume");
+        add(self.host_disk.is_some(), "hostDisk");
+        add(self.ephemeral.is_some(), "ephemeral");
+        add(self.cloud_init_no_cloud.is_some(), "cloudInitNoCloud");
+        add(
+            self.cloud_init_config_drive.is_some(),
+            "cloudInitConfigDrive",
+        );
+        add(self.config_map.is_some(), "configMap");
+        add(self.secret.is_some(), "secret");
+        add(self.service_account.is_some(), "serviceAccount");
+        add(self.downward_api.is_some(), "downwardAPI");
+        add(self.downward_metrics.is_some(), "downwardMetrics");
+        add(self.sysprep.is_some(), "sysprep");
+        add(self.memory_dump.is_some(), "memoryDump");
+        k
+    }
+}
+
+impl VirtualMachineInstance {
+    /// Namespace, `default` when unset.
+    pub fn namespace(&self) -> &str {
+        self.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    /// UID, empty when unset.
+    pub fn uid(&self) -> &str {
+        self.metadata.uid.as_deref().unwrap_or("")
+    }
+
+    /// libvirt domain name: `<namespace>_<name>` (KubeVirt `VMINamespaceKeyFunc`).
+    pub fn domain_name(&self) -> String {
+        format!("{}_{}", self.namespace(), self.metadata.name)
+    }
+
+    /// Grace period in seconds (`terminationGracePeriodSeconds`, default 30).
+    pub fn grace_period_seconds(&self) -> i64 {
+        self.spec
+            .termination_grace_period_seconds
+            .unwrap_or(crate::defaults::DEFAULT_GRACE_PERIOD_SECONDS)
+    }
+}

@@ -1,0 +1,917 @@
+//! The libvirt domain XML model (<https://libvirt.org/formatdomain.html>),
+//! the subset virt-launcher writes and reads back.
+//!
+//! Types serialise with `quick-xml`'s serde support: a field renamed `@x` is
+//! the attribute `x`, `$text` is character data, every other field is a child
+//! element. All text is escaped by the serialiser. Every `Option` field is
+//! omitted when `None` (`serde_with::skip_serializing_none`), and unknown
+//! elements and attributes are ignored when parsing libvirt's own output.
+
+use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
+
+/// Why XML could not be produced or read.
+#[derive(Debug, thiserror::Error)]
+pub enum XmlError {
+    /// Serialisation failed (a model bug, not an input problem).
+    #[error("cannot write domain XML: {0}")]
+    Write(#[from] quick_xml::SeError),
+    /// libvirt's XML did not match the model.
+    #[error("cannot read domain XML: {0}")]
+    Read(#[from] quick_xml::DeError),
+}
+
+/// An element with no content and no attributes (`<acpi/>`, `<readonly/>`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Empty {}
+
+/// `<domain>`: the root element.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "domain")]
+pub struct Domain {
+    /// Hypervisor: `kvm`, or `qemu` for TCG emulation.
+    #[serde(rename = "@type")]
+    pub domain_type: String,
+    /// `http://libvirt.org/schemas/domain/qemu/1.0` when `qemu:` elements are used.
+    #[serde(rename = "@xmlns:qemu")]
+    pub xmlns_qemu: Option<String>,
+    /// Domain name, `<namespace>_<name>` for a VMI.
+    pub name: String,
+    /// Domain UUID (the VMI's firmware UUID).
+    pub uuid: Option<String>,
+    /// Application metadata (`<kubevirt xmlns="http://kubevirt.io">`).
+    pub metadata: Option<Metadata>,
+    /// Maximum memory at boot (`unit='b'` as KubeVirt writes it).
+    pub memory: MemoryValue,
+    /// Current balloon target.
+    #[serde(rename = "currentMemory")]
+    pub current_memory: Option<MemoryValue>,
+    /// vCPU count.
+    pub vcpu: Vcpu,
+    /// Number of I/O threads.
+    pub iothreads: Option<u32>,
+    /// SMBIOS information.
+    pub sysinfo: Option<SysInfo>,
+    /// Boot configuration.
+    pub os: Os,
+    /// Machine features.
+    pub features: Option<Features>,
+    /// CPU model and topology.
+    pub cpu: Option<Cpu>,
+    /// Guest clock.
+    pub clock: Option<Clock>,
+    /// Devices.
+    pub devices: Devices,
+}
+
+/// `<metadata>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metadata {
+    /// KubeVirt's own metadata.
+    pub kubevirt: Option<KubeVirtMetadata>,
+}
+
+/// `<metadata><kubevirt xmlns="http://kubevirt.io">`: what the launcher
+/// needs to recognise a domain as its VMI's after a restart.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KubeVirtMetadata {
+    /// Always `http://kubevirt.io` (libvirt requires namespaced metadata).
+    #[serde(rename = "@xmlns")]
+    pub xmlns: Option<String>,
+    /// VMI UID.
+    pub uid: String,
+    /// Termination grace period.
+    pub graceperiod: Option<GracePeriodMetadata>,
+}
+
+/// `<graceperiod>` inside the KubeVirt metadata.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GracePeriodMetadata {
+    /// Seconds between shutdown request and kill.
+    #[serde(rename = "deletionGracePeriodSeconds")]
+    pub deletion_grace_period_seconds: i64,
+}
+
+/// A memory size with its unit (`<memory unit='b'>134217728</memory>`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryValue {
+    /// `b`, `KiB`, `MiB` ... (libvirt reads back in `KiB`).
+    #[serde(rename = "@unit")]
+    pub unit: String,
+    /// Amount in `unit`.
+    #[serde(rename = "$text")]
+    pub value: u64,
+}
+
+impl MemoryValue {
+    /// The size in bytes, when the unit is one libvirt uses.
+    pub fn bytes(&self) -> Option<u64> {
+        let mult: u64 = match self.unit.as_str() {
+            "b" | "bytes" => 1,
+            "KB" => 1000,
+            "k" | "KiB" | "" => 1 << 10,
+            "MB" => 1_000_000,
+            "M" | "MiB" => 1 << 20,
+            "GB" => 1_000_000_000,
+            "G" | "GiB" => 1 << 30,
+            _ => return None,
+        };
+        self.value.checked_mul(mult)
+    }
+}
+
+/// `<vcpu placement='static'>N</vcpu>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Vcpu {
+    /// `static`.
+    #[serde(rename = "@placement")]
+    pub placement: Option<String>,
+    /// Number of vCPUs.
+    #[serde(rename = "$text")]
+    pub count: u32,
+}
+
+/// `<sysinfo type='smbios'>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SysInfo {
+    /// `smbios`.
+    #[serde(rename = "@type")]
+    pub sysinfo_type: String,
+    /// SMBIOS type 1 (system) entries.
+    pub system: Option<SysInfoEntries>,
+    /// SMBIOS type 3 (chassis) entries.
+    pub chassis: Option<SysInfoEntries>,
+}
+
+/// A list of `<entry name='...'>value</entry>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SysInfoEntries {
+    /// Entries in order.
+    #[serde(default)]
+    pub entry: Vec<SysInfoEntry>,
+}
+
+/// `<entry name='uuid'>...</entry>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SysInfoEntry {
+    /// Field name (`uuid`, `serial`, `manufacturer` ...).
+    #[serde(rename = "@name")]
+    pub name: String,
+    /// Field value.
+    #[serde(rename = "$text", default)]
+    pub value: String,
+}
+
+/// `<os>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Os {
+    /// `<type arch=... machine=...>hvm</type>`.
+    #[serde(rename = "type")]
+    pub os_type: OsType,
+    /// Firmware image (EFI).
+    pub loader: Option<Loader>,
+    /// EFI variable store.
+    pub nvram: Option<Nvram>,
+    /// Direct-boot kernel path.
+    pub kernel: Option<String>,
+    /// Direct-boot initrd path.
+    pub initrd: Option<String>,
+    /// Kernel command line.
+    pub cmdline: Option<String>,
+    /// Boot menu.
+    pub bootmenu: Option<BootMenu>,
+    /// `<smbios mode='sysinfo'/>`.
+    pub smbios: Option<Smbios>,
+    /// SeaBIOS options.
+    pub bios: Option<BiosOptions>,
+}
+
+/// `<os><type>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OsType {
+    /// libvirt architecture (`x86_64`).
+    #[serde(rename = "@arch")]
+    pub arch: Option<String>,
+    /// Machine type (`q35`).
+    #[serde(rename = "@machine")]
+    pub machine: Option<String>,
+    /// `hvm`.
+    #[serde(rename = "$text")]
+    pub os: String,
+}
+
+/// `<loader readonly='yes' secure='no' type='pflash'>PATH</loader>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Loader {
+    /// `yes`.
+    #[serde(rename = "@readonly")]
+    pub readonly: Option<String>,
+    /// `yes` / `no`.
+    #[serde(rename = "@secure")]
+    pub secure: Option<String>,
+    /// `pflash`.
+    #[serde(rename = "@type")]
+    pub loader_type: Option<String>,
+    /// Firmware code path.
+    #[serde(rename = "$text")]
+    pub path: String,
+}
+
+/// `<nvram template=VARS>PATH</nvram>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Nvram {
+    /// Template copied on first start.
+    #[serde(rename = "@template")]
+    pub template: Option<String>,
+    /// Per-VM variable store.
+    #[serde(rename = "$text")]
+    pub path: String,
+}
+
+/// `<bootmenu enable='yes' timeout='10000'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootMenu {
+    /// `yes` / `no`.
+    #[serde(rename = "@enable")]
+    pub enable: String,
+    /// Milliseconds.
+    #[serde(rename = "@timeout")]
+    pub timeout: Option<u32>,
+}
+
+/// `<smbios mode='sysinfo'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Smbios {
+    /// `sysinfo`.
+    #[serde(rename = "@mode")]
+    pub mode: String,
+}
+
+/// `<bios useserial='yes'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BiosOptions {
+    /// `yes` to mirror SeaBIOS output to the serial port.
+    #[serde(rename = "@useserial")]
+    pub useserial: Option<String>,
+}
+
+/// `<features>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Features {
+    /// ACPI.
+    pub acpi: Option<Empty>,
+    /// APIC.
+    pub apic: Option<Empty>,
+    /// System management mode.
+    pub smm: Option<Empty>,
+    /// KVM features.
+    pub kvm: Option<KvmFeatures>,
+    /// Paravirtual spinlocks.
+    pub pvspinlock: Option<FeatureState>,
+    /// VMware I/O port.
+    pub vmport: Option<FeatureState>,
+}
+
+/// `<x state='on|off'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FeatureState {
+    /// `on` / `off`.
+    #[serde(rename = "@state")]
+    pub state: String,
+}
+
+impl FeatureState {
+    /// `on` when `enabled`, else `off`.
+    pub fn on_off(enabled: bool) -> Self {
+        FeatureState {
+            state: if enabled { "on" } else { "off" }.to_owned(),
+        }
+    }
+}
+
+/// `<features><kvm>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KvmFeatures {
+    /// Hide the KVM signature.
+    pub hidden: Option<FeatureState>,
+}
+
+/// `<cpu>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// `host-model`, `host-passthrough`, `custom`.
+    #[serde(rename = "@mode")]
+    pub mode: Option<String>,
+    /// Named model for `custom`.
+    pub model: Option<String>,
+    /// Feature policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feature: Vec<CpuFeature>,
+    /// Sockets, cores, threads.
+    pub topology: Option<CpuTopology>,
+}
+
+/// `<feature policy='require' name='vmx'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuFeature {
+    /// `force`, `require`, `optional`, `disable`, `forbid`.
+    #[serde(rename = "@policy")]
+    pub policy: String,
+    /// Feature name.
+    #[serde(rename = "@name")]
+    pub name: String,
+}
+
+/// `<topology sockets='1' cores='1' threads='1'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuTopology {
+    /// Sockets.
+    #[serde(rename = "@sockets")]
+    pub sockets: u32,
+    /// Cores per socket.
+    #[serde(rename = "@cores")]
+    pub cores: u32,
+    /// Threads per core.
+    #[serde(rename = "@threads")]
+    pub threads: u32,
+}
+
+/// `<clock offset='utc'>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Clock {
+    /// `utc`, `timezone`, `localtime`, `variable`.
+    #[serde(rename = "@offset")]
+    pub offset: String,
+    /// Time zone name when `offset='timezone'`.
+    #[serde(rename = "@timezone")]
+    pub timezone: Option<String>,
+    /// Seconds, or `reset`.
+    #[serde(rename = "@adjustment")]
+    pub adjustment: Option<String>,
+    /// Timers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timer: Vec<Timer>,
+}
+
+/// `<timer name='rtc' tickpolicy='catchup' present='yes'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timer {
+    /// `rtc`, `pit`, `hpet`, `kvmclock`, `hypervclock`, `tsc`.
+    #[serde(rename = "@name")]
+    pub name: String,
+    /// `delay`, `catchup`, `merge`, `discard`.
+    #[serde(rename = "@tickpolicy")]
+    pub tickpolicy: Option<String>,
+    /// `yes` / `no`.
+    #[serde(rename = "@present")]
+    pub present: Option<String>,
+    /// `guest`, `wall`, `realtime` (rtc only).
+    #[serde(rename = "@track")]
+    pub track: Option<String>,
+}
+
+/// `<devices>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Devices {
+    /// QEMU binary (libvirt picks one when absent).
+    pub emulator: Option<String>,
+    /// Disks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disk: Vec<Disk>,
+    /// Controllers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controller: Vec<Controller>,
+    /// Serial ports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serial: Vec<Serial>,
+    /// Consoles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub console: Vec<Console>,
+    /// virtio-serial channels (guest agent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channel: Vec<Channel>,
+    /// Input devices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input: Vec<Input>,
+    /// Remote displays.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graphics: Vec<Graphics>,
+    /// Video adapters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub video: Vec<Video>,
+    /// Memory balloon (libvirt adds one unless `model='none'`).
+    pub memballoon: Option<MemBalloon>,
+    /// Random number generators.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rng: Vec<Rng>,
+}
+
+/// `<disk type='file' device='disk'>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Disk {
+    /// `file` or `block`.
+    #[serde(rename = "@type")]
+    pub disk_type: String,
+    /// `disk`, `cdrom`, `lun`.
+    #[serde(rename = "@device")]
+    pub device: String,
+    /// virtio model (`virtio-non-transitional`).
+    #[serde(rename = "@model")]
+    pub model: Option<String>,
+    /// QEMU driver options.
+    pub driver: Option<DiskDriver>,
+    /// Image or device.
+    pub source: Option<DiskSource>,
+    /// Backing image of a qcow2 overlay.
+    #[serde(rename = "backingStore")]
+    pub backing_store: Option<BackingStore>,
+    /// Guest device name and bus.
+    pub target: DiskTarget,
+    /// Serial number.
+    pub serial: Option<String>,
+    /// Per-device boot order.
+    pub boot: Option<BootOrder>,
+    /// Read-only.
+    pub readonly: Option<Empty>,
+    /// Shareable between domains.
+    pub shareable: Option<Empty>,
+    /// Alias (`ua-<name>` for user devices).
+    pub alias: Option<Alias>,
+    /// Guest address.
+    pub address: Option<Address>,
+}
+
+/// `<driver name='qemu' type='raw' cache='none' .../>` of a disk.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskDriver {
+    /// `qemu`.
+    #[serde(rename = "@name")]
+    pub name: String,
+    /// Image format: `raw`, `qcow2`.
+    #[serde(rename = "@type")]
+    pub format: Option<String>,
+    /// `none`, `writethrough`, `writeback`.
+    #[serde(rename = "@cache")]
+    pub cache: Option<String>,
+    /// `native`, `threads`.
+    #[serde(rename = "@io")]
+    pub io: Option<String>,
+    /// `stop`, `ignore`, `report`, `enospace`.
+    #[serde(rename = "@error_policy")]
+    pub error_policy: Option<String>,
+    /// `unmap` / `ignore`.
+    #[serde(rename = "@discard")]
+    pub discard: Option<String>,
+    /// virtio-blk queues.
+    #[serde(rename = "@queues")]
+    pub queues: Option<u32>,
+}
+
+/// `<source file=.../>` or `<source dev=.../>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskSource {
+    /// Image file.
+    #[serde(rename = "@file")]
+    pub file: Option<String>,
+    /// Block device.
+    #[serde(rename = "@dev")]
+    pub dev: Option<String>,
+    /// Volume name (KubeVirt sets it on block PVCs).
+    #[serde(rename = "@name")]
+    pub name: Option<String>,
+}
+
+/// `<backingStore type='file'><format type='raw'/><source file=.../></backingStore>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackingStore {
+    /// `file` or `block`.
+    #[serde(rename = "@type")]
+    pub store_type: Option<String>,
+    /// Backing image format.
+    pub format: Option<Format>,
+    /// Backing image location.
+    pub source: Option<DiskSource>,
+}
+
+/// `<format type='raw'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Format {
+    /// `raw`, `qcow2`.
+    #[serde(rename = "@type")]
+    pub format_type: String,
+}
+
+/// `<target dev='vda' bus='virtio'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskTarget {
+    /// Guest device name (`vda`, `sda`).
+    #[serde(rename = "@dev")]
+    pub dev: String,
+    /// `virtio`, `sata`, `scsi`, `usb`.
+    #[serde(rename = "@bus")]
+    pub bus: Option<String>,
+    /// CD-ROM tray: `open` / `closed`.
+    #[serde(rename = "@tray")]
+    pub tray: Option<String>,
+}
+
+/// `<boot order='1'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootOrder {
+    /// 1 = first.
+    #[serde(rename = "@order")]
+    pub order: u32,
+}
+
+/// `<alias name='ua-disk0'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Alias {
+    /// Alias; user-defined aliases start with `ua-`.
+    #[serde(rename = "@name")]
+    pub name: String,
+}
+
+impl Alias {
+    /// The user alias KubeVirt gives a device named `name`: `ua-<name>`.
+    pub fn user(name: &str) -> Self {
+        Alias {
+            name: format!("ua-{name}"),
+        }
+    }
+}
+
+/// `<address type='pci' .../>` or `type='drive'`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Address {
+    /// `pci`, `drive`, `ccw` ...
+    #[serde(rename = "@type")]
+    pub address_type: String,
+    /// PCI domain.
+    #[serde(rename = "@domain")]
+    pub domain: Option<String>,
+    /// PCI or drive bus.
+    #[serde(rename = "@bus")]
+    pub bus: Option<String>,
+    /// PCI slot.
+    #[serde(rename = "@slot")]
+    pub slot: Option<String>,
+    /// PCI function.
+    #[serde(rename = "@function")]
+    pub function: Option<String>,
+    /// Drive controller.
+    #[serde(rename = "@controller")]
+    pub controller: Option<String>,
+    /// Drive target.
+    #[serde(rename = "@target")]
+    pub target: Option<String>,
+    /// Drive unit.
+    #[serde(rename = "@unit")]
+    pub unit: Option<String>,
+}
+
+/// `<controller type='scsi' index='0' model='virtio-non-transitional'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Controller {
+    /// `usb`, `scsi`, `virtio-serial`, `pci`, `sata`.
+    #[serde(rename = "@type")]
+    pub controller_type: String,
+    /// Index among controllers of this type.
+    #[serde(rename = "@index")]
+    pub index: String,
+    /// Model (`none`, `qemu-xhci`, `virtio-non-transitional`, `pcie-root-port`).
+    #[serde(rename = "@model")]
+    pub model: Option<String>,
+    /// Alias.
+    pub alias: Option<Alias>,
+    /// Guest address.
+    pub address: Option<Address>,
+}
+
+/// `<serial type='unix'>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Serial {
+    /// `unix`, `pty`, `file`.
+    #[serde(rename = "@type")]
+    pub serial_type: String,
+    /// Guest port.
+    pub target: Option<SerialTarget>,
+    /// Host side.
+    pub source: Option<CharSource>,
+    /// Copy of the output in a file.
+    pub log: Option<CharLog>,
+    /// Alias.
+    pub alias: Option<Alias>,
+}
+
+/// `<target port='0'/>` of a serial port.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SerialTarget {
+    /// Port number.
+    #[serde(rename = "@port")]
+    pub port: u32,
+}
+
+/// `<source mode='bind' path='...'/>` of a character device.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CharSource {
+    /// `bind` (QEMU listens) or `connect`.
+    #[serde(rename = "@mode")]
+    pub mode: Option<String>,
+    /// Unix socket path.
+    #[serde(rename = "@path")]
+    pub path: Option<String>,
+}
+
+/// `<log file='...' append='on'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CharLog {
+    /// Log file path.
+    #[serde(rename = "@file")]
+    pub file: String,
+    /// `on` to append across restarts.
+    #[serde(rename = "@append")]
+    pub append: Option<String>,
+}
+
+/// `<console type='pty'>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Console {
+    /// `pty`.
+    #[serde(rename = "@type")]
+    pub console_type: String,
+    /// Which serial port it shows.
+    pub target: Option<ConsoleTarget>,
+}
+
+/// `<target type='serial' port='0'/>` of a console.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleTarget {
+    /// `serial`, `virtio`.
+    #[serde(rename = "@type")]
+    pub target_type: Option<String>,
+    /// Port.
+    #[serde(rename = "@port")]
+    pub port: Option<u32>,
+}
+
+/// `<channel type='unix'>` (the guest agent's virtio-serial port).
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Channel {
+    /// `unix`.
+    #[serde(rename = "@type")]
+    pub channel_type: String,
+    /// Host socket; libvirt chooses one when absent.
+    pub source: Option<CharSource>,
+    /// Guest port name.
+    pub target: ChannelTarget,
+}
+
+/// `<target type='virtio' name='org.qemu.guest_agent.0' state=.../>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelTarget {
+    /// `virtio`.
+    #[serde(rename = "@type")]
+    pub target_type: String,
+    /// Port name.
+    #[serde(rename = "@name")]
+    pub name: Option<String>,
+    /// `connected` / `disconnected` (live XML only).
+    #[serde(rename = "@state")]
+    pub state: Option<String>,
+}
+
+/// `<input type='tablet' bus='usb'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Input {
+    /// `tablet`, `keyboard`, `mouse`.
+    #[serde(rename = "@type")]
+    pub input_type: String,
+    /// `usb`, `virtio`, `ps2`.
+    #[serde(rename = "@bus")]
+    pub bus: Option<String>,
+    /// virtio model.
+    #[serde(rename = "@model")]
+    pub model: Option<String>,
+    /// Alias.
+    pub alias: Option<Alias>,
+}
+
+/// `<graphics type='vnc'>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Graphics {
+    /// `vnc`.
+    #[serde(rename = "@type")]
+    pub graphics_type: String,
+    /// Where it listens.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listen: Vec<GraphicsListen>,
+}
+
+/// `<listen type='socket' socket='...'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GraphicsListen {
+    /// `socket`, `address`.
+    #[serde(rename = "@type")]
+    pub listen_type: String,
+    /// Unix socket path.
+    #[serde(rename = "@socket")]
+    pub socket: Option<String>,
+}
+
+/// `<video><model type='vga' heads='1' vram='16384'/></video>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Video {
+    /// Model.
+    pub model: VideoModel,
+}
+
+/// `<model>` of a video device.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VideoModel {
+    /// `vga`, `virtio`, `bochs`.
+    #[serde(rename = "@type")]
+    pub model_type: String,
+    /// Heads.
+    #[serde(rename = "@heads")]
+    pub heads: Option<u32>,
+    /// Video RAM in KiB.
+    #[serde(rename = "@vram")]
+    pub vram: Option<u32>,
+}
+
+/// `<memballoon model='virtio-non-transitional' freePageReporting='on'>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemBalloon {
+    /// Model, or `none` for no balloon.
+    #[serde(rename = "@model")]
+    pub model: String,
+    /// `on` / `off`.
+    #[serde(rename = "@freePageReporting")]
+    pub free_page_reporting: Option<String>,
+    /// Statistics polling.
+    pub stats: Option<BalloonStats>,
+    /// Alias.
+    pub alias: Option<Alias>,
+}
+
+/// `<stats period='10'/>` (seconds).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BalloonStats {
+    /// Seconds between statistics updates.
+    #[serde(rename = "@period")]
+    pub period: u32,
+}
+
+/// `<rng model='virtio-non-transitional'><backend model='random'>/dev/urandom</backend></rng>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rng {
+    /// virtio model.
+    #[serde(rename = "@model")]
+    pub model: String,
+    /// Host entropy source.
+    pub backend: RngBackend,
+}
+
+/// `<backend model='random'>/dev/urandom</backend>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RngBackend {
+    /// `random`.
+    #[serde(rename = "@model")]
+    pub model: String,
+    /// Host device.
+    #[serde(rename = "$text")]
+    pub source: String,
+}
+
+impl Domain {
+    /// The domain as indented XML text, all values escaped.
+    ///
+    /// # Errors
+    /// [`XmlError::Write`] only on a model bug (quick-xml cannot represent a value).
+    pub fn to_xml(&self) -> Result<String, XmlError> {
+        let mut out = String::with_capacity(4096);
+        let mut ser = quick_xml::se::Serializer::new(&mut out);
+        ser.indent(' ', 2);
+        self.serialize(ser)?;
+        out.push('\n');
+        Ok(out)
+    }
+
+    /// Parses libvirt's XML (`virsh dumpxml`, `virDomainGetXMLDesc`).
+    ///
+    /// # Errors
+    /// [`XmlError::Read`] when the text is not XML or lacks required elements.
+    pub fn from_xml(xml: &str) -> Result<Domain, XmlError> {
+        Ok(quick_xml::de::from_str(xml)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn none_fields_are_omitted_and_text_is_escaped() {
+        let d = Domain {
+            domain_type: "kvm".into(),
+            name: "ns_a<b>&'\"".into(),
+            memory: MemoryValue {
+                unit: "b".into(),
+                value: 134_217_728,
+            },
+            vcpu: Vcpu {
+                placement: Some("static".into()),
+                count: 1,
+            },
+            os: Os {
+                os_type: OsType {
+                    arch: Some("x86_64".into()),
+                    machine: Some("q35".into()),
+                    os: "hvm".into(),
+                },
+                cmdline: Some("console=ttyS0 x=\"<y>\"".into()),
+                ..Os::default()
+            },
+            ..Domain::default()
+        };
+        let xml = d.to_xml().unwrap();
+        assert!(xml.contains("<name>ns_a&lt;b&gt;&amp;'\"</name>"), "{xml}");
+        assert!(
+            xml.contains("<memory unit=\"b\">134217728</memory>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<cmdline>console=ttyS0 x=\"&lt;y&gt;\"</cmdline>"),
+            "{xml}"
+        );
+        assert!(!xml.contains("uuid"), "{xml}");
+        assert!(!xml.contains("features"), "{xml}");
+        assert!(!xml.contains("readonly"), "{xml}");
+        let back = Domain::from_xml(&xml).unwrap();
+        assert_eq!(back, d);
+    }
+
+    #[test]
+    fn reads_libvirt_output_with_unknown_parts() {
+        let xml = r#"<domain type='kvm' id='3' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>default_vmi</name>
+  <uuid>5d307ca9-b3ef-428c-8861-06e72d69f223</uuid>
+  <metadata><kubevirt xmlns="http://kubevirt.io"><uid>abc</uid><graceperiod><deletionGracePeriodSeconds>30</deletionGracePeriodSeconds></graceperiod></kubevirt></metadata>
+  <memory unit='KiB'>131072</memory>
+  <currentMemory unit='KiB'>131072</currentMemory>
+  <vcpu placement='static'>1</vcpu>
+  <resource><partition>/machine</partition></resource>
+  <os><type arch='x86_64' machine='pc-q35-10.0'>hvm</type><boot dev='hd'/></os>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='/a' index='1'/><target dev='vda' bus='virtio'/><alias name='ua-root'/><address type='pci' domain='0x0000' bus='0x01' slot='0x00' function='0x0'/></disk>
+    <channel type='unix'><source mode='bind' path='/x'/><target type='virtio' name='org.qemu.guest_agent.0' state='connected'/></channel>
+  </devices>
+</domain>"#;
+        let d = Domain::from_xml(xml).unwrap();
+        assert_eq!(d.name, "default_vmi");
+        assert_eq!(d.memory.bytes(), Some(128 << 20));
+        assert_eq!(d.metadata.unwrap().kubevirt.unwrap().uid, "abc");
+        assert_eq!(d.devices.disk[0].alias.as_ref().unwrap().name, "ua-root");
+        assert_eq!(
+            d.devices.channel[0].target.state.as_deref(),
+            Some("connected")
+        );
+    }
+}

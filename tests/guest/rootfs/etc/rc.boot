@@ -1,0 +1,149 @@
+#!/bin/sh
+# /etc/rc.boot: the test guest's whole boot sequence (busybox init sysinit).
+# Built into the initramfs by tests/guest/build. Serial-console protocol
+# (/dev/ttyS0), one line each, in this order:
+#   GUEST-USERDATA-DONE exit=<n>     only when the NoCloud seed has #! user-data
+#   GUEST-READY hostname=<h> ip=<ip|none> uptime=<s>
+#                                    boot done; qemu-ga (if the port exists)
+#                                    holds its virtio port open
+#   GUEST-SHUTDOWN                   from /etc/rc.shutdown, on any power-off
+# Other diagnostics are "[guest] ..." lines.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev # Debian kernels do not auto-mount it
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs -o mode=0755,nosuid,nodev run /run
+mount -t tmpfs -o mode=1777,nosuid,nodev tmp /tmp
+mkdir -p /run/cidata /var/log
+
+log() { echo "[guest] $*" >/dev/ttyS0; }
+# first word of /proc/uptime
+uptime_s() { read -r up _ </proc/uptime; echo "$up"; }
+
+# ---- kernel modules (list in /etc/modules, written by the build)
+# SCSI scanning is asynchronous by default; scan synchronously so that disks
+# and cdroms behind virtio-scsi exist as soon as modprobe returns.
+modprobe scsi_mod scan=sync 2>/dev/null
+for m in $(cat /etc/modules); do
+    modprobe "$m" || log "modprobe $m failed"
+done
+
+# ---- ACPI power button -> /etc/acpi/PWRF/00000080 -> poweroff
+# acpid opens the /dev/input/event* that exist now: button + evdev are loaded.
+acpid -c /etc/acpi -l /var/log/acpid.log -p /run/acpid.pid
+
+hostname -F /etc/hostname
+ip link set lo up
+
+# ---- /dev/virtio-ports/<name> links (there is no udev)
+mkdir -p /dev/virtio-ports
+for p in /sys/class/virtio-ports/*; do
+    [ -r "$p/name" ] || continue
+    name=$(cat "$p/name")
+    [ -n "$name" ] && ln -sf "../${p##*/}" "/dev/virtio-ports/$name"
+done
+
+# ---- qemu-ga, restarted if it ever exits (started early: it loads slowly)
+qga_port=/dev/virtio-ports/org.qemu.guest_agent.0
+if [ -e "$qga_port" ]; then
+    (
+        trap 'kill $(cat /run/qemu-ga.pid) 2>/dev/null; exit 0' TERM
+        while :; do
+            qemu-ga -m virtio-serial -p "$qga_port" -l /var/log/qemu-ga.log -t /run &
+            echo $! >/run/qemu-ga.pid
+            wait $!
+            log "qemu-ga exited with $?, restarting"
+            sleep 1
+        done
+    ) </dev/null >/dev/null 2>&1 &
+    echo $! >/run/qemu-ga.loop.pid
+else
+    log "no org.qemu.guest_agent.0 port; qemu-ga not started"
+fi
+
+# ---- NoCloud seed: an iso9660 or vfat volume labelled cidata/CIDATA
+find_seed() { findfs LABEL=cidata 2>/dev/null || findfs LABEL=CIDATA 2>/dev/null; }
+seed=$(find_seed)
+if [ -z "$seed" ] && ls /sys/class/scsi_host/* >/dev/null 2>&1; then
+    # a SCSI host exists: give late (e.g. slow cdrom) devices a moment
+    i=0
+    while [ -z "$seed" ] && [ $i -lt 10 ]; do
+        sleep 0.1; i=$((i + 1)); seed=$(find_seed)
+    done
+fi
+yaml_value() { # KEY FILE: value of KEY in YAML or one-line JSON meta-data
+    grep -o "\"\{0,1\}$1\"\{0,1\}[[:space:]]*:[[:space:]]*[^,}#]*" "$2" | head -n 1 |
+        sed 's/^[^:]*:[[:space:]]*//' | tr -d "\"'\r "
+}
+if [ -n "$seed" ]; then
+    if mount -o ro -t iso9660 "$seed" /mnt 2>/dev/null ||
+        mount -o ro -t vfat "$seed" /mnt 2>/dev/null; then
+        for f in meta-data user-data network-config vendor-data; do
+            [ -f "/mnt/$f" ] && cp "/mnt/$f" "/run/cidata/$f"
+        done
+        umount /mnt
+        log "cidata seed on $seed"
+    else
+        log "cidata seed on $seed could not be mounted"
+    fi
+else
+    log "no cidata seed"
+fi
+md=/run/cidata/meta-data
+if [ -f "$md" ]; then
+    iid=$(yaml_value instance-id "$md")
+    [ -n "$iid" ] && echo "$iid" >/run/instance-id
+    h=$(yaml_value local-hostname "$md")
+    if [ -n "$h" ]; then
+        hostname "$h"
+        echo "$h" >/etc/hostname
+        printf '127.0.1.1\t%s\n' "$h" >>/etc/hosts
+    fi
+fi
+
+# ---- network: DHCP on every ethN; udhcpc backgrounds itself (-b) and renews
+for n in /sys/class/net/eth*; do
+    [ -e "$n" ] || continue
+    ifc=${n##*/}
+    udhcpc -i "$ifc" -s /usr/share/udhcpc/default.script -p "/run/udhcpc.$ifc.pid" \
+        -t 8 -T 1 -A 3 -b -S -x "hostname:$(hostname)" >/dev/null 2>&1 &
+done
+if [ -e /sys/class/net/eth0 ]; then
+    i=0 # wait up to 5 s for the first lease
+    while [ ! -s /run/ip.eth0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+
+# ---- user-data: a #! script runs now, before GUEST-READY. Its output goes to
+# /var/log/user-data.log, which is then copied to the serial console (a file,
+# not a pipe, so a background job left running by the script cannot stall the
+# boot; a script wanting live output can write to /dev/ttyS0 itself).
+ud=/run/cidata/user-data
+if [ -f "$ud" ] && [ "$(head -c 2 "$ud")" = "#!" ]; then
+    chmod 0755 "$ud"
+    log "running user-data"
+    (cd /root && exec "$ud") </dev/null >/var/log/user-data.log 2>&1
+    rc=$?
+    cat /var/log/user-data.log >/dev/ttyS0
+    echo "GUEST-USERDATA-DONE exit=$rc" >/dev/ttyS0
+elif [ -f "$ud" ]; then
+    log "user-data is not a #! script; ignored ($(head -n 1 "$ud"))"
+fi
+
+# ---- wait (up to 10 s) until qemu-ga holds its port open: only then does
+# the host see the agent as connected.
+if [ -e "$qga_port" ]; then
+    i=0
+    while [ $i -lt 100 ]; do
+        pid=$(cat /run/qemu-ga.pid 2>/dev/null)
+        [ -n "$pid" ] && ls -l "/proc/$pid/fd" 2>/dev/null | grep -q vport && break
+        sleep 0.1; i=$((i + 1))
+    done
+    [ $i -lt 100 ] || log "qemu-ga did not open $qga_port"
+fi
+
+ip=$(cat /run/ip.eth0 2>/dev/null)
+echo "GUEST-READY hostname=$(hostname) ip=${ip:-none} uptime=$(uptime_s)" >/dev/ttyS0
+: >/run/guest-ready
