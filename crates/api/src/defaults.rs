@@ -132,6 +132,21 @@ pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
         .get_or_insert(DEFAULT_GRACE_PERIOD_SECONDS);
 }
 
+/// Gives a VMI that has no `metadata.uid` (a hand-written manifest run
+/// without Kubernetes) a UID derived from its namespace and name, so its
+/// socket directory and metadata are stable across runs.
+pub fn fill_missing_uid(vmi: &mut VirtualMachineInstance) {
+    if vmi.metadata.uid.as_deref().is_none_or(str::is_empty) {
+        let key = format!(
+            "kubevirt.io/v1/namespaces/{}/virtualmachineinstances/{}/uid",
+            vmi.namespace(),
+            vmi.metadata.name
+        );
+        vmi.metadata.uid =
+            Some(uuid::Uuid::new_v5(&FIRMWARE_UUID_NAMESPACE, key.as_bytes()).to_string());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -304,9 +304,45 @@ pub struct Clock {
     /// Guest clock in this time zone (`Europe/Berlin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
-    /// Timers; not implemented yet.
+    /// Timers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timer: Option<Value>,
+    pub timer: Option<Timers>,
+}
+
+/// `clock.timer`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timers {
+    /// High Precision Event Timer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hpet: Option<TimerSpec>,
+    /// KVM paravirtual clock (libvirt `kvmclock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kvm: Option<TimerSpec>,
+    /// Programmable Interval Timer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pit: Option<TimerSpec>,
+    /// Real Time Clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtc: Option<TimerSpec>,
+    /// Hyper-V reference clock (libvirt `hypervclock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyperv: Option<TimerSpec>,
+}
+
+/// One timer: presence, tick policy, and (rtc only) what it tracks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimerSpec {
+    /// Present in the guest; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub present: Option<bool>,
+    /// `delay`, `catchup`, `merge` or `discard`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_policy: Option<String>,
+    /// rtc only: `guest` or `wall`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub track: Option<String>,
 }
 
 /// `clock.utc`.

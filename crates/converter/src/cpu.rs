@@ -1,0 +1,98 @@
+//! `<cpu>` and `<vcpu>` from `spec.domain.cpu` (KubeVirt converter
+//! `Convert_v1_VirtualMachineInstance_To_api_Domain`, CPU part).
+
+use api::{Arch, VirtualMachineInstance};
+use domain::{Cpu, CpuFeature, CpuTopology, Vcpu};
+
+use crate::{ConvertContext, ConvertError};
+
+/// CPU policies libvirt accepts (formatdomain `<feature policy=...>`).
+const POLICIES: [&str; 5] = ["force", "require", "optional", "disable", "forbid"];
+
+/// The converted CPU: model/topology and the vCPU count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Converted {
+    /// `<cpu>`.
+    pub cpu: Cpu,
+    /// `<vcpu placement='static'>sockets×cores×threads</vcpu>`.
+    pub vcpu: Vcpu,
+}
+
+/// Topology: each of sockets, cores and threads at least 1. Mode:
+/// `host-model`/`host-passthrough` as given (empty → `host-model`), any other
+/// name → `mode='custom'` with `<model>`. Features keep their policy
+/// (default `require`); on amd64 a custom model without an `mpx` entry gets
+/// `mpx` disabled, as KubeVirt does for CPUs that dropped MPX.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] for an unknown feature policy or a model or
+/// feature name XML cannot carry.
+pub fn convert(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+) -> Result<Converted, ConvertError> {
+    let spec = vmi.spec.domain.cpu.clone().unwrap_or_default();
+    let topology = CpuTopology {
+        sockets: spec.sockets.max(1),
+        cores: spec.cores.max(1),
+        threads: spec.threads.max(1),
+    };
+    let count = topology
+        .sockets
+        .checked_mul(topology.cores)
+        .and_then(|n| n.checked_mul(topology.threads))
+        .ok_or_else(|| ConvertError::invalid("spec.domain.cpu", "too many vCPUs"))?;
+
+    let mut cpu = Cpu {
+        topology: Some(topology),
+        ..Cpu::default()
+    };
+    let model = if spec.model.is_empty() {
+        "host-model"
+    } else {
+        spec.model.as_str()
+    };
+    crate::xml_text("spec.domain.cpu.model", model)?;
+    let custom = !matches!(model, "host-model" | "host-passthrough");
+    if custom {
+        cpu.mode = Some("custom".into());
+        cpu.model = Some(model.to_owned());
+    } else {
+        cpu.mode = Some(model.to_owned());
+    }
+    for (i, f) in spec.features.iter().enumerate() {
+        let path = format!("spec.domain.cpu.features[{i}]");
+        if f.name.is_empty() {
+            return Err(ConvertError::invalid(format!("{path}.name"), "required"));
+        }
+        crate::xml_text(&format!("{path}.name"), &f.name)?;
+        let policy = if f.policy.is_empty() {
+            "require"
+        } else {
+            f.policy.as_str()
+        };
+        if !POLICIES.contains(&policy) {
+            return Err(ConvertError::invalid(
+                format!("{path}.policy"),
+                format!("{policy:?} is not one of {}", POLICIES.join(", ")),
+            ));
+        }
+        cpu.feature.push(CpuFeature {
+            policy: policy.to_owned(),
+            name: f.name.clone(),
+        });
+    }
+    if ctx.arch == Arch::Amd64 && custom && !spec.features.iter().any(|f| f.name == "mpx") {
+        cpu.feature.push(CpuFeature {
+            policy: "disable".into(),
+            name: "mpx".into(),
+        });
+    }
+    Ok(Converted {
+        cpu,
+        vcpu: Vcpu {
+            placement: Some("static".into()),
+            count,
+        },
+    })
+}

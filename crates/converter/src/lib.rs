@@ -1,0 +1,316 @@
+//! VMI → libvirt domain conversion, KubeVirt v1.6.6 semantics
+//! (`pkg/virt-launcher/virtwrap/converter`).
+//!
+//! The converter is pure: it reads a defaulted, validated VMI
+//! ([`api::load_vmi`]) and a [`ConvertContext`] of host facts and settings,
+//! and returns a [`domain::Domain`]. It touches no file, clock or
+//! environment (enforced by this crate's `clippy.toml`); probing happens in
+//! the launcher before conversion.
+//!
+//! One module per concern, assembled in [`convert`] in this order: identity
+//! and metadata, [`cpu`], [`memory`], [`os`] (machine, firmware, SMBIOS),
+//! [`features`] and clock, [`disks`], [`devices`] (controllers, consoles,
+//! graphics, input, RNG, balloon). Inputs whose feature is not built yet are
+//! refused first by [`unsupported`], so nothing is ever silently dropped.
+
+pub mod arch;
+pub mod cpu;
+pub mod devices;
+pub mod disks;
+pub mod features;
+pub mod memory;
+pub mod os;
+pub mod unsupported;
+
+use std::collections::BTreeMap;
+
+use api::{Arch, FieldError, VirtualMachineInstance};
+use domain::{Domain, GracePeriodMetadata, KubeVirtMetadata, Metadata};
+
+/// libvirt's qemu XML namespace (`xmlns:qemu`).
+pub const QEMU_XMLNS: &str = "http://libvirt.org/schemas/domain/qemu/1.0";
+/// Namespace of KubeVirt's domain metadata.
+pub const KUBEVIRT_XMLNS: &str = "http://kubevirt.io";
+
+/// Why a VMI cannot be converted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    /// The spec is wrong or contradictory (what KubeVirt's admission rejects).
+    #[error("{0}")]
+    Invalid(FieldError),
+    /// The spec uses a feature this launcher does not implement yet.
+    #[error("{path}: {feature} is not supported yet")]
+    Unsupported {
+        /// Field that requests the feature.
+        path: String,
+        /// The feature, in KubeVirt's words.
+        feature: String,
+    },
+    /// The host cannot run the VMI as configured.
+    #[error("{0}")]
+    Host(String),
+}
+
+impl ConvertError {
+    /// An [`ConvertError::Invalid`] about `path`.
+    pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ConvertError::Invalid(FieldError::new(path, message))
+    }
+
+    /// An [`ConvertError::Unsupported`] about `path`.
+    pub fn unsupported(path: impl Into<String>, feature: impl Into<String>) -> Self {
+        ConvertError::Unsupported {
+            path: path.into(),
+            feature: feature.into(),
+        }
+    }
+}
+
+/// The libvirt domain type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VirtType {
+    /// Hardware virtualisation through `/dev/kvm` (`<domain type='kvm'>`).
+    Kvm,
+    /// QEMU's TCG software emulation (`<domain type='qemu'>`).
+    Qemu,
+}
+
+impl VirtType {
+    /// The value of `<domain type=...>`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VirtType::Kvm => "kvm",
+            VirtType::Qemu => "qemu",
+        }
+    }
+}
+
+/// Chooses the domain type as KubeVirt does: KVM when `/dev/kvm` exists,
+/// TCG when it does not and `--allow-emulation` is set, and always TCG with
+/// `--use-emulation` (for hosts whose `/dev/kvm` cannot run guests).
+///
+/// # Errors
+/// KubeVirt's message `hardware emulation device '/dev/kvm' not present`
+/// when KVM is absent and emulation is not allowed.
+pub fn choose_virt_type(
+    kvm_present: bool,
+    allow_emulation: bool,
+    use_emulation: bool,
+) -> Result<VirtType, ConvertError> {
+    match (use_emulation, kvm_present, allow_emulation) {
+        (true, _, _) => Ok(VirtType::Qemu),
+        (false, true, _) => Ok(VirtType::Kvm),
+        (false, false, true) => Ok(VirtType::Qemu),
+        (false, false, false) => Err(ConvertError::Host(
+            "hardware emulation device '/dev/kvm' not present".into(),
+        )),
+    }
+}
+
+/// Image format of a disk image (`qemu-img info` `format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFormat {
+    /// Raw image.
+    Raw,
+    /// QEMU copy-on-write v2.
+    Qcow2,
+}
+
+impl ImageFormat {
+    /// libvirt's name (`raw`, `qcow2`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImageFormat::Raw => "raw",
+            ImageFormat::Qcow2 => "qcow2",
+        }
+    }
+}
+
+/// Directories the converter writes into the domain. Defaults are
+/// KubeVirt's in-pod paths; standalone mode maps them onto private
+/// directories with bind mounts, so the domain XML is the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Paths {
+    /// `--container-disk-dir` (`/var/run/kubevirt/container-disks`).
+    pub container_disk_dir: String,
+    /// `--ephemeral-disk-dir` (`/var/run/kubevirt-ephemeral-disks`).
+    pub ephemeral_disk_dir: String,
+    /// KubeVirt's private dir (`/var/run/kubevirt-private`).
+    pub private_dir: String,
+    /// Where emptyDisk images live (`/var/run/libvirt/empty-disks`).
+    pub empty_disk_dir: String,
+    /// `--ovmf-path` (`/usr/share/OVMF`, `/usr/share/AAVMF` on arm64).
+    pub ovmf_dir: String,
+    /// EFI variable stores (`/var/lib/libvirt/qemu/nvram`).
+    pub nvram_dir: String,
+}
+
+impl Default for Paths {
+    fn default() -> Self {
+        Paths {
+            container_disk_dir: "/var/run/kubevirt/container-disks".into(),
+            ephemeral_disk_dir: "/var/run/kubevirt-ephemeral-disks".into(),
+            private_dir: "/var/run/kubevirt-private".into(),
+            empty_disk_dir: "/var/run/libvirt/empty-disks".into(),
+            ovmf_dir: "/usr/share/OVMF".into(),
+            nvram_dir: "/var/lib/libvirt/qemu/nvram".into(),
+        }
+    }
+}
+
+/// SMBIOS system fields virt-handler sends (`VirtualMachineOptions.SMBios`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SmbiosOptions {
+    /// Default `KubeVirt`.
+    pub manufacturer: String,
+    /// Default `KubeVirt`.
+    pub family: String,
+    /// Default `None`.
+    pub product: String,
+    /// Default empty.
+    pub sku: String,
+    /// Default empty.
+    pub version: String,
+}
+
+impl Default for SmbiosOptions {
+    fn default() -> Self {
+        SmbiosOptions {
+            manufacturer: "KubeVirt".into(),
+            family: "KubeVirt".into(),
+            product: "None".into(),
+            sku: String::new(),
+            version: String::new(),
+        }
+    }
+}
+
+/// Per-volume facts found by probing before conversion.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Prepared {
+    /// Format of each containerDisk image, by volume name (default raw).
+    pub container_disk_formats: BTreeMap<String, ImageFormat>,
+    /// Cache mode chosen per volume (O_DIRECT probe) when the disk sets none.
+    pub cache_modes: BTreeMap<String, api::vmi::CacheMode>,
+    /// PVC/DataVolume volumes that are block devices (`/dev/<vol>`).
+    pub block_volumes: std::collections::BTreeSet<String>,
+}
+
+/// Everything besides the VMI that conversion depends on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvertContext {
+    /// Architecture of the domain (the launcher's host arch in a cluster).
+    pub arch: Arch,
+    /// KVM or TCG.
+    pub virt_type: VirtType,
+    /// Directory layout.
+    pub paths: Paths,
+    /// SMBIOS system fields.
+    pub smbios: SmbiosOptions,
+    /// Balloon statistics period in seconds (virt-handler default 10; 0 = off).
+    pub mem_balloon_stats_period: u32,
+    /// Log the serial console to a file (cluster default true).
+    pub serial_console_log: bool,
+    /// Free page reporting allowed by the cluster (default true).
+    pub free_page_reporting: bool,
+    /// Probe results.
+    pub prepared: Prepared,
+}
+
+impl ConvertContext {
+    /// KubeVirt's defaults for `arch` and `virt_type`.
+    pub fn new(arch: Arch, virt_type: VirtType) -> Self {
+        let mut paths = Paths::default();
+        if arch == Arch::Arm64 {
+            "/usr/share/AAVMF".clone_into(&mut paths.ovmf_dir);
+        }
+        ConvertContext {
+            arch,
+            virt_type,
+            paths,
+            smbios: SmbiosOptions::default(),
+            mem_balloon_stats_period: 10,
+            serial_console_log: true,
+            free_page_reporting: true,
+            prepared: Prepared::default(),
+        }
+    }
+}
+
+/// Converts a defaulted, validated VMI into a domain.
+///
+/// # Errors
+/// [`ConvertError::Unsupported`] for features not built yet,
+/// [`ConvertError::Invalid`] for specs KubeVirt would reject (each naming the
+/// field), [`ConvertError::Host`] when the VMI's architecture differs from
+/// the context's.
+pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Domain, ConvertError> {
+    if let Some(a) = vmi.spec.architecture.as_deref() {
+        let want: Arch = a.parse().map_err(|e: api::arch::UnknownArch| {
+            ConvertError::invalid("spec.architecture", e.to_string())
+        })?;
+        if want != ctx.arch {
+            return Err(ConvertError::Host(format!(
+                "spec.architecture is {want} but this launcher converts for {}",
+                ctx.arch
+            )));
+        }
+    }
+    unsupported::check(vmi)?;
+    let caps = arch::caps(ctx.arch);
+
+    let cpu = cpu::convert(vmi, ctx)?;
+    let vcpus = cpu.vcpu.count;
+    let disks = disks::convert(vmi, ctx, vcpus)?;
+    let dev = devices::convert(vmi, ctx, &disks)?;
+    let dom = Domain {
+        domain_type: ctx.virt_type.as_str().to_owned(),
+        xmlns_qemu: None,
+        name: vmi.domain_name(),
+        uuid: os::firmware_uuid(vmi).map(str::to_owned),
+        metadata: Some(Metadata {
+            kubevirt: Some(KubeVirtMetadata {
+                xmlns: Some(KUBEVIRT_XMLNS.to_owned()),
+                uid: vmi.uid().to_owned(),
+                graceperiod: Some(GracePeriodMetadata {
+                    deletion_grace_period_seconds: vmi.grace_period_seconds(),
+                }),
+            }),
+        }),
+        memory: memory::convert(vmi)?,
+        current_memory: None,
+        vcpu: cpu.vcpu,
+        iothreads: None,
+        sysinfo: os::sysinfo(vmi, ctx, caps),
+        os: os::convert(vmi, ctx, caps)?,
+        features: Some(features::convert(vmi, caps)),
+        cpu: Some(cpu.cpu),
+        clock: features::clock(vmi)?,
+        devices: domain::Devices { disk: disks, ..dev },
+    };
+    Ok(dom)
+}
+
+/// Rejects text that XML 1.0 cannot carry (control characters other than
+/// tab, newline and carriage return). Everything else is escaped by the
+/// serialiser, so this is the only text check free-form fields need.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming `path` and the first bad character.
+pub fn xml_text(path: &str, s: &str) -> Result<(), ConvertError> {
+    match s.chars().find(|c| {
+        (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || *c == '\u{fffe}' || *c == '\u{ffff}'
+    }) {
+        Some(c) => Err(ConvertError::invalid(
+            path,
+            format!(
+                "contains the character U+{:04X}, which XML cannot carry",
+                u32::from(c)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,219 @@
+//! `<os>` (machine type, firmware, direct kernel boot, boot menu) and
+//! `<sysinfo>` (SMBIOS) from `spec.domain.machine` and `spec.domain.firmware`.
+
+use api::VirtualMachineInstance;
+use domain::{
+    BiosOptions, BootMenu, Loader, Nvram, Os, OsType, Smbios, SysInfo, SysInfoEntries, SysInfoEntry,
+};
+
+use crate::arch::ArchCaps;
+use crate::{ConvertContext, ConvertError};
+
+/// KubeVirt's boot menu timeout for `startStrategy: Paused`, in ms.
+pub const PAUSED_BOOT_MENU_TIMEOUT_MS: u32 = 10_000;
+
+/// The firmware UUID (`spec.domain.firmware.uuid`), which is also the
+/// domain UUID.
+pub fn firmware_uuid(vmi: &VirtualMachineInstance) -> Option<&str> {
+    vmi.spec
+        .domain
+        .firmware
+        .as_ref()
+        .and_then(|f| f.uuid.as_deref())
+        .filter(|u| !u.is_empty())
+}
+
+/// Which EFI variant a VMI boots with, if any: `Some(secure_boot)`.
+/// arm64 boots EFI (without secure boot) when no boot loader is named.
+pub fn efi(vmi: &VirtualMachineInstance, caps: &ArchCaps) -> Option<bool> {
+    let bl = vmi
+        .spec
+        .domain
+        .firmware
+        .as_ref()
+        .and_then(|f| f.bootloader.as_ref());
+    match bl {
+        Some(b) if b.efi.is_some() => {
+            Some(b.efi.as_ref().and_then(|e| e.secure_boot).unwrap_or(true))
+        }
+        Some(b) if b.bios.is_some() => None,
+        _ if caps.efi_default => Some(false),
+        _ => None,
+    }
+}
+
+/// EFI code and variable-template paths for `secure_boot` under
+/// `--ovmf-path`: the launcher's probed choice when present
+/// ([`crate::Prepared`] has none yet, so KubeVirt's file names).
+pub fn efi_files(
+    ctx: &ConvertContext,
+    caps: &ArchCaps,
+    secure_boot: bool,
+) -> Option<(String, String)> {
+    let [sb_code, sb_vars, code, vars] = caps.efi_files?;
+    let (c, v) = if secure_boot {
+        (sb_code, sb_vars)
+    } else {
+        (code, vars)
+    };
+    let dir = ctx.paths.ovmf_dir.trim_end_matches('/');
+    Some((format!("{dir}/{c}"), format!("{dir}/{v}")))
+}
+
+/// `<os>`: `<type arch machine>hvm</type>`; `<smbios mode='sysinfo'/>` where
+/// the arch has SMBIOS; EFI `<loader readonly='yes' secure type='pflash'>`
+/// and `<nvram template>` at `<nvram-dir>/<vmi-name>_VARS.fd`; SeaBIOS
+/// `<bios useserial='yes'/>`; direct kernel boot from
+/// `<container-disk-dir>/kernel-boot/<file>`; a boot menu for `Paused`.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] for EFI on an arch without EFI firmware, secure
+/// boot without SMM, kernel paths that are not plain file names, or text XML
+/// cannot carry.
+pub fn convert(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    caps: &ArchCaps,
+) -> Result<Os, ConvertError> {
+    let dom = &vmi.spec.domain;
+    let machine = dom
+        .machine
+        .as_ref()
+        .map(|m| m.machine_type.clone())
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| ctx.arch.default_machine_type().to_owned());
+    crate::xml_text("spec.domain.machine.type", &machine)?;
+    let mut os = Os {
+        os_type: OsType {
+            arch: Some(ctx.arch.libvirt_name().to_owned()),
+            machine: Some(machine),
+            os: "hvm".into(),
+        },
+        ..Os::default()
+    };
+    if caps.smbios {
+        os.smbios = Some(Smbios {
+            mode: "sysinfo".into(),
+        });
+    }
+    let firmware = dom.firmware.clone().unwrap_or_default();
+    if let Some(secure) = efi(vmi, caps) {
+        let path = "spec.domain.firmware.bootloader.efi";
+        let (code, vars) = efi_files(ctx, caps, secure).ok_or_else(|| {
+            ConvertError::invalid(path, format!("EFI is not available on {}", ctx.arch))
+        })?;
+        let smm = dom
+            .features
+            .as_ref()
+            .and_then(|f| f.smm.as_ref())
+            .is_some_and(|s| s.is_enabled());
+        if secure && !smm {
+            return Err(ConvertError::invalid(
+                "spec.domain.features.smm",
+                "SMM must be enabled to allow EFI secure boot (set secureBoot: false or enable features.smm)",
+            ));
+        }
+        os.loader = Some(Loader {
+            readonly: Some("yes".into()),
+            secure: Some(if secure { "yes" } else { "no" }.into()),
+            loader_type: Some("pflash".into()),
+            path: code,
+        });
+        let nvram_dir = ctx.paths.nvram_dir.trim_end_matches('/');
+        os.nvram = Some(Nvram {
+            template: Some(vars),
+            path: format!("{nvram_dir}/{}_VARS.fd", vmi.metadata.name),
+        });
+    }
+    if let Some(bios) = firmware.bootloader.as_ref().and_then(|b| b.bios.as_ref()) {
+        if bios.use_serial == Some(true) {
+            os.bios = Some(BiosOptions {
+                useserial: Some("yes".into()),
+            });
+        }
+    }
+    if let Some(kb) = &firmware.kernel_boot {
+        let base = "spec.domain.firmware.kernelBoot";
+        if let Some(args) = &kb.kernel_args {
+            crate::xml_text(&format!("{base}.kernelArgs"), args)?;
+            os.cmdline = Some(args.clone());
+        }
+        if let Some(c) = &kb.container {
+            let dir = format!(
+                "{}/kernel-boot",
+                ctx.paths.container_disk_dir.trim_end_matches('/')
+            );
+            let file = |field: &str, p: &Option<String>| -> Result<Option<String>, ConvertError> {
+                let Some(p) = p.as_deref().filter(|p| !p.is_empty()) else {
+                    return Ok(None);
+                };
+                let name = basename(p).ok_or_else(|| {
+                    ConvertError::invalid(
+                        format!("{base}.container.{field}"),
+                        format!("{p:?} does not name a file"),
+                    )
+                })?;
+                crate::xml_text(&format!("{base}.container.{field}"), name)?;
+                Ok(Some(format!("{dir}/{name}")))
+            };
+            os.kernel = file("kernelPath", &c.kernel_path)?;
+            os.initrd = file("initrdPath", &c.initrd_path)?;
+            if os.kernel.is_none() && os.initrd.is_none() {
+                return Err(ConvertError::invalid(
+                    format!("{base}.container"),
+                    "kernelPath or initrdPath is required",
+                ));
+            }
+        }
+    }
+    if vmi.spec.start_strategy.as_deref() == Some("Paused") {
+        os.bootmenu = Some(BootMenu {
+            enable: "yes".into(),
+            timeout: Some(PAUSED_BOOT_MENU_TIMEOUT_MS),
+        });
+    }
+    Ok(os)
+}
+
+/// Last path component of `p` when it is a usable file name (not empty,
+/// `.` or `..`): the only part KubeVirt keeps of kernel boot paths.
+fn basename(p: &str) -> Option<&str> {
+    let name = p.rsplit('/').next()?;
+    (!name.is_empty() && name != "." && name != "..").then_some(name)
+}
+
+/// `<sysinfo type='smbios'>` with the system entries `uuid`, `serial`,
+/// then the SMBIOS options (manufacturer, family, product, sku, version);
+/// empty values are left out. None on arches without SMBIOS.
+pub fn sysinfo(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    caps: &ArchCaps,
+) -> Option<SysInfo> {
+    if !caps.smbios {
+        return None;
+    }
+    let fw = vmi.spec.domain.firmware.as_ref();
+    let s = &ctx.smbios;
+    let entries: Vec<SysInfoEntry> = [
+        ("uuid", firmware_uuid(vmi).unwrap_or("")),
+        ("serial", fw.and_then(|f| f.serial.as_deref()).unwrap_or("")),
+        ("manufacturer", s.manufacturer.as_str()),
+        ("family", s.family.as_str()),
+        ("product", s.product.as_str()),
+        ("sku", s.sku.as_str()),
+        ("version", s.version.as_str()),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.is_empty())
+    .map(|(n, v)| SysInfoEntry {
+        name: n.into(),
+        value: v.into(),
+    })
+    .collect();
+    Some(SysInfo {
+        sysinfo_type: "smbios".into(),
+        system: Some(SysInfoEntries { entry: entries }),
+        chassis: None,
+    })
+}

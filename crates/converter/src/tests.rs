@@ -1,0 +1,585 @@
+//! Whole-domain tests: real KubeVirt examples and real-world cases in,
+//! domain model assertions out.
+
+// Tests read their fixtures from tests/data; the converter itself stays pure.
+#![allow(clippy::disallowed_methods)]
+
+use api::{Arch, VirtualMachineInstance};
+use domain::Domain;
+
+use crate::{choose_virt_type, convert, ConvertContext, ConvertError, VirtType};
+
+fn data(rel: &str) -> String {
+    let p = format!("{}/../../tests/data/{rel}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn vmi(doc: &str, arch: Arch) -> VirtualMachineInstance {
+    let mut v = api::load_vmi(doc.as_bytes(), arch).unwrap();
+    api::defaults::fill_missing_uid(&mut v);
+    v
+}
+
+fn conv(doc: &str, arch: Arch) -> Result<Domain, ConvertError> {
+    convert(&vmi(doc, arch), &ConvertContext::new(arch, VirtType::Kvm))
+}
+
+fn disk<'a>(d: &'a Domain, name: &str) -> &'a domain::Disk {
+    let alias = format!("ua-{name}");
+    d.devices
+        .disk
+        .iter()
+        .find(|x| x.alias.as_ref().is_some_and(|a| a.name == alias))
+        .unwrap_or_else(|| panic!("no disk {name}"))
+}
+
+#[test]
+fn case_020_vmi_sata_gets_its_default_disk() {
+    let d = conv(&data("cases/020-example-vmi-sata.yaml"), Arch::Amd64).unwrap();
+    assert_eq!(d.devices.disk.len(), 1);
+    let x = disk(&d, "containerdisk");
+    assert_eq!((x.disk_type.as_str(), x.device.as_str()), ("file", "disk"));
+    assert_eq!(x.target.dev, "sda");
+    assert_eq!(x.target.bus.as_deref(), Some("sata"));
+    let drv = x.driver.as_ref().unwrap();
+    assert_eq!(
+        (
+            drv.name.as_str(),
+            drv.format.as_deref(),
+            drv.error_policy.as_deref(),
+            drv.discard.as_deref()
+        ),
+        ("qemu", Some("qcow2"), Some("stop"), Some("unmap"))
+    );
+    let bs = x.backing_store.as_ref().unwrap();
+    assert_eq!(
+        bs.source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt/container-disks/disk_0.img")
+    );
+    assert_eq!(
+        x.source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt-ephemeral-disks/disk-data/containerdisk/disk.qcow2")
+    );
+    assert_eq!((d.memory.unit.as_str(), d.memory.value), ("b", 134_217_728));
+    assert_eq!(d.vcpu.count, 1);
+    let t = d.cpu.as_ref().unwrap().topology.as_ref().unwrap();
+    assert_eq!((t.sockets, t.cores, t.threads), (1, 1, 1));
+    assert_eq!(d.name, "default_vmi-sata");
+    assert_eq!(d.domain_type, "kvm");
+    assert_eq!(d.os.os_type.machine.as_deref(), Some("q35"));
+    // arm64: the same input lands on virtio.
+    let a = conv(&data("cases/020-example-vmi-sata.yaml"), Arch::Arm64).unwrap();
+    assert_eq!(disk(&a, "containerdisk").target.dev, "vda");
+    assert_eq!(
+        disk(&a, "containerdisk").target.bus.as_deref(),
+        Some("virtio")
+    );
+}
+
+#[test]
+fn defaults_mirror_kubevirts_golden_domain() {
+    let d = conv(&data("examples/vmi-ephemeral.yaml"), Arch::Amd64).unwrap();
+    let uid = vmi(&data("examples/vmi-ephemeral.yaml"), Arch::Amd64)
+        .metadata
+        .uid
+        .unwrap();
+    let f = d.features.as_ref().unwrap();
+    assert!(f.acpi.is_some());
+    assert_eq!(f.vmport.as_ref().unwrap().state, "off");
+    assert_eq!(d.cpu.as_ref().unwrap().mode.as_deref(), Some("host-model"));
+    let serial = &d.devices.serial[0];
+    assert_eq!(
+        serial.source.as_ref().unwrap().path.as_deref(),
+        Some(format!("/var/run/kubevirt-private/{uid}/virt-serial0").as_str())
+    );
+    assert_eq!(
+        serial.log.as_ref().unwrap().file,
+        format!("/var/run/kubevirt-private/{uid}/virt-serial0-log")
+    );
+    assert_eq!(d.devices.console[0].console_type, "pty");
+    assert_eq!(
+        d.devices.channel[0].target.name.as_deref(),
+        Some("org.qemu.guest_agent.0")
+    );
+    assert_eq!(
+        d.devices.graphics[0].listen[0].socket.as_deref(),
+        Some(format!("/var/run/kubevirt-private/{uid}/virt-vnc").as_str())
+    );
+    assert_eq!(d.devices.video[0].model.model_type, "vga");
+    let models: Vec<_> = d
+        .devices
+        .controller
+        .iter()
+        .map(|c| (c.controller_type.as_str(), c.model.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        models,
+        [
+            ("usb", "none"),
+            ("virtio-serial", "virtio-non-transitional"),
+            ("scsi", "virtio-non-transitional")
+        ]
+    );
+    let b = d.devices.memballoon.as_ref().unwrap();
+    assert_eq!(
+        (b.model.as_str(), b.stats.as_ref().unwrap().period),
+        ("virtio-non-transitional", 10)
+    );
+    assert_eq!(b.free_page_reporting.as_deref(), Some("on"));
+    let sys = &d.sysinfo.as_ref().unwrap().system.as_ref().unwrap().entry;
+    assert_eq!(sys[0].name, "uuid");
+    assert_eq!(Some(sys[0].value.as_str()), d.uuid.as_deref());
+    assert_eq!(
+        d.metadata.as_ref().unwrap().kubevirt.as_ref().unwrap().uid,
+        uid
+    );
+    assert!(d.devices.rng.is_empty());
+}
+
+#[test]
+fn case_004_long_scsi_serial_is_refused_naming_the_disk() {
+    let e = conv(
+        &data("cases/004-scsi-disk-serial-over-36.yaml"),
+        Arch::Amd64,
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("spec.domain.devices.disks[0].serial: disk \"root\""),
+        "{msg}"
+    );
+    assert!(msg.contains("at most 36 characters"), "{msg}");
+    // Within the limit: passes through unchanged, and short virtio serials are untouched.
+    let ok = data("cases/004-scsi-disk-serial-over-36.yaml").replace(
+        "disk-serial-length-greater-than-36-characters",
+        "disk-serial-length-greater-than-3",
+    );
+    let d = conv(&ok, Arch::Amd64).unwrap();
+    assert_eq!(
+        disk(&d, "root").serial.as_deref(),
+        Some("disk-serial-length-greater-than-3")
+    );
+    assert_eq!(disk(&d, "root").target.bus.as_deref(), Some("scsi"));
+    assert_eq!(
+        disk(&d, "root").address.as_ref().unwrap().unit.as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        disk(&d, "data").serial.as_deref(),
+        Some("SHORT-SERIAL-0001")
+    );
+    assert_eq!(disk(&d, "data").target.dev, "vda");
+}
+
+#[test]
+fn case_005_read_only_sata_disk_is_refused() {
+    let doc = data("cases/005-sata-readonly-disk.yaml");
+    let msg = conv(&doc, Arch::Amd64).unwrap_err().to_string();
+    assert!(
+        msg.starts_with("spec.domain.devices.disks[1].disk.readonly: disk \"ro-data\""),
+        "{msg}"
+    );
+    assert!(msg.contains("not supported on the sata bus"), "{msg}");
+    // Without it: the read-only SATA CD-ROM is legal.
+    let without = doc.replace(
+        "      - name: ro-data\n        disk:\n          bus: sata\n          readonly: true\n",
+        "",
+    );
+    let d = conv(&without, Arch::Amd64).unwrap();
+    let iso = disk(&d, "iso");
+    assert_eq!(
+        (iso.device.as_str(), iso.target.dev.as_str()),
+        ("cdrom", "sda")
+    );
+    assert!(iso.readonly.is_some());
+    // Read-only on virtio is legal.
+    let virtio = doc.replacen(
+        "          bus: sata\n          readonly: true",
+        "          bus: virtio\n          readonly: true",
+        1,
+    );
+    let d = conv(&virtio, Arch::Amd64).unwrap();
+    assert!(disk(&d, "ro-data").readonly.is_some());
+    assert_eq!(disk(&d, "ro-data").target.dev, "vdb");
+}
+
+#[test]
+fn case_006_cdrom_on_virtio_is_refused_and_defaults_hold() {
+    let doc = data("cases/006-cdrom-virtio-bus-and-default.yaml");
+    let msg = conv(&doc, Arch::Amd64).unwrap_err().to_string();
+    assert!(
+        msg.starts_with("spec.domain.devices.disks[2].cdrom.bus: disk \"drivers\""),
+        "{msg}"
+    );
+    assert!(msg.contains("virtio is not a valid CD-ROM bus"), "{msg}");
+    let d = conv(
+        &doc.replace("          bus: virtio\n  resources", "X")
+            .replace(
+                "        cdrom:\n          bus: virtio",
+                "        cdrom:\n          bus: sata",
+            ),
+        Arch::Amd64,
+    )
+    .unwrap();
+    let inst = disk(&d, "installer");
+    assert_eq!(
+        (
+            inst.target.dev.as_str(),
+            inst.target.bus.as_deref(),
+            inst.target.tray.as_deref()
+        ),
+        ("sda", Some("sata"), Some("closed"))
+    );
+    assert!(inst.readonly.is_some());
+    assert_eq!(inst.boot.as_ref().unwrap().order, 1);
+    let drv = disk(&d, "drivers");
+    assert_eq!(
+        (drv.target.dev.as_str(), drv.target.bus.as_deref()),
+        ("sdb", Some("sata"))
+    );
+    assert!(drv.readonly.is_some());
+    let root = disk(&d, "root");
+    assert_eq!(
+        (root.target.dev.as_str(), root.boot.as_ref().unwrap().order),
+        ("vda", 2)
+    );
+}
+
+#[test]
+fn case_008_socket_paths_depend_on_the_uid_only() {
+    let d = conv(
+        &data("cases/008-long-vmi-name-socket-paths.yaml"),
+        Arch::Amd64,
+    )
+    .unwrap();
+    assert_eq!(d.name.len(), 126);
+    let serial = d.devices.serial[0]
+        .source
+        .as_ref()
+        .unwrap()
+        .path
+        .clone()
+        .unwrap();
+    let vnc = d.devices.graphics[0].listen[0].socket.clone().unwrap();
+    assert_eq!(
+        serial,
+        "/var/run/kubevirt-private/4c2f3a5e-9a0b-4d8e-8c61-0123456789ab/virt-serial0"
+    );
+    assert_eq!(
+        vnc,
+        "/var/run/kubevirt-private/4c2f3a5e-9a0b-4d8e-8c61-0123456789ab/virt-vnc"
+    );
+    assert!(serial.len() <= 107 && vnc.len() <= 107);
+    // A private dir so deep the socket would not fit is a clear error.
+    let v = vmi(
+        &data("cases/008-long-vmi-name-socket-paths.yaml"),
+        Arch::Amd64,
+    );
+    let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    ctx.paths.private_dir = format!("/{}", "p".repeat(60));
+    let e = convert(&v, &ctx).unwrap_err().to_string();
+    assert!(e.contains("over the 107-byte limit"), "{e}");
+}
+
+#[test]
+fn case_014_memory_is_exact_bytes() {
+    for (q, bytes) in [
+        ("64M", 64_000_000u64),
+        ("64Mi", 67_108_864),
+        ("1G", 1_000_000_000),
+        ("1Gi", 1_073_741_824),
+        ("1024M", 1_024_000_000),
+        ("3G", 3_000_000_000),
+        ("45Gi", 48_318_382_080),
+        ("2780Gi", 2_985_002_270_720),
+        ("1.5Gi", 1_610_612_736),
+        ("451231", 451_231),
+        ("8G", 8_000_000_000),
+        ("2222222200m", 2_222_222),
+    ] {
+        let doc = format!(
+            "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: m}}\nspec:\n  domain:\n    resources:\n      requests: {{memory: \"{q}\"}}\n"
+        );
+        let v = if bytes < 1 << 20 {
+            // Below the 1Mi floor of validation: convert the raw defaulted VMI.
+            let mut v = api::load::from_slice(doc.as_bytes()).unwrap();
+            api::defaults::apply(&mut v, Arch::Amd64);
+            api::defaults::fill_missing_uid(&mut v);
+            v
+        } else {
+            vmi(&doc, Arch::Amd64)
+        };
+        let d = convert(&v, &ConvertContext::new(Arch::Amd64, VirtType::Kvm)).unwrap();
+        assert_eq!(
+            (d.memory.unit.as_str(), d.memory.value),
+            ("b", bytes),
+            "{q}"
+        );
+    }
+    // guest wins over requests.
+    let d = conv(
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: m}\nspec:\n  domain:\n    memory: {guest: 1G}\n    resources:\n      requests: {memory: 1Gi}\n",
+        Arch::Amd64,
+    )
+    .unwrap();
+    assert_eq!(d.memory.value, 1_000_000_000);
+    // Negative: an error, never a wrapped unsigned value.
+    let mut v = api::load::from_slice(
+        b"apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: m}\nspec:\n  domain:\n    memory: {guest: -45Gi}\n",
+    )
+    .unwrap();
+    api::defaults::apply(&mut v, Arch::Amd64);
+    api::defaults::fill_missing_uid(&mut v);
+    let e = convert(&v, &ConvertContext::new(Arch::Amd64, VirtType::Kvm)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "spec.domain.memory.guest: Memory size '-45Gi' must be greater than or equal to 0"
+    );
+    // Hugepages (the case's input) are refused by name until they are built.
+    let e = conv(&data("cases/014-memory-quantity-units.yaml"), Arch::Amd64).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "spec.domain.memory.hugepages: hugepages is not supported yet"
+    );
+}
+
+#[test]
+fn every_example_converts_or_names_the_missing_feature() {
+    let dir = format!("{}/../../tests/data/examples", env!("CARGO_MANIFEST_DIR"));
+    let mut converted = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        for arch in Arch::ALL {
+            match conv(&doc, arch) {
+                Ok(d) => {
+                    d.to_xml().unwrap();
+                    if arch == Arch::Amd64 {
+                        converted.push(name.clone());
+                    }
+                }
+                Err(ConvertError::Unsupported { path, feature }) => {
+                    assert!(path.starts_with("spec."), "{name}: {path}");
+                    assert!(!feature.is_empty());
+                }
+                Err(e) if arch != Arch::Amd64 => {
+                    // EFI examples are x86-only, for instance; the error must still name a field.
+                    assert!(e.to_string().contains("spec."), "{name} on {arch}: {e}");
+                }
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+    }
+    converted.sort();
+    assert_eq!(
+        converted,
+        [
+            "vmi-alpine-efi.yaml",
+            "vmi-ephemeral.yaml",
+            "vmi-host-disk.yaml",
+            "vmi-kernel-boot.yaml",
+            "vmi-pvc.yaml",
+            "vmi-sata.yaml",
+        ]
+    );
+    let e = conv(&data("examples/vmi-fedora.yaml"), Arch::Amd64)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "spec.domain.devices.interfaces: network interfaces (pod networking phase 2) is not supported yet"
+    );
+    let e = conv(&data("examples/vmi-nocloud.yaml"), Arch::Amd64)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "spec.volumes[1].cloudInitNoCloud: cloudInitNoCloud volumes (cloud-init) is not supported yet"
+    );
+}
+
+#[test]
+fn efi_kernel_boot_and_host_disk_paths() {
+    let d = conv(&data("examples/vmi-alpine-efi.yaml"), Arch::Amd64).unwrap();
+    let l = d.os.loader.as_ref().unwrap();
+    assert_eq!(
+        (l.path.as_str(), l.secure.as_deref()),
+        ("/usr/share/OVMF/OVMF_CODE.fd", Some("no"))
+    );
+    let n = d.os.nvram.as_ref().unwrap();
+    assert_eq!(n.path, "/var/lib/libvirt/qemu/nvram/vmi-alpine-efi_VARS.fd");
+    assert_eq!(n.template.as_deref(), Some("/usr/share/OVMF/OVMF_VARS.fd"));
+    let d = conv(&data("examples/vmi-kernel-boot.yaml"), Arch::Amd64).unwrap();
+    assert_eq!(
+        d.os.kernel.as_deref(),
+        Some("/var/run/kubevirt/container-disks/kernel-boot/vmlinuz-virt")
+    );
+    assert_eq!(
+        d.os.initrd.as_deref(),
+        Some("/var/run/kubevirt/container-disks/kernel-boot/initramfs-virt")
+    );
+    assert_eq!(d.os.cmdline.as_deref(), Some("console=ttyS0"));
+    let d = conv(&data("examples/vmi-host-disk.yaml"), Arch::Amd64).unwrap();
+    assert_eq!(
+        disk(&d, "host-disk")
+            .source
+            .as_ref()
+            .unwrap()
+            .file
+            .as_deref(),
+        Some("/var/run/kubevirt-private/vmi-disks/host-disk/disk.img")
+    );
+    let d = conv(&data("examples/vmi-pvc.yaml"), Arch::Amd64).unwrap();
+    assert_eq!(
+        disk(&d, "pvcdisk").source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt-private/vmi-disks/pvcdisk/disk.img")
+    );
+    // Secure boot needs SMM.
+    let sb = data("examples/vmi-alpine-efi.yaml").replace("secureBoot: false", "secureBoot: true");
+    let e = conv(&sb, Arch::Amd64).unwrap_err().to_string();
+    assert!(
+        e.starts_with("spec.domain.features.smm: SMM must be enabled"),
+        "{e}"
+    );
+    let sb = sb.replace(
+        "    memory:\n",
+        "    features:\n      smm: {}\n    memory:\n",
+    );
+    let d = conv(&sb, Arch::Amd64).unwrap();
+    assert_eq!(
+        d.os.loader.as_ref().unwrap().path,
+        "/usr/share/OVMF/OVMF_CODE.secboot.fd"
+    );
+    assert!(d.features.as_ref().unwrap().smm.is_some());
+}
+
+#[test]
+fn per_arch_machine_and_devices() {
+    let doc = data("examples/vmi-ephemeral.yaml");
+    let expect = [
+        (Arch::Amd64, "x86_64", "q35", "vga", true, true),
+        (Arch::Arm64, "aarch64", "virt", "virtio", true, true),
+        (Arch::Ppc64le, "ppc64le", "pseries", "vga", false, true),
+        (
+            Arch::S390x,
+            "s390x",
+            "s390-ccw-virtio",
+            "virtio",
+            false,
+            false,
+        ),
+    ];
+    for (arch, name, machine, video, smbios, acpi) in expect {
+        let d = conv(&doc, arch).unwrap();
+        assert_eq!(d.os.os_type.arch.as_deref(), Some(name));
+        assert_eq!(d.os.os_type.machine.as_deref(), Some(machine));
+        assert_eq!(d.devices.video[0].model.model_type, video);
+        assert_eq!(d.os.smbios.is_some(), smbios, "{arch}");
+        assert_eq!(d.features.as_ref().unwrap().acpi.is_some(), acpi, "{arch}");
+    }
+    let arm = conv(&doc, Arch::Arm64).unwrap();
+    assert_eq!(
+        arm.cpu.as_ref().unwrap().mode.as_deref(),
+        Some("host-passthrough")
+    );
+    assert_eq!(
+        arm.os.loader.as_ref().unwrap().path,
+        "/usr/share/AAVMF/AAVMF_CODE.fd"
+    );
+    assert_eq!(
+        arm.devices.controller[0].model.as_deref(),
+        Some("qemu-xhci")
+    );
+    let s390 = conv(&doc, Arch::S390x).unwrap();
+    assert!(s390.devices.disk[0].model.is_none());
+    assert_eq!(s390.devices.memballoon.as_ref().unwrap().model, "virtio");
+}
+
+#[test]
+fn virt_type_choice() {
+    assert_eq!(choose_virt_type(true, false, false), Ok(VirtType::Kvm));
+    assert_eq!(choose_virt_type(true, true, false), Ok(VirtType::Kvm));
+    assert_eq!(choose_virt_type(false, true, false), Ok(VirtType::Qemu));
+    assert_eq!(choose_virt_type(true, false, true), Ok(VirtType::Qemu));
+    assert_eq!(
+        choose_virt_type(false, false, false)
+            .unwrap_err()
+            .to_string(),
+        "hardware emulation device '/dev/kvm' not present"
+    );
+}
+
+#[test]
+fn device_names_follow_scsi_naming() {
+    use crate::disks::device_name;
+    assert_eq!(device_name("sd", 0), "sda");
+    assert_eq!(device_name("sd", 25), "sdz");
+    assert_eq!(device_name("sd", 26), "sdaa");
+    assert_eq!(device_name("vd", 27), "vdab");
+    assert_eq!(device_name("vd", 701), "vdzz");
+    assert_eq!(device_name("vd", 702), "vdaaa");
+}
+
+#[test]
+fn cpu_model_features_and_clock() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: c}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    cpu:\n      cores: 2\n      threads: 2\n      model: Haswell-noTSX\n      features:\n      - name: vmx\n      - {name: pcid, policy: disable}\n    clock:\n      utc: {offsetSeconds: 60}\n      timer:\n        rtc: {tickPolicy: catchup, track: guest}\n        hpet: {present: false}\n";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    let cpu = d.cpu.as_ref().unwrap();
+    assert_eq!(
+        (cpu.mode.as_deref(), cpu.model.as_deref()),
+        (Some("custom"), Some("Haswell-noTSX"))
+    );
+    let feats: Vec<_> = cpu
+        .feature
+        .iter()
+        .map(|f| (f.name.as_str(), f.policy.as_str()))
+        .collect();
+    assert_eq!(
+        feats,
+        [("vmx", "require"), ("pcid", "disable"), ("mpx", "disable")]
+    );
+    assert_eq!(d.vcpu.count, 4);
+    let clock = d.clock.as_ref().unwrap();
+    assert_eq!(
+        (clock.offset.as_str(), clock.adjustment.as_deref()),
+        ("utc", Some("60"))
+    );
+    assert_eq!(clock.timer[0].track.as_deref(), Some("guest"));
+    assert_eq!(clock.timer[1].present.as_deref(), Some("no"));
+    let bad = doc.replace("policy: disable", "policy: sometimes");
+    let e = conv(&bad, Arch::Amd64).unwrap_err().to_string();
+    assert_eq!(e, "spec.domain.cpu.features[1].policy: \"sometimes\" is not one of force, require, optional, disable, forbid");
+    let bad = doc.replace("tickPolicy: catchup", "tickPolicy: '<x>'");
+    assert!(conv(&bad, Arch::Amd64)
+        .unwrap_err()
+        .to_string()
+        .starts_with("spec.domain.clock.timer.rtc.tickPolicy"));
+}
+
+#[test]
+fn free_text_is_escaped_or_refused() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: k}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    firmware:\n      kernelBoot:\n        kernelArgs: \"console=ttyS0 a=\\\"<b>&\\\"\"\n        container: {image: x, kernelPath: /boot/../vmlinuz}\n";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    let xml = d.to_xml().unwrap();
+    assert!(
+        xml.contains("<cmdline>console=ttyS0 a=\"&lt;b&gt;&amp;\"</cmdline>"),
+        "{xml}"
+    );
+    assert_eq!(
+        d.os.kernel.as_deref(),
+        Some("/var/run/kubevirt/container-disks/kernel-boot/vmlinuz")
+    );
+    let bad = doc.replace("a=\\\"<b>&\\\"", "a=\\u0001");
+    let e = conv(&bad, Arch::Amd64).unwrap_err().to_string();
+    assert_eq!(e, "spec.domain.firmware.kernelBoot.kernelArgs: contains the character U+0001, which XML cannot carry");
+    let bad = doc.replace("/boot/../vmlinuz", "/boot/..");
+    let e = conv(&bad, Arch::Amd64).unwrap_err().to_string();
+    assert!(
+        e.starts_with("spec.domain.firmware.kernelBoot.container.kernelPath"),
+        "{e}"
+    );
+}
