@@ -1,0 +1,479 @@
+//! Volume preparation before a domain is defined (KubeVirt
+//! `pkg/virt-launcher/virtwrap` pre-start hooks, `pkg/container-disk`,
+//! `pkg/emptydisk`, `pkg/host-disk`, `SetDriverCacheMode`).
+//!
+//! [`prepare`] makes every file a converted domain points at exist, and
+//! returns the facts the converter needs ([`converter::Prepared`]):
+//!
+//! | source | action |
+//! |---|---|
+//! | containerDisk | verify `disk_<i>.img` with `qemu-img info` under CPU and memory limits (raw, or qcow2 without a backing file), then create the qcow2 overlay `disk-data/<vol>/disk.qcow2` the guest writes to; the image itself is never written |
+//! | emptyDisk | create a sparse qcow2 of the capacity rounded down to 1 MiB, or reuse it |
+//! | hostDisk | `Disk`: must exist; `DiskOrCreate`: create a sparse raw file of the capacity |
+//! | persistentVolumeClaim / dataVolume | must exist: `/dev/<vol>` block device, else `vmi-disks/<vol>/disk.img` |
+//!
+//! Every path is built from validated volume names under the configured
+//! directories; a path component that is a symbolic link is refused, so a
+//! planted link cannot redirect a write outside them. Images are written to
+//! a temporary name and renamed, so a failure leaves nothing half-written.
+
+pub mod qemu_img;
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use api::vmi::CacheMode;
+use api::VirtualMachineInstance;
+use converter::disks::{
+    container_disk_image, container_disk_overlay, empty_disk_image, host_disk_image, pvc_image,
+};
+use converter::{ConvertContext, ImageFormat, Prepared};
+
+use crate::qemu_img::ImageInfo;
+
+/// KubeVirt's default `--disk-memory-limit` for `qemu-img info`: 2000 MiB.
+pub const DEFAULT_DISK_MEMORY_LIMIT: u64 = 2_097_152_000;
+/// CPU seconds allowed to `qemu-img info` (KubeVirt: `ulimit -t 10`).
+pub const QEMU_IMG_CPU_SECONDS: u64 = 10;
+
+/// A volume that cannot be prepared. The message names the volume field.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// Input or on-disk state that makes the volume unusable.
+    #[error("{path}: {message}")]
+    Volume {
+        /// Field of the volume (`spec.volumes[0].containerDisk`).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file system operation failed.
+    #[error("{path}: {op} {file}: {source}")]
+    Io {
+        /// Field of the volume.
+        path: String,
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        file: String,
+        /// Cause.
+        #[source]
+        source: io::Error,
+    },
+    /// `qemu-img` failed.
+    #[error("{path}: {source}")]
+    QemuImg {
+        /// Field of the volume.
+        path: String,
+        /// Cause.
+        #[source]
+        source: qemu_img::QemuImgError,
+    },
+}
+
+fn volume_err(path: &str, message: impl Into<String>) -> StorageError {
+    StorageError::Volume {
+        path: path.to_owned(),
+        message: message.into(),
+    }
+}
+
+fn io_err(path: &str, op: &'static str, file: &Path) -> impl FnOnce(io::Error) -> StorageError {
+    let (path, file) = (path.to_owned(), file.display().to_string());
+    move |source| StorageError::Io {
+        path,
+        op,
+        file,
+        source,
+    }
+}
+
+/// Options of [`prepare`].
+#[derive(Clone, Debug)]
+pub struct PrepareOptions {
+    /// Address-space limit for `qemu-img info` (`--disk-memory-limit`).
+    pub disk_memory_limit: u64,
+    /// Owner (uid, gid) given to created files, when QEMU runs unprivileged.
+    pub owner: Option<(u32, u32)>,
+}
+
+impl Default for PrepareOptions {
+    fn default() -> Self {
+        PrepareOptions {
+            disk_memory_limit: DEFAULT_DISK_MEMORY_LIMIT,
+            owner: None,
+        }
+    }
+}
+
+/// Prepares every volume of `vmi` (see the module docs).
+///
+/// # Errors
+/// [`StorageError`] naming the volume: missing image, bad format or backing
+/// chain, no space, a symlink in a path, an explicit `cache: none` on a
+/// file system without O_DIRECT.
+pub fn prepare(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    opts: &PrepareOptions,
+) -> Result<Prepared, StorageError> {
+    let mut prepared = Prepared::default();
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        let path = format!("spec.volumes[{i}]");
+        if v.container_disk.is_some() {
+            let field = format!("{path}.containerDisk");
+            let image = PathBuf::from(container_disk_image(ctx, i));
+            let info = verify_container_disk(&field, &image, opts)?;
+            let format = match info.format.as_str() {
+                "qcow2" => ImageFormat::Qcow2,
+                _ => ImageFormat::Raw,
+            };
+            let overlay = PathBuf::from(container_disk_overlay(ctx, &v.name));
+            if !exists_regular(&field, &overlay)? {
+                ensure_parent_under(&field, &ctx.paths.ephemeral_disk_dir, &overlay)?;
+                qemu_img::create_overlay(&image, format, &overlay).map_err(|source| {
+                    StorageError::QemuImg {
+                        path: field.clone(),
+                        source,
+                    }
+                })?;
+                finish_file(&field, &overlay, 0o640, opts.owner)?;
+            }
+            prepared
+                .container_disk_formats
+                .insert(v.name.clone(), format);
+        } else if let Some(e) = &v.empty_disk {
+            let field = format!("{path}.emptyDisk");
+            let bytes = e
+                .capacity
+                .to_bytes()
+                .map_err(|err| volume_err(&format!("{field}.capacity"), err.to_string()))?;
+            let bytes = bytes - bytes % (1 << 20);
+            if bytes == 0 {
+                return Err(volume_err(
+                    &format!("{field}.capacity"),
+                    format!("the size for volume {} is too low", v.name),
+                ));
+            }
+            let image = PathBuf::from(empty_disk_image(ctx, &v.name));
+            if !exists_regular(&field, &image)? {
+                ensure_parent_under(&field, &ctx.paths.empty_disk_dir, &image)?;
+                qemu_img::create_empty(&image, bytes).map_err(|source| StorageError::QemuImg {
+                    path: field.clone(),
+                    source,
+                })?;
+                finish_file(&field, &image, 0o640, opts.owner)?;
+            }
+        } else if let Some(h) = &v.host_disk {
+            let field = format!("{path}.hostDisk");
+            let image = PathBuf::from(
+                host_disk_image(ctx, &v.name, &h.path, &format!("{field}.path"))
+                    .map_err(|e| volume_err(&field, e.to_string()))?,
+            );
+            if !exists_regular(&field, &image)? {
+                match h.disk_type.as_str() {
+                    "DiskOrCreate" => {
+                        let cap = h.capacity.as_ref().ok_or_else(|| {
+                            volume_err(&format!("{field}.capacity"), "required for DiskOrCreate")
+                        })?;
+                        let bytes = cap
+                            .to_bytes()
+                            .map_err(|e| volume_err(&format!("{field}.capacity"), e.to_string()))?;
+                        ensure_parent_under(&field, &ctx.paths.private_dir, &image)?;
+                        create_sparse(&field, &image, bytes)?;
+                        finish_file(&field, &image, 0o660, opts.owner)?;
+                    }
+                    "Disk" | "" => {
+                        return Err(volume_err(
+                            &field,
+                            format!("disk image {} does not exist", image.display()),
+                        ))
+                    }
+                    other => {
+                        return Err(volume_err(
+                            &format!("{field}.type"),
+                            format!("{other:?} is not Disk or DiskOrCreate"),
+                        ))
+                    }
+                }
+            }
+        } else if v.persistent_volume_claim.is_some() || v.data_volume.is_some() {
+            let field = if v.data_volume.is_some() {
+                format!("{path}.dataVolume")
+            } else {
+                format!("{path}.persistentVolumeClaim")
+            };
+            let dev = PathBuf::from(format!("/dev/{}", v.name));
+            if fs::metadata(&dev).is_ok_and(|m| m.file_type().is_block_device()) {
+                prepared.block_volumes.insert(v.name.clone());
+            } else {
+                let image = PathBuf::from(pvc_image(ctx, &v.name));
+                if !exists_regular(&field, &image)? {
+                    return Err(volume_err(
+                        &field,
+                        format!(
+                            "neither block device {} nor disk image {} exists",
+                            dev.display(),
+                            image.display()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    choose_cache_modes(vmi, ctx, &mut prepared)?;
+    Ok(prepared)
+}
+
+/// Checks a container disk image: present, a regular file, `qemu-img info`
+/// (CPU- and memory-limited) says raw, or qcow2 without a backing file. A
+/// backing file could make QEMU read any host file, so it is refused.
+fn verify_container_disk(
+    field: &str,
+    image: &Path,
+    opts: &PrepareOptions,
+) -> Result<ImageInfo, StorageError> {
+    match fs::metadata(image) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => {
+            return Err(volume_err(
+                field,
+                format!("{} is not a regular file", image.display()),
+            ))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(volume_err(
+                field,
+                format!("container disk image {} not found", image.display()),
+            ))
+        }
+        Err(e) => return Err(io_err(field, "stat", image)(e)),
+    }
+    let info =
+        qemu_img::info(image, opts.disk_memory_limit).map_err(|source| StorageError::QemuImg {
+            path: field.to_owned(),
+            source,
+        })?;
+    match (info.format.as_str(), info.backing_filename.as_deref()) {
+        ("raw", _) | ("qcow2", None) => Ok(info),
+        ("qcow2", Some(b)) => Err(volume_err(
+            field,
+            format!(
+                "image {} has a backing file ({b:?}); container disks must be self-contained",
+                image.display()
+            ),
+        )),
+        (f, _) => Err(volume_err(
+            field,
+            format!(
+                "image {} has format {f:?}; only raw and qcow2 are accepted",
+                image.display()
+            ),
+        )),
+    }
+}
+
+/// True when `p` is a regular file, false when absent; an error when it is
+/// a symlink or anything else.
+fn exists_regular(field: &str, p: &Path) -> Result<bool, StorageError> {
+    match fs::symlink_metadata(p) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(m) if m.file_type().is_symlink() => Err(volume_err(
+            field,
+            format!("{} is a symbolic link; refusing to use it", p.display()),
+        )),
+        Ok(_) => Err(volume_err(
+            field,
+            format!("{} exists and is not a regular file", p.display()),
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_err(field, "stat", p)(e)),
+    }
+}
+
+/// Creates the directories between `root` (a trusted, configured
+/// directory, created if missing) and `file`, refusing any existing
+/// component below `root` that is not a real directory: a planted symbolic
+/// link there could otherwise redirect the write outside `root`.
+fn ensure_parent_under(field: &str, root: &str, file: &Path) -> Result<(), StorageError> {
+    let root = Path::new(root);
+    let rel = file
+        .parent()
+        .and_then(|p| p.strip_prefix(root).ok())
+        .ok_or_else(|| {
+            volume_err(
+                field,
+                format!("{} is outside {}", file.display(), root.display()),
+            )
+        })?;
+    fs::create_dir_all(root).map_err(io_err(field, "mkdir", root))?;
+    let mut cur = root.to_path_buf();
+    for comp in rel.components() {
+        let std::path::Component::Normal(c) = comp else {
+            return Err(volume_err(
+                field,
+                format!(
+                    "{} is not a plain path below {}",
+                    file.display(),
+                    root.display()
+                ),
+            ));
+        };
+        cur.push(c);
+        match fs::symlink_metadata(&cur) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(volume_err(
+                    field,
+                    format!(
+                        "{} is a symbolic link; refusing to write through it",
+                        cur.display()
+                    ),
+                ))
+            }
+            Ok(_) => {
+                return Err(volume_err(
+                    field,
+                    format!("{} is not a directory", cur.display()),
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir(&cur).map_err(io_err(field, "mkdir", &cur))?;
+                fs::set_permissions(&cur, fs::Permissions::from_mode(0o750))
+                    .map_err(io_err(field, "chmod", &cur))?;
+            }
+            Err(e) => return Err(io_err(field, "stat", &cur)(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Creates a sparse raw image of `bytes` through a temporary file, so a
+/// full file system never leaves a partial image.
+fn create_sparse(field: &str, image: &Path, bytes: u64) -> Result<(), StorageError> {
+    let tmp = image.with_extension("img.partial");
+    let res = (|| -> io::Result<()> {
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        f.set_len(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, image)
+    })();
+    if let Err(e) = res {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err(field, "create", image)(e));
+    }
+    Ok(())
+}
+
+fn finish_file(
+    field: &str,
+    p: &Path,
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> Result<(), StorageError> {
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(io_err(field, "chmod", p))?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(p, Some(uid), Some(gid)).map_err(io_err(field, "chown", p))?;
+    }
+    Ok(())
+}
+
+/// Whether `p` can be opened with O_DIRECT (false on tmpfs, for example).
+pub fn supports_direct_io(p: &Path) -> io::Result<bool> {
+    match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(p)
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// KubeVirt's cache mode rule for disks that set none: `none` when the
+/// image (and its backing file) can be opened with O_DIRECT, else
+/// `writethrough`. An explicit `none` where O_DIRECT does not work is an
+/// error; other explicit modes are kept.
+fn choose_cache_modes(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    prepared: &mut Prepared,
+) -> Result<(), StorageError> {
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        let Some(disk) = vmi
+            .spec
+            .domain
+            .devices
+            .disks
+            .iter()
+            .find(|d| d.name == v.name)
+        else {
+            continue;
+        };
+        let field = format!("spec.volumes[{i}]");
+        let files: Vec<PathBuf> = if v.container_disk.is_some() {
+            vec![
+                container_disk_overlay(ctx, &v.name).into(),
+                container_disk_image(ctx, i).into(),
+            ]
+        } else if v.empty_disk.is_some() {
+            vec![empty_disk_image(ctx, &v.name).into()]
+        } else if prepared.block_volumes.contains(&v.name) {
+            vec![PathBuf::from(format!("/dev/{}", v.name))]
+        } else if let Some(h) = &v.host_disk {
+            match host_disk_image(ctx, &v.name, &h.path, &field) {
+                Ok(p) => vec![p.into()],
+                Err(_) => continue,
+            }
+        } else if v.persistent_volume_claim.is_some() || v.data_volume.is_some() {
+            vec![pvc_image(ctx, &v.name).into()]
+        } else {
+            continue;
+        };
+        let mut direct = true;
+        for f in &files {
+            match supports_direct_io(f) {
+                Ok(true) => {}
+                Ok(false) => direct = false,
+                Err(e) => {
+                    tracing::warn!(volume = %v.name, file = %f.display(), "cannot probe O_DIRECT, using writethrough: {e}");
+                    direct = false;
+                }
+            }
+        }
+        match disk.cache {
+            Some(CacheMode::None) if !direct => {
+                let p = files
+                    .first()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_default();
+                return Err(volume_err(
+                    &format!("spec.domain.devices.disks[{}].cache", vmi.spec.domain.devices.disks.iter().position(|d| d.name == v.name).unwrap_or(0)),
+                    format!("Unable to use 'none' cache mode, file system where {p} is stored does not support direct I/O"),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                prepared.cache_modes.insert(
+                    v.name.clone(),
+                    if direct {
+                        CacheMode::None
+                    } else {
+                        CacheMode::Writethrough
+                    },
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

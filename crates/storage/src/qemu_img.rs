@@ -1,0 +1,127 @@
+//! `qemu-img`: image inspection and creation. Runs through
+//! [`process::run`] with time limits; `info` also under `prlimit` CPU and
+//! address-space limits, as KubeVirt does, because it parses untrusted
+//! image headers.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::QEMU_IMG_CPU_SECONDS;
+use converter::ImageFormat;
+
+/// Longest `qemu-img info` JSON accepted (a normal answer is < 4 KiB).
+const MAX_INFO_JSON: usize = 1 << 20;
+
+/// The fields of `qemu-img info --output=json` the launcher reads.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// `raw`, `qcow2`, ...
+    pub format: String,
+    /// Guest-visible size in bytes.
+    #[serde(rename = "virtual-size")]
+    pub virtual_size: u64,
+    /// Bytes allocated on the host.
+    #[serde(rename = "actual-size", default)]
+    pub actual_size: u64,
+    /// Backing file as recorded in the image header.
+    #[serde(rename = "backing-filename", default)]
+    pub backing_filename: Option<String>,
+}
+
+/// Why `qemu-img` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QemuImgError {
+    /// The command failed, timed out or could not start.
+    #[error(transparent)]
+    Run(#[from] process::RunError),
+    /// `info` printed something that is not the expected JSON.
+    #[error("cannot parse qemu-img info output: {0}")]
+    Parse(#[from] serde_json::Error),
+    /// Renaming the finished image failed.
+    #[error("cannot move {0} into place: {1}")]
+    Rename(PathBuf, std::io::Error),
+}
+
+/// `qemu-img info --output=json --force-share PATH` limited to
+/// [`QEMU_IMG_CPU_SECONDS`] of CPU and `memory_limit` bytes of address space.
+///
+/// # Errors
+/// [`QemuImgError`] when it fails (not an image, limits hit) or prints
+/// unexpected output.
+pub fn info(path: &Path, memory_limit: u64) -> Result<ImageInfo, QemuImgError> {
+    let mut cmd = Command::new("prlimit");
+    cmd.arg(format!("--cpu={QEMU_IMG_CPU_SECONDS}"))
+        .arg(format!("--as={memory_limit}"))
+        .args(["qemu-img", "info", "--output=json", "--force-share", "--"])
+        .arg(path);
+    let out = process::run(
+        cmd,
+        Duration::from_secs(QEMU_IMG_CPU_SECONDS + 20),
+        MAX_INFO_JSON,
+    )?;
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+fn partial(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".partial");
+    PathBuf::from(p)
+}
+
+/// Runs `qemu-img <args> <tmp> <trailing>` and renames `<tmp>` to `path`;
+/// on failure removes `<tmp>`, so no half-written image is left behind.
+fn create_then_rename(
+    path: &Path,
+    args: &[&OsStr],
+    trailing: &[&OsStr],
+) -> Result<(), QemuImgError> {
+    let tmp = partial(path);
+    let _ = std::fs::remove_file(&tmp);
+    let mut cmd = Command::new("qemu-img");
+    cmd.args(args).arg(&tmp).args(trailing);
+    let res = process::run(cmd, Duration::from_secs(60), 64 * 1024)
+        .map_err(QemuImgError::from)
+        .and_then(|_| {
+            std::fs::rename(&tmp, path).map_err(|e| QemuImgError::Rename(path.to_owned(), e))
+        });
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Creates the qcow2 `overlay` on top of `backing` (format `backing_format`),
+/// written under a temporary name and renamed into place.
+///
+/// # Errors
+/// [`QemuImgError`] from qemu-img or the rename.
+pub fn create_overlay(
+    backing: &Path,
+    backing_format: ImageFormat,
+    overlay: &Path,
+) -> Result<(), QemuImgError> {
+    let args: [&OsStr; 7] = [
+        "create".as_ref(),
+        "-f".as_ref(),
+        "qcow2".as_ref(),
+        "-b".as_ref(),
+        backing.as_os_str(),
+        "-F".as_ref(),
+        backing_format.as_str().as_ref(),
+    ];
+    create_then_rename(overlay, &args, &[])
+}
+
+/// Creates an empty sparse qcow2 image of `bytes` virtual size.
+///
+/// # Errors
+/// [`QemuImgError`] from qemu-img or the rename.
+pub fn create_empty(path: &Path, bytes: u64) -> Result<(), QemuImgError> {
+    let size = bytes.to_string();
+    let args: [&OsStr; 3] = ["create".as_ref(), "-f".as_ref(), "qcow2".as_ref()];
+    create_then_rename(path, &args, &[size.as_ref()])
+}
