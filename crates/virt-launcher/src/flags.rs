@@ -1,0 +1,151 @@
+//! KubeVirt's virt-launcher flags (`cmd/virt-launcher/virt-launcher.go`,
+//! v1.6.6), with KubeVirt's names and defaults, plus `--use-emulation`.
+
+use std::time::Duration;
+
+use clap::Args;
+
+/// Flags shared by every mode; names and defaults are KubeVirt's.
+#[derive(Args, Clone, Debug)]
+pub struct LauncherFlags {
+    /// Wait at most this long for the domain to start (Go duration: 3m, 240s).
+    #[arg(long, default_value = "3m", value_parser = parse_go_duration)]
+    pub qemu_timeout: Duration,
+    /// Directory shared with virt-handler (sockets, container disks).
+    #[arg(long, default_value = "/var/run/kubevirt")]
+    pub kubevirt_share_dir: String,
+    /// Base directory of ephemeral disk data (overlays, cloud-init).
+    #[arg(long, default_value = "/var/run/kubevirt-ephemeral-disks")]
+    pub ephemeral_disk_dir: String,
+    /// Where container disk images appear as disk_<N>.img.
+    #[arg(long, default_value = "/var/run/kubevirt/container-disks")]
+    pub container_disk_dir: String,
+    /// Where hot-plugged disks appear.
+    #[arg(long, default_value = "/var/run/kubevirt/hotplug-disks/")]
+    pub hotplug_disk_dir: String,
+    /// VMI name (standalone: taken from the manifest).
+    #[arg(long, default_value = "")]
+    pub name: String,
+    /// VMI namespace (standalone: taken from the manifest).
+    #[arg(long, default_value = "")]
+    pub namespace: String,
+    /// VMI UID (standalone: the manifest's, else derived from namespace and name).
+    #[arg(long, default_value = "")]
+    pub uid: String,
+    /// Seconds between a termination signal and a hard kill of the guest
+    /// (default: the VMI's terminationGracePeriodSeconds + 15, as
+    /// virt-controller passes it).
+    #[arg(long)]
+    pub grace_period_seconds: Option<i64>,
+    /// Allow software emulation (TCG) when /dev/kvm is absent.
+    #[arg(long)]
+    pub allow_emulation: bool,
+    /// Always use software emulation (TCG), even when /dev/kvm exists: for
+    /// hosts whose /dev/kvm cannot run guests (KubeVirt's `useEmulation`).
+    #[arg(long)]
+    pub use_emulation: bool,
+    /// Run QEMU as KubeVirt's unprivileged user (session libvirt); not supported yet.
+    #[arg(long)]
+    pub run_as_nonroot: bool,
+    /// Container disks come from Kubernetes image volumes; not supported yet.
+    #[arg(long)]
+    pub image_volume: bool,
+    /// Number of hook sidecars to wait for; not supported yet (must be 0).
+    #[arg(long, default_value_t = 0)]
+    pub hook_sidecars: u32,
+    /// Address-space limit of `qemu-img info`, in bytes.
+    #[arg(long, default_value_t = storage::DEFAULT_DISK_MEMORY_LIMIT)]
+    pub disk_memory_limit: u64,
+    /// Directory of the EFI firmware (OVMF/AAVMF).
+    #[arg(long)]
+    pub ovmf_path: Option<String>,
+    /// Guest agent OS/interfaces poll interval.
+    #[arg(long, default_value = "120s", value_parser = parse_go_duration)]
+    pub qemu_agent_sys_interval: Duration,
+    /// Guest agent file system poll interval.
+    #[arg(long, default_value = "300s", value_parser = parse_go_duration)]
+    pub qemu_agent_file_interval: Duration,
+    /// Guest agent users poll interval.
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration)]
+    pub qemu_agent_user_interval: Duration,
+    /// Guest agent version poll interval.
+    #[arg(long, default_value = "300s", value_parser = parse_go_duration)]
+    pub qemu_agent_version_interval: Duration,
+    /// Guest file system freeze status poll interval.
+    #[arg(long, default_value = "5s", value_parser = parse_go_duration)]
+    pub qemu_fsfreeze_status_interval: Duration,
+    /// Fail right after directory initialisation (KubeVirt's test hook).
+    #[arg(long)]
+    pub simulate_crash: bool,
+    /// libvirt `log_filters` for the daemon.
+    #[arg(long, default_value = "")]
+    pub libvirt_log_filters: String,
+    /// Accepted for compatibility with virt-launcher-monitor's command line.
+    #[arg(long, hide = true)]
+    pub keep_after_failure: bool,
+    /// Log verbosity (KubeVirt's -v; VIRT_LAUNCHER_LOG_VERBOSITY overrides).
+    #[arg(short = 'v', default_value_t = 2)]
+    pub verbosity: u32,
+}
+
+/// Parses a Go `time.ParseDuration` string: a sequence of decimal numbers
+/// with units `ns`, `us`/`µs`, `ms`, `s`, `m`, `h` (`3m`, `240s`, `1h30m`,
+/// `1.5s`). Hand-rolled because KubeVirt's flags use Go's syntax, which no
+/// maintained Rust crate accepts exactly (humantime rejects fractions).
+///
+/// # Errors
+/// A message naming the input.
+pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("{s:?} is not a duration (examples: 3m, 240s, 1h30m)");
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let mult = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total += value * mult;
+    }
+    if !total.is_finite() || total > 1e9 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("3m").unwrap(), Duration::from_secs(180));
+        assert_eq!(parse_go_duration("240s").unwrap(), Duration::from_secs(240));
+        assert_eq!(parse_go_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_go_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_go_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_go_duration("0").unwrap(), Duration::ZERO);
+        for bad in ["", "3", "m", "3x", "-3s", "1..2s", "1e3s", "99999999999h"] {
+            assert!(parse_go_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

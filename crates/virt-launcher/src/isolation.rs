@@ -1,0 +1,212 @@
+//! A private runtime for one launcher on a shared host (standalone mode).
+//!
+//! In a cluster every launcher has its pod's mount namespace, so KubeVirt's
+//! fixed paths (`/var/run/kubevirt-private`, `/run/libvirt`, `/etc/libvirt`
+//! ...) never collide. Standalone, the launcher makes the same guarantee
+//! itself: it enters a private mount namespace (before any thread exists)
+//! and bind-mounts directories of its state directory over those paths. The
+//! domain XML and every path inside the launcher stay exactly KubeVirt's,
+//! nothing leaks into the host's view, and a system libvirtd or another
+//! launcher is never touched. Only empty mount-point directories are created
+//! on the host when missing.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{Flock, FlockArg};
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+
+/// Why the private runtime could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum IsolationError {
+    /// Another launcher holds the state directory.
+    #[error("state directory {0} is in use by another virt-launcher")]
+    Busy(PathBuf),
+    /// A file operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A namespace or mount operation failed.
+    #[error("{op} {path}: {source} (standalone mode needs root: CAP_SYS_ADMIN for a private mount namespace)")]
+    Mount {
+        /// What was being done.
+        op: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: nix::Error,
+    },
+}
+
+fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> IsolationError {
+    let path = path.to_owned();
+    move |source| IsolationError::Io { op, path, source }
+}
+
+/// The launcher's state directory, locked for its lifetime.
+#[derive(Debug)]
+pub struct StateDir {
+    root: PathBuf,
+    _lock: Flock<File>,
+}
+
+impl StateDir {
+    /// Creates (mode 0700) and locks `root`, then empties it of any state a
+    /// previous, crashed launcher left behind.
+    ///
+    /// # Errors
+    /// [`IsolationError::Busy`] when another launcher holds it.
+    pub fn acquire(root: &Path) -> Result<StateDir, IsolationError> {
+        fs::create_dir_all(root).map_err(io_err("mkdir", root))?;
+        fs::set_permissions(root, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .map_err(io_err("chmod", root))?;
+        let lock_path = root.join(".lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err("open", &lock_path))?;
+        let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| IsolationError::Busy(root.to_owned()))?;
+        let dir = StateDir {
+            root: root.to_owned(),
+            _lock: lock,
+        };
+        dir.clear()?;
+        Ok(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// A subdirectory, created.
+    ///
+    /// # Errors
+    /// The mkdir error.
+    pub fn subdir(&self, rel: &str) -> Result<PathBuf, IsolationError> {
+        let p = self.root.join(rel);
+        fs::create_dir_all(&p).map_err(io_err("mkdir", &p))?;
+        Ok(p)
+    }
+
+    /// Removes everything but the lock file. Never follows symbolic links.
+    ///
+    /// # Errors
+    /// The first removal error.
+    pub fn clear(&self) -> Result<(), IsolationError> {
+        for entry in fs::read_dir(&self.root).map_err(io_err("read", &self.root))? {
+            let entry = entry.map_err(io_err("read", &self.root))?;
+            if entry.file_name() == ".lock" {
+                continue;
+            }
+            let p = entry.path();
+            let res = if entry.file_type().map_err(io_err("stat", &p))?.is_dir() {
+                fs::remove_dir_all(&p)
+            } else {
+                fs::remove_file(&p)
+            };
+            res.map_err(io_err("remove", &p))?;
+        }
+        Ok(())
+    }
+}
+
+/// Enters a new mount namespace whose mounts do not propagate back to the
+/// host. Must run before the process starts any thread.
+///
+/// # Errors
+/// [`IsolationError::Mount`] (EPERM without CAP_SYS_ADMIN).
+pub fn enter_private_mount_namespace() -> Result<(), IsolationError> {
+    unshare(CloneFlags::CLONE_NEWNS).map_err(|source| IsolationError::Mount {
+        op: "unshare mount namespace",
+        path: "/".into(),
+        source,
+    })?;
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>).map_err(|source| {
+        IsolationError::Mount {
+            op: "make mounts private",
+            path: "/".into(),
+            source,
+        }
+    })
+}
+
+/// Bind mounts made by this launcher, undone in reverse order.
+#[derive(Debug, Default)]
+pub struct Mounts {
+    targets: Vec<PathBuf>,
+}
+
+impl Mounts {
+    /// Bind-mounts directory `source` over `target` (created if missing).
+    ///
+    /// # Errors
+    /// [`IsolationError`] from mkdir or mount.
+    pub fn bind_dir(&mut self, source: &Path, target: &Path) -> Result<(), IsolationError> {
+        fs::create_dir_all(source).map_err(io_err("mkdir", source))?;
+        fs::create_dir_all(target).map_err(io_err("mkdir", target))?;
+        self.bind(source, target, false)
+    }
+
+    /// Bind-mounts file `source` read-only over `target` (an empty file is
+    /// created as the mount point): the guest image cannot be modified.
+    ///
+    /// # Errors
+    /// [`IsolationError`] from the file creation or mount.
+    pub fn bind_file_read_only(&mut self, source: &Path, target: &Path) -> Result<(), IsolationError> {
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(io_err("mkdir", parent))?;
+        }
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(target)
+            .map_err(io_err("create", target))?;
+        self.bind(source, target, true)
+    }
+
+    fn bind(&mut self, source: &Path, target: &Path, read_only: bool) -> Result<(), IsolationError> {
+        let merr = |op, source| IsolationError::Mount {
+            op,
+            path: target.to_owned(),
+            source,
+        };
+        mount(Some(source), target, None::<&str>, MsFlags::MS_BIND, None::<&str>).map_err(|e| merr("bind mount", e))?;
+        self.targets.push(target.to_owned());
+        if read_only {
+            mount(
+                None::<&str>,
+                target,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+                None::<&str>,
+            )
+            .map_err(|e| merr("remount read-only", e))?;
+        }
+        tracing::debug!(source = %source.display(), target = %target.display(), read_only, "bind mount");
+        Ok(())
+    }
+
+    /// Detaches every mount, last first (before the state directory is
+    /// removed, so no removal can reach through a mount).
+    pub fn unmount_all(&mut self) {
+        while let Some(t) = self.targets.pop() {
+            if let Err(e) = umount2(&t, MntFlags::MNT_DETACH) {
+                tracing::warn!(target = %t.display(), "unmount: {e}");
+            }
+        }
+    }
+}

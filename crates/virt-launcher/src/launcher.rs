@@ -1,0 +1,429 @@
+//! The start-up sequence, supervision and shutdown of one VMI (KubeVirt
+//! `cmd/virt-launcher/virt-launcher.go`, sections 1.4-1.8 of the facts):
+//!
+//! 1. check the VMI converts (no daemon is started for input that cannot run);
+//! 2. private runtime: state directory, mount namespace, bind mounts;
+//! 3. KubeVirt's directories; libvirt configuration; virtlogd and the
+//!    libvirt daemon under supervision; connection (waiting on the socket);
+//! 4. SyncVMI: prepare volumes, convert, define, start;
+//! 5. watch QEMU until it exits, shutting the guest down on a signal (ACPI,
+//!    then kill after the grace period);
+//! 6. stop the daemons, undo the mounts, remove the state, exit.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use api::{Arch, VirtualMachineInstance};
+use converter::{ConvertContext, ConvertError, VirtType};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use storage::PrepareOptions;
+use virtwrap::config::{DaemonConfig, DaemonKind};
+use virtwrap::supervisor::{DaemonSpec, Supervisor};
+use virtwrap::manager::Connector;
+use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
+
+use crate::flags::LauncherFlags;
+use crate::isolation::{enter_private_mount_namespace, IsolationError, Mounts, StateDir};
+
+/// Exit code for input the launcher refuses (bad or unsupported VMI).
+pub const EXIT_INPUT: u8 = 2;
+/// Exit code for a runtime failure.
+pub const EXIT_FAILURE: u8 = 1;
+
+/// How the launcher failed, with the exit code it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum LauncherError {
+    /// The VMI or the flags are not acceptable (exit 2).
+    #[error("{0}")]
+    Input(String),
+    /// Something failed while running (exit 1).
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl LauncherError {
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            LauncherError::Input(_) => EXIT_INPUT,
+            LauncherError::Runtime(_) => EXIT_FAILURE,
+        }
+    }
+}
+
+impl From<IsolationError> for LauncherError {
+    fn from(e: IsolationError) -> Self {
+        match e {
+            IsolationError::Busy(_) => LauncherError::Input(e.to_string()),
+            _ => LauncherError::Runtime(e.to_string()),
+        }
+    }
+}
+
+fn manager_error(e: ManagerError) -> LauncherError {
+    match e {
+        ManagerError::Convert(ConvertError::Host(m)) => LauncherError::Runtime(m),
+        ManagerError::Convert(_) | ManagerError::Storage(storage::StorageError::Volume { .. }) => {
+            LauncherError::Input(e.to_string())
+        }
+        other => LauncherError::Runtime(other.to_string()),
+    }
+}
+
+/// Which directories the launcher makes private.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `virt-launcher run`: everything, including the share, ephemeral and
+    /// container-disk directories, lives in the state directory.
+    Standalone,
+    /// KubeVirt's pod: the share and disk directories are virt-handler's and
+    /// are used in place; only libvirt's and the private directory are made
+    /// private.
+    Pod,
+}
+
+/// The runtime settings of `virt-launcher run` (and of pod mode).
+#[derive(Clone, Debug)]
+pub struct Standalone {
+    /// Which directories are private.
+    pub mode: Mode,
+    /// Private state directory.
+    pub state_dir: PathBuf,
+    /// containerDisk volume name → image file on the host.
+    pub container_disks: Vec<(String, PathBuf)>,
+    /// Keep the state directory after exit.
+    pub keep_state: bool,
+    /// Shared libvirt capability cache (QEMU probing costs seconds per start).
+    pub cache_dir: PathBuf,
+}
+
+/// Where the private runtime's directories go in the mount namespace.
+struct Layout {
+    private_dir: &'static str,
+    libvirt: [(&'static str, &'static str); 4],
+}
+
+/// KubeVirt's private directory (not a flag in KubeVirt).
+pub const PRIVATE_DIR: &str = "/var/run/kubevirt-private";
+
+const LAYOUT: Layout = Layout {
+    private_dir: PRIVATE_DIR,
+    libvirt: [
+        ("libvirt/etc", "/etc/libvirt"),
+        ("libvirt/run", "/var/run/libvirt"),
+        ("libvirt/lib", "/var/lib/libvirt"),
+        ("libvirt/log", "/var/log/libvirt"),
+    ],
+};
+
+/// Reads, defaults and validates the VMI, applies identity flags, and
+/// converts it once without touching the host, so unsupported or invalid
+/// input is refused before anything starts.
+///
+/// # Errors
+/// [`LauncherError::Input`] naming the field.
+pub fn load(bytes: &[u8], flags: &LauncherFlags, arch: Arch) -> Result<VirtualMachineInstance, LauncherError> {
+    let mut vmi = api::load_vmi(bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
+    if !flags.uid.is_empty() {
+        vmi.metadata.uid = Some(flags.uid.clone());
+    }
+    if !flags.name.is_empty() && flags.name != vmi.metadata.name {
+        return Err(LauncherError::Input(format!(
+            "--name {:?} does not match metadata.name {:?}",
+            flags.name, vmi.metadata.name
+        )));
+    }
+    if !flags.namespace.is_empty() && flags.namespace != vmi.namespace() {
+        return Err(LauncherError::Input(format!(
+            "--namespace {:?} does not match metadata.namespace {:?}",
+            flags.namespace,
+            vmi.namespace()
+        )));
+    }
+    api::defaults::fill_missing_uid(&mut vmi);
+    if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
+        return Err(LauncherError::Input(e.to_string()));
+    }
+    Ok(vmi)
+}
+
+/// The conversion context for this host and these flags.
+///
+/// # Errors
+/// [`LauncherError::Runtime`] when KVM is missing and emulation not allowed.
+pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, LauncherError> {
+    let kvm = Path::new("/dev/kvm").exists();
+    let virt = converter::choose_virt_type(kvm, flags.allow_emulation, flags.use_emulation)
+        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    match (virt, kvm, flags.use_emulation) {
+        (VirtType::Qemu, false, _) => tracing::warn!("/dev/kvm is not present: falling back to software emulation (TCG)"),
+        (VirtType::Qemu, true, true) => tracing::info!("--use-emulation: running the guest under software emulation (TCG)"),
+        _ => {}
+    }
+    let mut ctx = ConvertContext::new(arch, virt);
+    ctx.paths.container_disk_dir.clone_from(&flags.container_disk_dir);
+    ctx.paths.ephemeral_disk_dir.clone_from(&flags.ephemeral_disk_dir);
+    if let Some(o) = &flags.ovmf_path {
+        ctx.paths.ovmf_dir.clone_from(o);
+    }
+    Ok(ctx)
+}
+
+fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
+    let refuse = |f: &str| Err(LauncherError::Input(format!("{f} is not supported yet")));
+    if flags.run_as_nonroot {
+        return refuse("--run-as-nonroot");
+    }
+    if flags.image_volume {
+        return refuse("--image-volume");
+    }
+    if flags.hook_sidecars > 0 {
+        return refuse("--hook-sidecars");
+    }
+    Ok(())
+}
+
+/// Runs `vmi` in a private runtime until the guest stops (see module docs).
+/// Must be called before any thread is started.
+///
+/// # Errors
+/// [`LauncherError`]; nothing is left running when it returns.
+pub fn run_standalone(
+    vmi: &VirtualMachineInstance,
+    flags: &LauncherFlags,
+    standalone: &Standalone,
+    started: Instant,
+) -> Result<(), LauncherError> {
+    check_flags(flags)?;
+    let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let ctx = context(flags, arch)?;
+    // Pure conversion first: refuses unsupported or invalid specs up front.
+    converter::convert(vmi, &ctx).map_err(|e| match e {
+        ConvertError::Host(m) => LauncherError::Runtime(m),
+        other => LauncherError::Input(other.to_string()),
+    })?;
+    let images = match standalone.mode {
+        Mode::Standalone => container_disk_images(vmi, standalone)?,
+        Mode::Pod => Vec::new(),
+    };
+    let daemon = DaemonKind::detect().ok_or_else(|| {
+        LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
+    })?;
+
+    let state = StateDir::acquire(&standalone.state_dir)?;
+    enter_private_mount_namespace()?;
+    let mut mounts = Mounts::default();
+    let result = (|| {
+        for (rel, target) in LAYOUT.libvirt {
+            mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
+        }
+        std::fs::create_dir_all(&standalone.cache_dir)
+            .map_err(|e| LauncherError::Runtime(format!("mkdir {}: {e}", standalone.cache_dir.display())))?;
+        mounts.bind_dir(&standalone.cache_dir, Path::new("/var/cache/libvirt"))?;
+        mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
+        if standalone.mode == Mode::Standalone {
+            mounts.bind_dir(&state.subdir("share")?, Path::new(&flags.kubevirt_share_dir))?;
+            mounts.bind_dir(&state.subdir("ephemeral")?, Path::new(&flags.ephemeral_disk_dir))?;
+            if !Path::new(&flags.container_disk_dir).starts_with(&flags.kubevirt_share_dir) {
+                mounts.bind_dir(&state.subdir("container-disks")?, Path::new(&flags.container_disk_dir))?;
+            }
+        }
+        for (index, source) in &images {
+            let target = PathBuf::from(converter::disks::container_disk_image(&ctx, *index));
+            mounts.bind_file_read_only(source, &target)?;
+        }
+        run_in_runtime(vmi, flags, &ctx, &daemon, started)
+    })();
+    mounts.unmount_all();
+    if standalone.keep_state {
+        tracing::info!(state_dir = %state.path().display(), "state kept");
+    } else if let Err(e) = state.clear() {
+        tracing::warn!("cannot remove the state: {e}");
+    }
+    result
+}
+
+/// Pairs each containerDisk volume with its host image (`--container-disk`).
+fn container_disk_images(vmi: &VirtualMachineInstance, s: &Standalone) -> Result<Vec<(usize, PathBuf)>, LauncherError> {
+    let mut out = Vec::new();
+    for (name, _) in &s.container_disks {
+        if !vmi.spec.volumes.iter().any(|v| &v.name == name && v.container_disk.is_some()) {
+            return Err(LauncherError::Input(format!(
+                "--container-disk {name}=...: the VMI has no containerDisk volume named {name:?}"
+            )));
+        }
+    }
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        if v.container_disk.is_none() {
+            continue;
+        }
+        let Some((_, file)) = s.container_disks.iter().find(|(n, _)| n == &v.name) else {
+            return Err(LauncherError::Input(format!(
+                "spec.volumes[{i}].containerDisk: no image for volume {:?}: pass --container-disk {}=FILE",
+                v.name, v.name
+            )));
+        };
+        let meta = std::fs::metadata(file).map_err(|e| {
+            LauncherError::Input(format!(
+                "spec.volumes[{i}].containerDisk: image {} for volume {:?}: {e}",
+                file.display(),
+                v.name
+            ))
+        })?;
+        if !meta.is_file() {
+            return Err(LauncherError::Input(format!(
+                "spec.volumes[{i}].containerDisk: {} is not a regular file",
+                file.display()
+            )));
+        }
+        let abs = std::fs::canonicalize(file).map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
+        out.push((i, abs));
+    }
+    Ok(out)
+}
+
+/// KubeVirt's directory initialisation (facts 1.4 step 3).
+fn initialize_dirs(vmi: &VirtualMachineInstance, flags: &LauncherFlags) -> Result<(), LauncherError> {
+    let mk = |p: &str| {
+        std::fs::create_dir_all(p).map_err(|e| LauncherError::Runtime(format!("mkdir {p}: {e}")))
+    };
+    let uid_dir = format!("{PRIVATE_DIR}/{}", vmi.uid());
+    for d in [
+        uid_dir.as_str(),
+        &format!("{}/cloud-init-data", flags.ephemeral_disk_dir),
+        &format!("{}/ignition-data", flags.ephemeral_disk_dir),
+        &format!("{}/disk-data", flags.ephemeral_disk_dir),
+        &flags.container_disk_dir,
+        &flags.hotplug_disk_dir,
+        &format!("{PRIVATE_DIR}/vmi-disks"),
+        "/var/run/libvirt/empty-disks",
+        &format!("{}/sockets", flags.kubevirt_share_dir),
+    ] {
+        mk(d)?;
+    }
+    let log = format!("{uid_dir}/virt-serial0-log");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| LauncherError::Runtime(format!("create {log}: {e}")))?;
+    Ok(())
+}
+
+/// Steps 3-6 inside the private runtime.
+fn run_in_runtime(
+    vmi: &VirtualMachineInstance,
+    flags: &LauncherFlags,
+    ctx: &ConvertContext,
+    daemon: &DaemonKind,
+    started: Instant,
+) -> Result<(), LauncherError> {
+    initialize_dirs(vmi, flags)?;
+    if flags.simulate_crash {
+        return Err(LauncherError::Runtime("Simulated virt-launcher crash".into()));
+    }
+    if let Err(e) = process::become_subreaper() {
+        tracing::warn!("cannot become a child subreaper: {e}");
+    }
+
+    let mut cfg = DaemonConfig::default();
+    if !flags.libvirt_log_filters.is_empty() {
+        cfg.log_filters = Some(flags.libvirt_log_filters.clone());
+    }
+    if Path::new("/dev/hugepages").is_dir() {
+        cfg.hugetlbfs_mount = Some("/dev/hugepages".into());
+    }
+    virtwrap::config::write_all(Path::new("/etc/libvirt"), daemon, &cfg)
+        .map_err(|e| LauncherError::Runtime(format!("writing libvirt configuration: {e}")))?;
+
+    let mut sup = Supervisor::new();
+    let spawn_err = |name: &str, e: std::io::Error| LauncherError::Runtime(format!("cannot start {name}: {e}"));
+    sup.start(DaemonSpec {
+        name: "virtlogd".into(),
+        program: "/usr/sbin/virtlogd".into(),
+        args: vec!["-f".into(), "/etc/libvirt/virtlogd.conf".into()],
+    })
+    .map_err(|e| spawn_err("virtlogd", e))?;
+    sup.start(DaemonSpec {
+        name: daemon.name().into(),
+        program: daemon.program().to_owned(),
+        args: vec!["-f".into(), format!("/etc/libvirt/{}", daemon.config_file())],
+    })
+    .map_err(|e| spawn_err(daemon.name(), e))?;
+
+    let result = run_domain(vmi, flags, ctx, daemon, &sup, started);
+    sup.stop(Duration::from_secs(5));
+    result
+}
+
+fn run_domain(
+    vmi: &VirtualMachineInstance,
+    flags: &LauncherFlags,
+    ctx: &ConvertContext,
+    daemon: &DaemonKind,
+    sup: &Supervisor,
+    started: Instant,
+) -> Result<(), LauncherError> {
+    let connector = Connector {
+        daemon: daemon.name().into(),
+        uri: "qemu:///system".into(),
+        socket: Path::new("/var/run/libvirt").join(daemon.socket_name()),
+    };
+    let prepare = PrepareOptions {
+        disk_memory_limit: flags.disk_memory_limit,
+        owner: None,
+    };
+    let manager = LibvirtDomainManager::new(connector, ctx.clone(), prepare)
+        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    tracing::info!(ms = ms(started), "libvirt ready");
+    if let Ok(v) = manager.qemu_version() {
+        tracing::info!(version = %v, "hypervisor");
+    }
+
+    let signals = Arc::new(AtomicUsize::new(0));
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGQUIT,
+    ] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&signals), sig as usize)
+            .map_err(|e| LauncherError::Runtime(format!("cannot install signal handler: {e}")))?;
+    }
+
+    let synced = manager.sync_vmi(vmi);
+    let outcome = match synced {
+        Ok(_) => {
+            tracing::info!(ms = ms(started), domain = %vmi.domain_name(), "domain running");
+            let grace = Duration::from_secs(grace_period(flags.grace_period_seconds, vmi).max(0).unsigned_abs());
+            crate::monitor::watch(vmi, &manager, sup, &signals, grace, flags.qemu_timeout)
+        }
+        Err(e) => Err(manager_error(e)),
+    };
+    // Whatever happened: nothing may keep running.
+    if let Err(e) = manager.kill_vmi(vmi) {
+        tracing::warn!("final kill: {e}");
+    }
+    if let Some(pid) = crate::monitor::qemu_pid(vmi) {
+        if std::path::Path::new(&format!("/proc/{pid}")).exists() && !process::reaper().has_exited(pid) {
+            let _ = kill(Pid::from_raw(i32::try_from(pid).unwrap_or(0)), Signal::SIGKILL);
+        }
+    }
+    if let Err(e) = manager.delete_vmi(vmi) {
+        tracing::warn!("undefine: {e}");
+    }
+    outcome
+}
+
+fn ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The grace period: `--grace-period-seconds` when given, else the VMI's
+/// `terminationGracePeriodSeconds` + 15, as virt-controller computes the flag.
+pub fn grace_period(flag: Option<i64>, vmi: &VirtualMachineInstance) -> i64 {
+    flag.unwrap_or_else(|| vmi.grace_period_seconds().saturating_add(15))
+}

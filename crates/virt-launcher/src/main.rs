@@ -1,0 +1,214 @@
+//! `virt-launcher`: KubeVirt's per-VM launcher.
+//!
+//! - `virt-launcher [FLAGS]` — pod mode, KubeVirt's command line. Until the
+//!   command server exists, the VMI comes from `STANDALONE_VMI` (as in
+//!   KubeVirt HEAD).
+//! - `virt-launcher run VMI.yaml` — run one VMI without Kubernetes.
+//! - `virt-launcher convert VMI.yaml` — print the domain XML.
+//!
+//! Exit codes: 0 done, 1 runtime failure, 2 input refused.
+
+mod flags;
+mod isolation;
+mod launcher;
+mod logging;
+mod monitor;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use api::Arch;
+use clap::{Args, Parser, Subcommand};
+use converter::ConvertContext;
+
+use crate::flags::LauncherFlags;
+use crate::launcher::{LauncherError, Mode, Standalone};
+
+#[derive(Parser, Debug)]
+#[command(name = "virt-launcher", version, about = "KubeVirt's per-VM launcher, in Rust", args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    flags: LauncherFlags,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the libvirt domain XML for a VMI (or a VirtualMachine's template).
+    Convert(ConvertArgs),
+    /// Run one VMI without Kubernetes until it stops (Ctrl-C shuts it down).
+    Run(Box<RunArgs>),
+}
+
+#[derive(Args, Debug)]
+struct ConvertArgs {
+    /// VMI manifest, YAML or JSON (`-` for standard input).
+    file: PathBuf,
+    /// Target architecture: amd64, arm64, ppc64le, s390x (default: this host's).
+    #[arg(long)]
+    arch: Option<String>,
+    /// Use TCG when /dev/kvm is absent.
+    #[arg(long)]
+    allow_emulation: bool,
+    /// Always use TCG (`<domain type='qemu'>`).
+    #[arg(long)]
+    use_emulation: bool,
+    /// Also check the XML with libvirt's schema (virt-xml-validate).
+    #[arg(long)]
+    validate: bool,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// VMI manifest, YAML or JSON (`-` for standard input).
+    file: PathBuf,
+    /// Private state directory [default: /var/run/virt-launcher/<namespace>_<name>].
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Image file for a containerDisk volume, as VOLUME=FILE (repeatable).
+    #[arg(long = "container-disk", value_parser = parse_container_disk)]
+    container_disks: Vec<(String, PathBuf)>,
+    /// Keep the state directory (serial log, libvirt logs) after exit.
+    #[arg(long)]
+    keep_state: bool,
+    /// libvirt's QEMU capability cache, shared between runs.
+    #[arg(long, default_value = "/var/cache/virt-launcher/libvirt")]
+    libvirt_cache_dir: PathBuf,
+    #[command(flatten)]
+    flags: LauncherFlags,
+}
+
+fn parse_container_disk(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((v, f)) if !v.is_empty() && !f.is_empty() => Ok((v.to_owned(), PathBuf::from(f))),
+        _ => Err(format!("{s:?} is not VOLUME=FILE")),
+    }
+}
+
+fn read_input(path: &PathBuf) -> Result<Vec<u8>, LauncherError> {
+    if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .take(16 << 20)
+            .read_to_end(&mut buf)
+            .map_err(|e| LauncherError::Input(format!("reading standard input: {e}")))?;
+        return Ok(buf);
+    }
+    let meta = std::fs::metadata(path).map_err(|e| LauncherError::Input(format!("{}: {e}", path.display())))?;
+    if meta.len() > 16 << 20 {
+        return Err(LauncherError::Input(format!("{}: larger than 16 MiB", path.display())));
+    }
+    std::fs::read(path).map_err(|e| LauncherError::Input(format!("{}: {e}", path.display())))
+}
+
+fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
+    let host = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let arch = match &args.arch {
+        Some(a) => a.parse().map_err(|e: api::arch::UnknownArch| LauncherError::Input(format!("--arch: {e}")))?,
+        None => host,
+    };
+    let bytes = read_input(&args.file)?;
+    let mut vmi = api::load_vmi(&bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
+    api::defaults::fill_missing_uid(&mut vmi);
+    // The XML is for a host of `arch`; this host's /dev/kvm only tells for its own arch.
+    let kvm = arch != host || std::path::Path::new("/dev/kvm").exists();
+    let virt = converter::choose_virt_type(kvm, args.allow_emulation, args.use_emulation)
+        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let ctx = ConvertContext::new(arch, virt);
+    let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
+    let xml = dom.to_xml().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    if args.validate {
+        validate_xml(&xml)?;
+    }
+    print!("{xml}");
+    Ok(())
+}
+
+/// Runs libvirt's `virt-xml-validate FILE domain` and fails with its output.
+fn validate_xml(xml: &str) -> Result<(), LauncherError> {
+    let dir = std::env::temp_dir().join(format!("virt-launcher-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| LauncherError::Runtime(format!("{}: {e}", dir.display())))?;
+    let file = dir.join("domain.xml");
+    std::fs::write(&file, xml).map_err(|e| LauncherError::Runtime(format!("{}: {e}", file.display())))?;
+    let mut cmd = std::process::Command::new("virt-xml-validate");
+    cmd.arg(&file).arg("domain");
+    let res = process::run(cmd, std::time::Duration::from_secs(30), 1 << 20);
+    let _ = std::fs::remove_dir_all(&dir);
+    match res {
+        Ok(_) => Ok(()),
+        Err(process::RunError::Failed { stderr, .. }) => {
+            Err(LauncherError::Input(format!("libvirt's schema rejects the domain XML:\n{stderr}")))
+        }
+        Err(e) => Err(LauncherError::Runtime(format!("virt-xml-validate: {e}"))),
+    }
+}
+
+fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
+    let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let bytes = read_input(&args.file)?;
+    let vmi = launcher::load(&bytes, &args.flags, arch)?;
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())));
+    let standalone = Standalone {
+        mode: Mode::Standalone,
+        state_dir,
+        container_disks: args.container_disks.clone(),
+        keep_state: args.keep_state,
+        cache_dir: args.libvirt_cache_dir.clone(),
+    };
+    launcher::run_standalone(&vmi, &args.flags, &standalone, started)
+}
+
+fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
+    let Ok(doc) = std::env::var("STANDALONE_VMI") else {
+        return Err(LauncherError::Input(
+            "no VMI to run: the command server for virt-handler is not implemented yet; \
+             set STANDALONE_VMI or use `virt-launcher run VMI.yaml`"
+                .into(),
+        ));
+    };
+    let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let vmi = launcher::load(doc.as_bytes(), flags, arch)?;
+    let standalone = Standalone {
+        mode: Mode::Pod,
+        state_dir: PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())),
+        container_disks: Vec::new(),
+        keep_state: false,
+        cache_dir: PathBuf::from("/var/cache/virt-launcher/libvirt"),
+    };
+    launcher::run_standalone(&vmi, flags, &standalone, started)
+}
+
+fn main() -> ExitCode {
+    let started = Instant::now();
+    let cli = Cli::parse();
+    let verbosity = match &cli.command {
+        Some(Command::Run(r)) => r.flags.verbosity,
+        _ => cli.flags.verbosity,
+    };
+    logging::init(verbosity);
+    let res = match &cli.command {
+        Some(Command::Convert(a)) => convert(a),
+        Some(Command::Run(a)) => run(a, started),
+        None => pod(&cli.flags, started),
+    };
+    match res {
+        Ok(()) => {
+            tracing::info!("Exiting...");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            // A JSON log line for collectors, and always one plain line for people.
+            if !matches!(cli.command, Some(Command::Convert(_))) && !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                tracing::error!("{e}");
+            }
+            eprintln!("virt-launcher: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

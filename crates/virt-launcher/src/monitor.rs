@@ -1,0 +1,139 @@
+//! Watching the QEMU process (KubeVirt `pkg/virt-launcher/monitor.go`) and
+//! turning termination signals into a graceful guest shutdown.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use api::VirtualMachineInstance;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use virtwrap::supervisor::Supervisor;
+use virtwrap::{DomainManager, LibvirtDomainManager};
+
+use crate::launcher::LauncherError;
+
+/// How often the monitor looks (KubeVirt ticks every second; a tenth of
+/// that makes shutdown and crash detection prompt at negligible cost: one
+/// `stat` per tick).
+const TICK: Duration = Duration::from_millis(100);
+
+/// The QEMU pid libvirt recorded for `vmi`'s domain
+/// (`/var/run/libvirt/qemu/<domain>.pid`, root mode).
+pub fn qemu_pid(vmi: &VirtualMachineInstance) -> Option<u32> {
+    let p = format!("/var/run/libvirt/qemu/{}.pid", vmi.domain_name());
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+fn alive(pid: u32) -> bool {
+    if process::reaper().has_exited(pid) {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // Field 3 (after the parenthesised command) is the state; Z = zombie.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_none_or(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn to_pid(pid: u32) -> Pid {
+    Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX))
+}
+
+/// Watches the domain's QEMU until it exits. On the first termination
+/// signal the guest gets an ACPI shutdown request; when it is still running
+/// `grace` later it is killed. A libvirt daemon that cannot be kept running
+/// ends the VM (it could no longer be managed).
+///
+/// # Errors
+/// [`LauncherError::Runtime`] when QEMU never appeared within
+/// `qemu_timeout`, a daemon failed, or the guest crashed.
+pub fn watch(
+    vmi: &VirtualMachineInstance,
+    manager: &LibvirtDomainManager,
+    sup: &Supervisor,
+    signals: &AtomicUsize,
+    grace: Duration,
+    qemu_timeout: Duration,
+) -> Result<(), LauncherError> {
+    let start = Instant::now();
+    let mut pid = None;
+    let mut shutdown_at: Option<Instant> = None;
+    let mut killed = false;
+    loop {
+        if let Some(f) = sup.fatal(Duration::ZERO) {
+            if let Some(p) = pid {
+                let _ = kill(to_pid(p), Signal::SIGKILL);
+            }
+            return Err(LauncherError::Runtime(format!("{} could not be kept running: {}", f.name, f.message)));
+        }
+        let sig = signals.load(Ordering::SeqCst);
+        if sig != 0 && shutdown_at.is_none() {
+            tracing::info!(signal = sig, grace_seconds = grace.as_secs(), "termination signal: shutting the guest down");
+            shutdown_at = Some(Instant::now());
+            if let Err(e) = manager.signal_shutdown_vmi(vmi) {
+                tracing::warn!("ACPI shutdown request failed: {e}");
+            }
+        }
+        if let Some(t) = shutdown_at {
+            if !killed && t.elapsed() > grace {
+                tracing::warn!("grace period of {} s expired: killing the guest", grace.as_secs());
+                killed = true;
+                if let Err(e) = manager.kill_vmi(vmi) {
+                    tracing::warn!("kill failed ({e}); sending SIGTERM to QEMU");
+                    if let Some(p) = pid {
+                        let _ = kill(to_pid(p), Signal::SIGTERM);
+                    }
+                }
+            }
+        }
+        match pid {
+            None => {
+                pid = qemu_pid(vmi);
+                if let Some(p) = pid {
+                    tracing::info!(pid = p, "watching QEMU");
+                } else if start.elapsed() > qemu_timeout {
+                    return Err(LauncherError::Runtime("timed out waiting for the domain's QEMU process".into()));
+                } else if shutdown_at.is_some() {
+                    return Ok(());
+                }
+            }
+            Some(p) if !alive(p) => return finished(vmi, manager, shutdown_at.is_some()),
+            Some(_) => {}
+        }
+        thread::sleep(TICK);
+    }
+}
+
+/// Reports how the domain ended: a guest power-off or a requested shutdown
+/// is success; a crash is an error.
+fn finished(vmi: &VirtualMachineInstance, manager: &LibvirtDomainManager, requested: bool) -> Result<(), LauncherError> {
+    // libvirt notices QEMU's exit through its monitor socket; give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut last = ("Unknown", "Unknown");
+    while Instant::now() < deadline {
+        match manager.list_all_domains() {
+            Ok(list) => {
+                if let Some(d) = list.iter().find(|d| d.name == vmi.domain_name()) {
+                    last = (d.state, d.reason);
+                    if d.state != "Running" && d.state != "Paused" {
+                        break;
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("reading the final state: {e}"),
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    tracing::info!(state = last.0, reason = last.1, "QEMU exited");
+    match last.1 {
+        "Crashed" | "Failed" | "Panicked" if !requested => Err(LauncherError::Runtime(format!(
+            "the guest ended abnormally: {} ({})",
+            last.0, last.1
+        ))),
+        _ => Ok(()),
+    }
+}
+

@@ -1,0 +1,185 @@
+//! The libvirt daemons' configuration files, written by the launcher.
+//!
+//! The launcher owns these files: it writes them into its own configuration
+//! directory (bind-mounted on `/etc/libvirt` inside its mount namespace), so
+//! nothing depends on, or changes, the host's `/etc/libvirt`. Contents follow
+//! KubeVirt's launcher image (`/etc/libvirt/qemu.conf`, `virtqemud.conf`),
+//! plus what a container needs: `namespaces = [ ]` and
+//! `cgroup_controllers = [ ]` (no mount namespace or cgroups per QEMU).
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The daemon that runs the QEMU driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DaemonKind {
+    /// Modular daemon (`/usr/sbin/virtqemud`, socket `virtqemud-sock`).
+    Virtqemud(PathBuf),
+    /// Monolithic daemon (`/usr/sbin/libvirtd`, socket `libvirt-sock`).
+    Libvirtd(PathBuf),
+}
+
+impl DaemonKind {
+    /// virtqemud when installed, else libvirtd; `None` when neither is.
+    pub fn detect() -> Option<DaemonKind> {
+        ["/usr/sbin/virtqemud", "/usr/bin/virtqemud"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+            .map(DaemonKind::Virtqemud)
+            .or_else(|| {
+                ["/usr/sbin/libvirtd", "/usr/bin/libvirtd"]
+                    .iter()
+                    .map(PathBuf::from)
+                    .find(|p| p.is_file())
+                    .map(DaemonKind::Libvirtd)
+            })
+    }
+
+    /// Executable path.
+    pub fn program(&self) -> &Path {
+        match self {
+            DaemonKind::Virtqemud(p) | DaemonKind::Libvirtd(p) => p,
+        }
+    }
+
+    /// Short name for logs (`virtqemud`, `libvirtd`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            DaemonKind::Virtqemud(_) => "virtqemud",
+            DaemonKind::Libvirtd(_) => "libvirtd",
+        }
+    }
+
+    /// Its configuration file name in the configuration directory.
+    pub fn config_file(&self) -> &'static str {
+        match self {
+            DaemonKind::Virtqemud(_) => "virtqemud.conf",
+            DaemonKind::Libvirtd(_) => "libvirtd.conf",
+        }
+    }
+
+    /// Its read-write socket under the run directory (`/run/libvirt`).
+    pub fn socket_name(&self) -> &'static str {
+        match self {
+            DaemonKind::Virtqemud(_) => "virtqemud-sock",
+            DaemonKind::Libvirtd(_) => "libvirt-sock",
+        }
+    }
+}
+
+/// Settings that vary between launchers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DaemonConfig {
+    /// User QEMU runs as (`root`, or `+107` for KubeVirt's `qemu` user).
+    pub qemu_user: String,
+    /// Group QEMU runs as.
+    pub qemu_group: String,
+    /// Let libvirt chown images to the QEMU user (only when it is not root).
+    pub dynamic_ownership: bool,
+    /// `log_filters` for the daemon (KubeVirt `--libvirt-log-filters`).
+    pub log_filters: Option<String>,
+    /// `hugetlbfs_mount` when `/dev/hugepages` exists.
+    pub hugetlbfs_mount: Option<String>,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            qemu_user: "root".into(),
+            qemu_group: "root".into(),
+            dynamic_ownership: false,
+            log_filters: None,
+            hugetlbfs_mount: None,
+        }
+    }
+}
+
+fn quote(s: &str) -> String {
+    // libvirt's config parser takes double-quoted strings with no escapes:
+    // refuse to emit a value that would end the string early.
+    s.chars().filter(|c| *c != '"' && *c != '\n' && *c != '\\').collect()
+}
+
+/// Text of `qemu.conf`.
+pub fn qemu_conf(cfg: &DaemonConfig) -> String {
+    let mut s = String::from("# Written by virt-launcher; do not edit.\n");
+    let _ = writeln!(s, "stdio_handler = \"logd\"");
+    let _ = writeln!(s, "vnc_listen = \"0.0.0.0\"\nvnc_tls = 0\nvnc_sasl = 0");
+    let _ = writeln!(s, "user = \"{}\"\ngroup = \"{}\"", quote(&cfg.qemu_user), quote(&cfg.qemu_group));
+    let _ = writeln!(s, "dynamic_ownership = {}", u8::from(cfg.dynamic_ownership));
+    let _ = writeln!(s, "remember_owner = 0");
+    let _ = writeln!(s, "namespaces = [ ]\ncgroup_controllers = [ ]");
+    let _ = writeln!(s, "security_driver = \"none\"");
+    if let Some(h) = &cfg.hugetlbfs_mount {
+        let _ = writeln!(s, "hugetlbfs_mount = \"{}\"", quote(h));
+    }
+    s
+}
+
+/// Text of `libvirtd.conf` / `virtqemud.conf`: Unix socket only, no TCP or
+/// TLS listener, no polkit, warnings and errors to standard error (which the
+/// launcher re-logs).
+pub fn daemon_conf(kind: &DaemonKind, cfg: &DaemonConfig) -> String {
+    let mut s = String::from("# Written by virt-launcher; do not edit.\n");
+    if matches!(kind, DaemonKind::Libvirtd(_)) {
+        let _ = writeln!(s, "listen_tls = 0\nlisten_tcp = 0");
+    }
+    let _ = writeln!(s, "auth_unix_rw = \"none\"\nauth_unix_ro = \"none\"");
+    let _ = writeln!(s, "unix_sock_rw_perms = \"0700\"");
+    let _ = writeln!(s, "log_outputs = \"3:stderr\"");
+    if let Some(f) = &cfg.log_filters {
+        let _ = writeln!(s, "log_filters = \"{}\"", quote(f));
+    }
+    s
+}
+
+/// Text of `virtlogd.conf`.
+pub fn virtlogd_conf() -> String {
+    "# Written by virt-launcher; do not edit.\nlog_outputs = \"3:stderr\"\n".into()
+}
+
+/// Writes `qemu.conf`, the daemon's file and `virtlogd.conf` into `dir`.
+///
+/// # Errors
+/// The first write error.
+pub fn write_all(dir: &Path, kind: &DaemonKind, cfg: &DaemonConfig) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("qemu.conf"), qemu_conf(cfg))?;
+    std::fs::write(dir.join(kind.config_file()), daemon_conf(kind, cfg))?;
+    std::fs::write(dir.join("virtlogd.conf"), virtlogd_conf())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qemu_conf_has_the_container_settings() {
+        let s = qemu_conf(&DaemonConfig::default());
+        assert!(s.contains("namespaces = [ ]\n"));
+        assert!(s.contains("cgroup_controllers = [ ]\n"));
+        assert!(s.contains("stdio_handler = \"logd\"\n"));
+        assert!(s.contains("user = \"root\"\n"));
+        let odd = DaemonConfig {
+            qemu_user: "a\"b\nc".into(),
+            ..DaemonConfig::default()
+        };
+        assert!(qemu_conf(&odd).contains("user = \"abc\"\n"));
+    }
+
+    #[test]
+    fn daemon_conf_never_listens_on_tcp() {
+        let s = daemon_conf(&DaemonKind::Libvirtd("/usr/sbin/libvirtd".into()), &DaemonConfig::default());
+        assert!(s.contains("listen_tcp = 0") && s.contains("listen_tls = 0"));
+        let s = daemon_conf(&DaemonKind::Virtqemud("/usr/sbin/virtqemud".into()), &DaemonConfig::default());
+        assert!(!s.contains("listen_tcp"));
+        let dir = tempfile::tempdir().unwrap();
+        write_all(dir.path(), &DaemonKind::Virtqemud("x".into()), &DaemonConfig::default()).unwrap();
+        for f in ["qemu.conf", "virtqemud.conf", "virtlogd.conf"] {
+            assert!(dir.path().join(f).is_file(), "{f}");
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! The DomainManager: what virt-handler's commands do to the domain
+//! (KubeVirt `pkg/virt-launcher/virtwrap/manager.go`), implemented on
+//! libvirt through the official `virt` binding.
+
+use std::sync::{Mutex, MutexGuard};
+
+use api::VirtualMachineInstance;
+use converter::{ConvertContext, ConvertError};
+use storage::{PrepareOptions, StorageError};
+use virt::connect::Connect;
+use virt::domain::Domain as VirtDomain;
+use virt::error::ErrorNumber;
+use virt::sys;
+
+use crate::state;
+
+/// Why a DomainManager operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// The VMI cannot be converted.
+    #[error(transparent)]
+    Convert(#[from] ConvertError),
+    /// A volume cannot be prepared.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// libvirt refused; shown as KubeVirt shows it to virt-handler.
+    #[error("LibvirtError(Code={code}, Domain={domain}, Message='{message}')")]
+    Libvirt {
+        /// `virErrorNumber`.
+        code: i32,
+        /// `virErrorDomain`.
+        domain: i32,
+        /// libvirt's message.
+        message: String,
+    },
+    /// libvirt's XML did not parse, or ours did not serialise.
+    #[error(transparent)]
+    Xml(#[from] domain::XmlError),
+}
+
+impl From<virt::error::Error> for ManagerError {
+    fn from(e: virt::error::Error) -> Self {
+        ManagerError::Libvirt {
+            code: e.code().to_raw() as i32,
+            domain: e.domain().to_raw() as i32,
+            message: e.message().to_owned(),
+        }
+    }
+}
+
+/// A domain as listed: identity, KubeVirt state names, and its spec.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DomainStatus {
+    /// Domain name.
+    pub name: String,
+    /// Domain UUID.
+    pub uuid: String,
+    /// KubeVirt `LifeCycle` (`Running`, `Paused`, `Shutoff` ...).
+    pub state: &'static str,
+    /// KubeVirt `StateChangeReason`.
+    pub reason: &'static str,
+    /// The live domain XML, parsed.
+    pub spec: domain::Domain,
+}
+
+/// Operations on the VMI's domain. Implementations are idempotent where
+/// KubeVirt's are: syncing a running VMI, killing a stopped one, deleting
+/// a missing one all succeed and change nothing.
+pub trait DomainManager: Send + Sync {
+    /// Prepares volumes, converts, defines and starts the domain; a no-op
+    /// for a domain that is already running or paused. Returns the spec.
+    ///
+    /// # Errors
+    /// [`ManagerError`] from preparation, conversion or libvirt.
+    fn sync_vmi(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError>;
+    /// Powers the domain off at once (graceful destroy, then forced).
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`].
+    fn kill_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
+    /// Undefines the domain (and its EFI variables).
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`].
+    fn delete_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
+    /// Asks the guest to shut down (ACPI power button).
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`].
+    fn signal_shutdown_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
+    /// Pauses a running domain.
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`], e.g. `Domain not found.`
+    fn pause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
+    /// Resumes a paused domain.
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`].
+    fn unpause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
+    /// Every domain of this daemon.
+    ///
+    /// # Errors
+    /// [`ManagerError`] from libvirt or XML parsing.
+    fn list_all_domains(&self) -> Result<Vec<DomainStatus>, ManagerError>;
+}
+
+/// How to (re)connect to the daemon.
+#[derive(Clone, Debug)]
+pub struct Connector {
+    /// Daemon name for logs.
+    pub daemon: String,
+    /// libvirt URI (`qemu:///system`).
+    pub uri: String,
+    /// The daemon's socket.
+    pub socket: std::path::PathBuf,
+}
+
+impl Connector {
+    /// Connects, waiting up to [`crate::connection::CONNECT_TIMEOUT`].
+    ///
+    /// # Errors
+    /// [`crate::connection::ConnectError`].
+    pub fn connect(&self) -> Result<Connect, crate::connection::ConnectError> {
+        crate::connection::connect(&self.daemon, &self.uri, &self.socket, crate::connection::CONNECT_TIMEOUT)
+    }
+}
+
+/// [`DomainManager`] on a libvirt connection. When the daemon restarts
+/// (the supervisor restarts a dead one), the next call reconnects.
+pub struct LibvirtDomainManager {
+    conn: Mutex<Connect>,
+    connector: Connector,
+    ctx: ConvertContext,
+    prepare: PrepareOptions,
+}
+
+const ACTIVE: [u32; 5] = [
+    sys::VIR_DOMAIN_RUNNING,
+    sys::VIR_DOMAIN_BLOCKED,
+    sys::VIR_DOMAIN_PAUSED,
+    sys::VIR_DOMAIN_SHUTDOWN,
+    sys::VIR_DOMAIN_PMSUSPENDED,
+];
+
+impl LibvirtDomainManager {
+    /// A manager converting with `ctx` (its `prepared` part is filled on
+    /// each sync) and preparing volumes with `prepare`.
+    ///
+    /// # Errors
+    /// [`crate::connection::ConnectError`] when the first connection fails.
+    pub fn new(connector: Connector, ctx: ConvertContext, prepare: PrepareOptions) -> Result<Self, crate::connection::ConnectError> {
+        let conn = connector.connect()?;
+        Ok(LibvirtDomainManager {
+            conn: Mutex::new(conn),
+            connector,
+            ctx,
+            prepare,
+        })
+    }
+
+    /// The connection, re-established first if the daemon went away.
+    fn conn(&self) -> MutexGuard<'_, Connect> {
+        let mut guard = self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !guard.is_alive().unwrap_or(false) {
+            tracing::warn!(daemon = %self.connector.daemon, "libvirt connection lost; reconnecting");
+            match self.connector.connect() {
+                Ok(c) => {
+                    let mut old = std::mem::replace(&mut *guard, c);
+                    let _ = old.close();
+                    tracing::info!(daemon = %self.connector.daemon, "libvirt reconnected");
+                }
+                Err(e) => tracing::error!("{e}"),
+            }
+        }
+        guard
+    }
+
+    /// The domain of `vmi`, `None` when libvirt does not know it.
+    fn lookup(conn: &Connect, vmi: &VirtualMachineInstance) -> Result<Option<VirtDomain>, ManagerError> {
+        match VirtDomain::lookup_by_name(conn, &vmi.domain_name()) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.code() == ErrorNumber::NoDomain => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Converts `vmi` with freshly prepared volumes.
+    ///
+    /// # Errors
+    /// [`ManagerError::Storage`] or [`ManagerError::Convert`].
+    pub fn convert(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
+        let mut ctx = self.ctx.clone();
+        ctx.prepared = storage::prepare(vmi, &ctx, &self.prepare)?;
+        Ok(converter::convert(vmi, &ctx)?)
+    }
+
+    /// libvirt's version as KubeVirt's GetQemuVersion reports it (`QEMU 10.0.2`).
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`].
+    pub fn qemu_version(&self) -> Result<String, ManagerError> {
+        let v = self.conn().get_hyp_version()?;
+        Ok(format!("QEMU {}.{}.{}", v / 1_000_000, (v % 1_000_000) / 1000, v % 1000))
+    }
+}
+
+impl DomainManager for LibvirtDomainManager {
+    fn sync_vmi(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
+        let spec = self.convert(vmi)?;
+        let xml = spec.to_xml()?;
+        let conn = self.conn();
+        let dom = match Self::lookup(&conn, vmi)? {
+            Some(d) => {
+                let (st, _) = d.get_state()?;
+                if ACTIVE.contains(&st) {
+                    tracing::debug!(domain = %vmi.domain_name(), "domain already active; nothing to do");
+                    return Ok(spec);
+                }
+                // Defined but not running: refresh the definition, then start.
+                VirtDomain::define_xml(&conn, &xml)?
+            }
+            None => {
+                let d = VirtDomain::define_xml(&conn, &xml)?;
+                tracing::info!(domain = %vmi.domain_name(), "domain defined");
+                d
+            }
+        };
+        let flags = if vmi.spec.start_strategy.as_deref() == Some("Paused") {
+            sys::VIR_DOMAIN_START_PAUSED
+        } else {
+            0
+        };
+        dom.create_with_flags(flags)?;
+        tracing::info!(domain = %vmi.domain_name(), "domain started");
+        Ok(spec)
+    }
+
+    fn kill_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let conn = self.conn();
+        let Some(d) = Self::lookup(&conn, vmi)? else {
+            return Ok(());
+        };
+        let (st, _) = d.get_state()?;
+        if !ACTIVE.contains(&st) {
+            return Ok(());
+        }
+        if let Err(e) = d.destroy_flags(sys::VIR_DOMAIN_DESTROY_GRACEFUL) {
+            tracing::warn!(domain = %vmi.domain_name(), "graceful destroy failed ({e}); forcing");
+            d.destroy()?;
+        }
+        tracing::info!(domain = %vmi.domain_name(), "domain killed");
+        Ok(())
+    }
+
+    fn delete_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let conn = self.conn();
+        let Some(d) = Self::lookup(&conn, vmi)? else {
+            return Ok(());
+        };
+        match d.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_NVRAM) {
+            Ok(()) => {
+                tracing::info!(domain = %vmi.domain_name(), "domain undefined");
+                Ok(())
+            }
+            Err(e) if e.code() == ErrorNumber::NoDomain => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn signal_shutdown_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let conn = self.conn();
+        let Some(d) = Self::lookup(&conn, vmi)? else {
+            return Ok(());
+        };
+        let (st, _) = d.get_state()?;
+        if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
+            d.shutdown_flags(sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)?;
+            tracing::info!(domain = %vmi.domain_name(), "sent ACPI shutdown");
+        }
+        Ok(())
+    }
+
+    fn pause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let conn = self.conn();
+        let d = Self::lookup(&conn, vmi)?.ok_or_else(not_found)?;
+        let (st, _) = d.get_state()?;
+        if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
+            d.suspend()?;
+            tracing::info!(domain = %vmi.domain_name(), "domain paused");
+        }
+        Ok(())
+    }
+
+    fn unpause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let conn = self.conn();
+        let d = Self::lookup(&conn, vmi)?.ok_or_else(not_found)?;
+        let (st, _) = d.get_state()?;
+        if st == sys::VIR_DOMAIN_PAUSED {
+            d.resume()?;
+            tracing::info!(domain = %vmi.domain_name(), "domain resumed");
+        }
+        Ok(())
+    }
+
+    fn list_all_domains(&self) -> Result<Vec<DomainStatus>, ManagerError> {
+        let conn = self.conn();
+        let mut out = Vec::new();
+        for d in conn.list_all_domains(0)? {
+            let (st, reason) = d.get_state()?;
+            let xml = d.get_xml_desc(0)?;
+            out.push(DomainStatus {
+                name: d.get_name()?,
+                uuid: d.get_uuid_string()?,
+                state: state::lifecycle(st),
+                reason: state::reason(st, reason),
+                spec: domain::Domain::from_xml(&xml)?,
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn not_found() -> ManagerError {
+    ManagerError::Libvirt {
+        code: sys::VIR_ERR_NO_DOMAIN as i32,
+        domain: sys::VIR_FROM_DOM as i32,
+        message: "Domain not found.".into(),
+    }
+}
