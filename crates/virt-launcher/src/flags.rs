@@ -140,9 +140,18 @@ mod tests {
     fn go_durations() {
         assert_eq!(parse_go_duration("3m").unwrap(), Duration::from_secs(180));
         assert_eq!(parse_go_duration("240s").unwrap(), Duration::from_secs(240));
-        assert_eq!(parse_go_duration("1h30m").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_go_duration("1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_go_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(
+            parse_go_duration("1h30m").unwrap(),
+            Duration::from_secs(5400)
+        );
+        assert_eq!(
+            parse_go_duration("1.5s").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            parse_go_duration("500ms").unwrap(),
+            Duration::from_millis(500)
+        );
         assert_eq!(parse_go_duration("0").unwrap(), Duration::ZERO);
         for bad in ["", "3", "m", "3x", "-3s", "1..2s", "1e3s", "99999999999h"] {
             assert!(parse_go_duration(bad).is_err(), "{bad}");

@@ -77,7 +77,8 @@ impl StateDir {
             .write(true)
             .open(&lock_path)
             .map_err(io_err("open", &lock_path))?;
-        let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| IsolationError::Busy(root.to_owned()))?;
+        let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+            .map_err(|_| IsolationError::Busy(root.to_owned()))?;
         let dir = StateDir {
             root: root.to_owned(),
             _lock: lock,
@@ -134,12 +135,17 @@ pub fn enter_private_mount_namespace() -> Result<(), IsolationError> {
         path: "/".into(),
         source,
     })?;
-    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>).map_err(|source| {
-        IsolationError::Mount {
-            op: "make mounts private",
-            path: "/".into(),
-            source,
-        }
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|source| IsolationError::Mount {
+        op: "make mounts private",
+        path: "/".into(),
+        source,
     })
 }
 
@@ -165,7 +171,11 @@ impl Mounts {
     ///
     /// # Errors
     /// [`IsolationError`] from the file creation or mount.
-    pub fn bind_file_read_only(&mut self, source: &Path, target: &Path) -> Result<(), IsolationError> {
+    pub fn bind_file_read_only(
+        &mut self,
+        source: &Path,
+        target: &Path,
+    ) -> Result<(), IsolationError> {
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent).map_err(io_err("mkdir", parent))?;
         }
@@ -178,13 +188,25 @@ impl Mounts {
         self.bind(source, target, true)
     }
 
-    fn bind(&mut self, source: &Path, target: &Path, read_only: bool) -> Result<(), IsolationError> {
+    fn bind(
+        &mut self,
+        source: &Path,
+        target: &Path,
+        read_only: bool,
+    ) -> Result<(), IsolationError> {
         let merr = |op, source| IsolationError::Mount {
             op,
             path: target.to_owned(),
             source,
         };
-        mount(Some(source), target, None::<&str>, MsFlags::MS_BIND, None::<&str>).map_err(|e| merr("bind mount", e))?;
+        mount(
+            Some(source),
+            target,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| merr("bind mount", e))?;
         self.targets.push(target.to_owned());
         if read_only {
             mount(

@@ -21,8 +21,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use storage::PrepareOptions;
 use virtwrap::config::{DaemonConfig, DaemonKind};
-use virtwrap::supervisor::{DaemonSpec, Supervisor};
 use virtwrap::manager::Connector;
+use virtwrap::supervisor::{DaemonSpec, Supervisor};
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
 
 use crate::flags::LauncherFlags;
@@ -125,7 +125,11 @@ const LAYOUT: Layout = Layout {
 ///
 /// # Errors
 /// [`LauncherError::Input`] naming the field.
-pub fn load(bytes: &[u8], flags: &LauncherFlags, arch: Arch) -> Result<VirtualMachineInstance, LauncherError> {
+pub fn load(
+    bytes: &[u8],
+    flags: &LauncherFlags,
+    arch: Arch,
+) -> Result<VirtualMachineInstance, LauncherError> {
     let mut vmi = api::load_vmi(bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
     if !flags.uid.is_empty() {
         vmi.metadata.uid = Some(flags.uid.clone());
@@ -159,13 +163,21 @@ pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, Laun
     let virt = converter::choose_virt_type(kvm, flags.allow_emulation, flags.use_emulation)
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
     match (virt, kvm, flags.use_emulation) {
-        (VirtType::Qemu, false, _) => tracing::warn!("/dev/kvm is not present: falling back to software emulation (TCG)"),
-        (VirtType::Qemu, true, true) => tracing::info!("--use-emulation: running the guest under software emulation (TCG)"),
+        (VirtType::Qemu, false, _) => {
+            tracing::warn!("/dev/kvm is not present: falling back to software emulation (TCG)")
+        }
+        (VirtType::Qemu, true, true) => {
+            tracing::info!("--use-emulation: running the guest under software emulation (TCG)")
+        }
         _ => {}
     }
     let mut ctx = ConvertContext::new(arch, virt);
-    ctx.paths.container_disk_dir.clone_from(&flags.container_disk_dir);
-    ctx.paths.ephemeral_disk_dir.clone_from(&flags.ephemeral_disk_dir);
+    ctx.paths
+        .container_disk_dir
+        .clone_from(&flags.container_disk_dir);
+    ctx.paths
+        .ephemeral_disk_dir
+        .clone_from(&flags.ephemeral_disk_dir);
     if let Some(o) = &flags.ovmf_path {
         ctx.paths.ovmf_dir.clone_from(o);
     }
@@ -220,15 +232,25 @@ pub fn run_standalone(
         for (rel, target) in LAYOUT.libvirt {
             mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
         }
-        std::fs::create_dir_all(&standalone.cache_dir)
-            .map_err(|e| LauncherError::Runtime(format!("mkdir {}: {e}", standalone.cache_dir.display())))?;
+        std::fs::create_dir_all(&standalone.cache_dir).map_err(|e| {
+            LauncherError::Runtime(format!("mkdir {}: {e}", standalone.cache_dir.display()))
+        })?;
         mounts.bind_dir(&standalone.cache_dir, Path::new("/var/cache/libvirt"))?;
         mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
         if standalone.mode == Mode::Standalone {
-            mounts.bind_dir(&state.subdir("share")?, Path::new(&flags.kubevirt_share_dir))?;
-            mounts.bind_dir(&state.subdir("ephemeral")?, Path::new(&flags.ephemeral_disk_dir))?;
+            mounts.bind_dir(
+                &state.subdir("share")?,
+                Path::new(&flags.kubevirt_share_dir),
+            )?;
+            mounts.bind_dir(
+                &state.subdir("ephemeral")?,
+                Path::new(&flags.ephemeral_disk_dir),
+            )?;
             if !Path::new(&flags.container_disk_dir).starts_with(&flags.kubevirt_share_dir) {
-                mounts.bind_dir(&state.subdir("container-disks")?, Path::new(&flags.container_disk_dir))?;
+                mounts.bind_dir(
+                    &state.subdir("container-disks")?,
+                    Path::new(&flags.container_disk_dir),
+                )?;
             }
         }
         for (index, source) in &images {
@@ -247,10 +269,18 @@ pub fn run_standalone(
 }
 
 /// Pairs each containerDisk volume with its host image (`--container-disk`).
-fn container_disk_images(vmi: &VirtualMachineInstance, s: &Standalone) -> Result<Vec<(usize, PathBuf)>, LauncherError> {
+fn container_disk_images(
+    vmi: &VirtualMachineInstance,
+    s: &Standalone,
+) -> Result<Vec<(usize, PathBuf)>, LauncherError> {
     let mut out = Vec::new();
     for (name, _) in &s.container_disks {
-        if !vmi.spec.volumes.iter().any(|v| &v.name == name && v.container_disk.is_some()) {
+        if !vmi
+            .spec
+            .volumes
+            .iter()
+            .any(|v| &v.name == name && v.container_disk.is_some())
+        {
             return Err(LauncherError::Input(format!(
                 "--container-disk {name}=...: the VMI has no containerDisk volume named {name:?}"
             )));
@@ -279,14 +309,18 @@ fn container_disk_images(vmi: &VirtualMachineInstance, s: &Standalone) -> Result
                 file.display()
             )));
         }
-        let abs = std::fs::canonicalize(file).map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
+        let abs = std::fs::canonicalize(file)
+            .map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
         out.push((i, abs));
     }
     Ok(out)
 }
 
 /// KubeVirt's directory initialisation (facts 1.4 step 3).
-fn initialize_dirs(vmi: &VirtualMachineInstance, flags: &LauncherFlags) -> Result<(), LauncherError> {
+fn initialize_dirs(
+    vmi: &VirtualMachineInstance,
+    flags: &LauncherFlags,
+) -> Result<(), LauncherError> {
     let mk = |p: &str| {
         std::fs::create_dir_all(p).map_err(|e| LauncherError::Runtime(format!("mkdir {p}: {e}")))
     };
@@ -323,7 +357,9 @@ fn run_in_runtime(
 ) -> Result<(), LauncherError> {
     initialize_dirs(vmi, flags)?;
     if flags.simulate_crash {
-        return Err(LauncherError::Runtime("Simulated virt-launcher crash".into()));
+        return Err(LauncherError::Runtime(
+            "Simulated virt-launcher crash".into(),
+        ));
     }
     if let Err(e) = process::become_subreaper() {
         tracing::warn!("cannot become a child subreaper: {e}");
@@ -340,17 +376,30 @@ fn run_in_runtime(
         .map_err(|e| LauncherError::Runtime(format!("writing libvirt configuration: {e}")))?;
 
     let mut sup = Supervisor::new();
-    let spawn_err = |name: &str, e: std::io::Error| LauncherError::Runtime(format!("cannot start {name}: {e}"));
+    let spawn_err =
+        |name: &str, e: std::io::Error| LauncherError::Runtime(format!("cannot start {name}: {e}"));
     sup.start(DaemonSpec {
         name: "virtlogd".into(),
         program: "/usr/sbin/virtlogd".into(),
-        args: vec!["-f".into(), "/etc/libvirt/virtlogd.conf".into()],
+        // Pid files default to /run/<daemon>.pid, outside the private
+        // runtime: keep them in it so launchers never contend for them.
+        args: vec![
+            "-f".into(),
+            "/etc/libvirt/virtlogd.conf".into(),
+            "-p".into(),
+            "/var/run/libvirt/virtlogd.pid".into(),
+        ],
     })
     .map_err(|e| spawn_err("virtlogd", e))?;
     sup.start(DaemonSpec {
         name: daemon.name().into(),
         program: daemon.program().to_owned(),
-        args: vec!["-f".into(), format!("/etc/libvirt/{}", daemon.config_file())],
+        args: vec![
+            "-f".into(),
+            format!("/etc/libvirt/{}", daemon.config_file()),
+            "-p".into(),
+            format!("/var/run/libvirt/{}.pid", daemon.name()),
+        ],
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 
@@ -398,7 +447,11 @@ fn run_domain(
     let outcome = match synced {
         Ok(_) => {
             tracing::info!(ms = ms(started), domain = %vmi.domain_name(), "domain running");
-            let grace = Duration::from_secs(grace_period(flags.grace_period_seconds, vmi).max(0).unsigned_abs());
+            let grace = Duration::from_secs(
+                grace_period(flags.grace_period_seconds, vmi)
+                    .max(0)
+                    .unsigned_abs(),
+            );
             crate::monitor::watch(vmi, &manager, sup, &signals, grace, flags.qemu_timeout)
         }
         Err(e) => Err(manager_error(e)),
@@ -408,8 +461,13 @@ fn run_domain(
         tracing::warn!("final kill: {e}");
     }
     if let Some(pid) = crate::monitor::qemu_pid(vmi) {
-        if std::path::Path::new(&format!("/proc/{pid}")).exists() && !process::reaper().has_exited(pid) {
-            let _ = kill(Pid::from_raw(i32::try_from(pid).unwrap_or(0)), Signal::SIGKILL);
+        if std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && !process::reaper().has_exited(pid)
+        {
+            let _ = kill(
+                Pid::from_raw(i32::try_from(pid).unwrap_or(0)),
+                Signal::SIGKILL,
+            );
         }
     }
     if let Err(e) = manager.delete_vmi(vmi) {

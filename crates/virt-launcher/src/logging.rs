@@ -22,7 +22,8 @@ struct Fields(Map<String, Value>);
 
 impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.insert(key(field), Value::String(format!("{value:?}")));
+        self.0
+            .insert(key(field), Value::String(format!("{value:?}")));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         self.0.insert(key(field), Value::String(value.to_owned()));
@@ -50,7 +51,12 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(&self, _ctx: &FmtContext<'_, S, N>, mut w: Writer<'_>, event: &Event<'_>) -> fmt::Result {
+    fn format_event(
+        &self,
+        _ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
         let meta = event.metadata();
         let mut f = Fields(Map::new());
         event.record(&mut f);
@@ -64,7 +70,10 @@ where
         };
         obj.insert("level".into(), Value::from(level));
         let file = meta.file().and_then(|p| p.rsplit('/').next()).unwrap_or("");
-        obj.insert("pos".into(), Value::from(format!("{file}:{}", meta.line().unwrap_or(0))));
+        obj.insert(
+            "pos".into(),
+            Value::from(format!("{file}:{}", meta.line().unwrap_or(0))),
+        );
         let mut ts = String::new();
         SystemTime.format_time(&mut Writer::new(&mut ts))?;
         obj.insert("timestamp".into(), Value::from(ts));
@@ -87,7 +96,9 @@ pub fn init(verbosity: u32) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let res = if std::io::stderr().is_terminal() {
         builder.with_target(false).try_init()
     } else {

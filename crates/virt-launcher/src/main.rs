@@ -27,7 +27,12 @@ use crate::flags::LauncherFlags;
 use crate::launcher::{LauncherError, Mode, Standalone};
 
 #[derive(Parser, Debug)]
-#[command(name = "virt-launcher", version, about = "KubeVirt's per-VM launcher, in Rust", args_conflicts_with_subcommands = true)]
+#[command(
+    name = "virt-launcher",
+    version,
+    about = "KubeVirt's per-VM launcher, in Rust",
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -97,9 +102,13 @@ fn read_input(path: &PathBuf) -> Result<Vec<u8>, LauncherError> {
             .map_err(|e| LauncherError::Input(format!("reading standard input: {e}")))?;
         return Ok(buf);
     }
-    let meta = std::fs::metadata(path).map_err(|e| LauncherError::Input(format!("{}: {e}", path.display())))?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| LauncherError::Input(format!("{}: {e}", path.display())))?;
     if meta.len() > 16 << 20 {
-        return Err(LauncherError::Input(format!("{}: larger than 16 MiB", path.display())));
+        return Err(LauncherError::Input(format!(
+            "{}: larger than 16 MiB",
+            path.display()
+        )));
     }
     std::fs::read(path).map_err(|e| LauncherError::Input(format!("{}: {e}", path.display())))
 }
@@ -107,7 +116,9 @@ fn read_input(path: &PathBuf) -> Result<Vec<u8>, LauncherError> {
 fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     let host = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let arch = match &args.arch {
-        Some(a) => a.parse().map_err(|e: api::arch::UnknownArch| LauncherError::Input(format!("--arch: {e}")))?,
+        Some(a) => a
+            .parse()
+            .map_err(|e: api::arch::UnknownArch| LauncherError::Input(format!("--arch: {e}")))?,
         None => host,
     };
     let bytes = read_input(&args.file)?;
@@ -119,7 +130,9 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let ctx = ConvertContext::new(arch, virt);
     let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
-    let xml = dom.to_xml().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let xml = dom
+        .to_xml()
+        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
     if args.validate {
         validate_xml(&xml)?;
     }
@@ -130,18 +143,20 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
 /// Runs libvirt's `virt-xml-validate FILE domain` and fails with its output.
 fn validate_xml(xml: &str) -> Result<(), LauncherError> {
     let dir = std::env::temp_dir().join(format!("virt-launcher-validate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| LauncherError::Runtime(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| LauncherError::Runtime(format!("{}: {e}", dir.display())))?;
     let file = dir.join("domain.xml");
-    std::fs::write(&file, xml).map_err(|e| LauncherError::Runtime(format!("{}: {e}", file.display())))?;
+    std::fs::write(&file, xml)
+        .map_err(|e| LauncherError::Runtime(format!("{}: {e}", file.display())))?;
     let mut cmd = std::process::Command::new("virt-xml-validate");
     cmd.arg(&file).arg("domain");
     let res = process::run(cmd, std::time::Duration::from_secs(30), 1 << 20);
     let _ = std::fs::remove_dir_all(&dir);
     match res {
         Ok(_) => Ok(()),
-        Err(process::RunError::Failed { stderr, .. }) => {
-            Err(LauncherError::Input(format!("libvirt's schema rejects the domain XML:\n{stderr}")))
-        }
+        Err(process::RunError::Failed { stderr, .. }) => Err(LauncherError::Input(format!(
+            "libvirt's schema rejects the domain XML:\n{stderr}"
+        ))),
         Err(e) => Err(LauncherError::Runtime(format!("virt-xml-validate: {e}"))),
     }
 }
@@ -204,7 +219,9 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             // A JSON log line for collectors, and always one plain line for people.
-            if !matches!(cli.command, Some(Command::Convert(_))) && !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            if !matches!(cli.command, Some(Command::Convert(_)))
+                && !std::io::IsTerminal::is_terminal(&std::io::stderr())
+            {
                 tracing::error!("{e}");
             }
             eprintln!("virt-launcher: {e}");

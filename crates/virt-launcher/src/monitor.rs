@@ -67,11 +67,18 @@ pub fn watch(
             if let Some(p) = pid {
                 let _ = kill(to_pid(p), Signal::SIGKILL);
             }
-            return Err(LauncherError::Runtime(format!("{} could not be kept running: {}", f.name, f.message)));
+            return Err(LauncherError::Runtime(format!(
+                "{} could not be kept running: {}",
+                f.name, f.message
+            )));
         }
         let sig = signals.load(Ordering::SeqCst);
         if sig != 0 && shutdown_at.is_none() {
-            tracing::info!(signal = sig, grace_seconds = grace.as_secs(), "termination signal: shutting the guest down");
+            tracing::info!(
+                signal = sig,
+                grace_seconds = grace.as_secs(),
+                "termination signal: shutting the guest down"
+            );
             shutdown_at = Some(Instant::now());
             if let Err(e) = manager.signal_shutdown_vmi(vmi) {
                 tracing::warn!("ACPI shutdown request failed: {e}");
@@ -79,7 +86,10 @@ pub fn watch(
         }
         if let Some(t) = shutdown_at {
             if !killed && t.elapsed() > grace {
-                tracing::warn!("grace period of {} s expired: killing the guest", grace.as_secs());
+                tracing::warn!(
+                    "grace period of {} s expired: killing the guest",
+                    grace.as_secs()
+                );
                 killed = true;
                 if let Err(e) = manager.kill_vmi(vmi) {
                     tracing::warn!("kill failed ({e}); sending SIGTERM to QEMU");
@@ -95,7 +105,9 @@ pub fn watch(
                 if let Some(p) = pid {
                     tracing::info!(pid = p, "watching QEMU");
                 } else if start.elapsed() > qemu_timeout {
-                    return Err(LauncherError::Runtime("timed out waiting for the domain's QEMU process".into()));
+                    return Err(LauncherError::Runtime(
+                        "timed out waiting for the domain's QEMU process".into(),
+                    ));
                 } else if shutdown_at.is_some() {
                     return Ok(());
                 }
@@ -109,7 +121,11 @@ pub fn watch(
 
 /// Reports how the domain ended: a guest power-off or a requested shutdown
 /// is success; a crash is an error.
-fn finished(vmi: &VirtualMachineInstance, manager: &LibvirtDomainManager, requested: bool) -> Result<(), LauncherError> {
+fn finished(
+    vmi: &VirtualMachineInstance,
+    manager: &LibvirtDomainManager,
+    requested: bool,
+) -> Result<(), LauncherError> {
     // libvirt notices QEMU's exit through its monitor socket; give it a moment.
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut last = ("Unknown", "Unknown");
@@ -118,7 +134,8 @@ fn finished(vmi: &VirtualMachineInstance, manager: &LibvirtDomainManager, reques
             Ok(list) => {
                 if let Some(d) = list.iter().find(|d| d.name == vmi.domain_name()) {
                     last = (d.state, d.reason);
-                    if d.state != "Running" && d.state != "Paused" {
+                    // ShuttingDown is transient while libvirt tears QEMU down.
+                    if matches!(d.state, "Shutoff" | "Crashed") {
                         break;
                     }
                 }
@@ -136,4 +153,3 @@ fn finished(vmi: &VirtualMachineInstance, manager: &LibvirtDomainManager, reques
         _ => Ok(()),
     }
 }
-

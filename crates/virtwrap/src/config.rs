@@ -99,7 +99,9 @@ impl Default for DaemonConfig {
 fn quote(s: &str) -> String {
     // libvirt's config parser takes double-quoted strings with no escapes:
     // refuse to emit a value that would end the string early.
-    s.chars().filter(|c| *c != '"' && *c != '\n' && *c != '\\').collect()
+    s.chars()
+        .filter(|c| *c != '"' && *c != '\n' && *c != '\\')
+        .collect()
 }
 
 /// Text of `qemu.conf`.
@@ -107,7 +109,12 @@ pub fn qemu_conf(cfg: &DaemonConfig) -> String {
     let mut s = String::from("# Written by virt-launcher; do not edit.\n");
     let _ = writeln!(s, "stdio_handler = \"logd\"");
     let _ = writeln!(s, "vnc_listen = \"0.0.0.0\"\nvnc_tls = 0\nvnc_sasl = 0");
-    let _ = writeln!(s, "user = \"{}\"\ngroup = \"{}\"", quote(&cfg.qemu_user), quote(&cfg.qemu_group));
+    let _ = writeln!(
+        s,
+        "user = \"{}\"\ngroup = \"{}\"",
+        quote(&cfg.qemu_user),
+        quote(&cfg.qemu_group)
+    );
     let _ = writeln!(s, "dynamic_ownership = {}", u8::from(cfg.dynamic_ownership));
     let _ = writeln!(s, "remember_owner = 0");
     let _ = writeln!(s, "namespaces = [ ]\ncgroup_controllers = [ ]");
@@ -172,12 +179,23 @@ mod tests {
 
     #[test]
     fn daemon_conf_never_listens_on_tcp() {
-        let s = daemon_conf(&DaemonKind::Libvirtd("/usr/sbin/libvirtd".into()), &DaemonConfig::default());
+        let s = daemon_conf(
+            &DaemonKind::Libvirtd("/usr/sbin/libvirtd".into()),
+            &DaemonConfig::default(),
+        );
         assert!(s.contains("listen_tcp = 0") && s.contains("listen_tls = 0"));
-        let s = daemon_conf(&DaemonKind::Virtqemud("/usr/sbin/virtqemud".into()), &DaemonConfig::default());
+        let s = daemon_conf(
+            &DaemonKind::Virtqemud("/usr/sbin/virtqemud".into()),
+            &DaemonConfig::default(),
+        );
         assert!(!s.contains("listen_tcp"));
         let dir = tempfile::tempdir().unwrap();
-        write_all(dir.path(), &DaemonKind::Virtqemud("x".into()), &DaemonConfig::default()).unwrap();
+        write_all(
+            dir.path(),
+            &DaemonKind::Virtqemud("x".into()),
+            &DaemonConfig::default(),
+        )
+        .unwrap();
         for f in ["qemu.conf", "virtqemud.conf", "virtlogd.conf"] {
             assert!(dir.path().join(f).is_file(), "{f}");
         }

@@ -33,7 +33,12 @@ pub struct ConnectError {
 ///
 /// # Errors
 /// [`ConnectError`] with the last libvirt error when the deadline passes.
-pub fn connect(daemon: &str, uri: &str, socket: &Path, timeout: Duration) -> Result<Connect, ConnectError> {
+pub fn connect(
+    daemon: &str,
+    uri: &str,
+    socket: &Path,
+    timeout: Duration,
+) -> Result<Connect, ConnectError> {
     // libvirt's default error handler prints every error to stderr; errors
     // are returned and logged by the launcher instead.
     virt::error::clear_error_callback();
@@ -43,7 +48,12 @@ pub fn connect(daemon: &str, uri: &str, socket: &Path, timeout: Duration) -> Res
         if socket.exists() {
             match Connect::open(Some(uri)) {
                 Ok(c) => {
-                    tracing::info!(daemon, uri, ms = start.elapsed().as_millis() as u64, "connected to libvirt");
+                    tracing::info!(
+                        daemon,
+                        uri,
+                        ms = start.elapsed().as_millis() as u64,
+                        "connected to libvirt"
+                    );
                     return Ok(c);
                 }
                 Err(e) => last = e.to_string(),

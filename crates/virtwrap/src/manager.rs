@@ -122,7 +122,12 @@ impl Connector {
     /// # Errors
     /// [`crate::connection::ConnectError`].
     pub fn connect(&self) -> Result<Connect, crate::connection::ConnectError> {
-        crate::connection::connect(&self.daemon, &self.uri, &self.socket, crate::connection::CONNECT_TIMEOUT)
+        crate::connection::connect(
+            &self.daemon,
+            &self.uri,
+            &self.socket,
+            crate::connection::CONNECT_TIMEOUT,
+        )
     }
 }
 
@@ -134,6 +139,11 @@ pub struct LibvirtDomainManager {
     ctx: ConvertContext,
     prepare: PrepareOptions,
 }
+
+/// Error codes that mean the connection itself is gone (KubeVirt's list:
+/// INTERNAL_ERROR, INVALID_CONN, NO_MEMORY, SYSTEM_ERROR, RPC,
+/// AUTH_FAILED, AUTH_CANCELLED).
+const CONNECTION_ERRORS: [i32; 7] = [1, 3, 2, 38, 39, 45, 79];
 
 const ACTIVE: [u32; 5] = [
     sys::VIR_DOMAIN_RUNNING,
@@ -149,7 +159,11 @@ impl LibvirtDomainManager {
     ///
     /// # Errors
     /// [`crate::connection::ConnectError`] when the first connection fails.
-    pub fn new(connector: Connector, ctx: ConvertContext, prepare: PrepareOptions) -> Result<Self, crate::connection::ConnectError> {
+    pub fn new(
+        connector: Connector,
+        ctx: ConvertContext,
+        prepare: PrepareOptions,
+    ) -> Result<Self, crate::connection::ConnectError> {
         let conn = connector.connect()?;
         Ok(LibvirtDomainManager {
             conn: Mutex::new(conn),
@@ -159,25 +173,49 @@ impl LibvirtDomainManager {
         })
     }
 
-    /// The connection, re-established first if the daemon went away.
-    fn conn(&self) -> MutexGuard<'_, Connect> {
-        let mut guard = self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !guard.is_alive().unwrap_or(false) {
-            tracing::warn!(daemon = %self.connector.daemon, "libvirt connection lost; reconnecting");
-            match self.connector.connect() {
-                Ok(c) => {
-                    let mut old = std::mem::replace(&mut *guard, c);
-                    let _ = old.close();
-                    tracing::info!(daemon = %self.connector.daemon, "libvirt reconnected");
-                }
-                Err(e) => tracing::error!("{e}"),
+    fn lock(&self) -> MutexGuard<'_, Connect> {
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn reconnect(&self, guard: &mut MutexGuard<'_, Connect>) {
+        tracing::warn!(daemon = %self.connector.daemon, "libvirt connection lost; reconnecting");
+        match self.connector.connect() {
+            Ok(c) => {
+                let mut old = std::mem::replace(&mut **guard, c);
+                let _ = old.close();
+                tracing::info!(daemon = %self.connector.daemon, "libvirt reconnected");
             }
+            Err(e) => tracing::error!("{e}"),
         }
-        guard
+    }
+
+    /// Runs `op` on the connection; when it fails because the connection
+    /// broke (the daemon died and was restarted), reconnects and runs it
+    /// once more. KubeVirt reconnects on the same error codes.
+    fn with_conn<T>(
+        &self,
+        op: impl Fn(&Connect) -> Result<T, ManagerError>,
+    ) -> Result<T, ManagerError> {
+        let mut guard = self.lock();
+        if !guard.is_alive().unwrap_or(false) {
+            self.reconnect(&mut guard);
+        }
+        match op(&guard) {
+            Err(ManagerError::Libvirt { code, .. }) if CONNECTION_ERRORS.contains(&code) => {
+                self.reconnect(&mut guard);
+                op(&guard)
+            }
+            other => other,
+        }
     }
 
     /// The domain of `vmi`, `None` when libvirt does not know it.
-    fn lookup(conn: &Connect, vmi: &VirtualMachineInstance) -> Result<Option<VirtDomain>, ManagerError> {
+    fn lookup(
+        conn: &Connect,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<Option<VirtDomain>, ManagerError> {
         match VirtDomain::lookup_by_name(conn, &vmi.domain_name()) {
             Ok(d) => Ok(Some(d)),
             Err(e) if e.code() == ErrorNumber::NoDomain => Ok(None),
@@ -200,8 +238,13 @@ impl LibvirtDomainManager {
     /// # Errors
     /// [`ManagerError::Libvirt`].
     pub fn qemu_version(&self) -> Result<String, ManagerError> {
-        let v = self.conn().get_hyp_version()?;
-        Ok(format!("QEMU {}.{}.{}", v / 1_000_000, (v % 1_000_000) / 1000, v % 1000))
+        let v = self.with_conn(|c| Ok(c.get_hyp_version()?))?;
+        Ok(format!(
+            "QEMU {}.{}.{}",
+            v / 1_000_000,
+            (v % 1_000_000) / 1000,
+            v % 1000
+        ))
     }
 }
 
@@ -209,115 +252,123 @@ impl DomainManager for LibvirtDomainManager {
     fn sync_vmi(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
         let spec = self.convert(vmi)?;
         let xml = spec.to_xml()?;
-        let conn = self.conn();
-        let dom = match Self::lookup(&conn, vmi)? {
-            Some(d) => {
-                let (st, _) = d.get_state()?;
-                if ACTIVE.contains(&st) {
-                    tracing::debug!(domain = %vmi.domain_name(), "domain already active; nothing to do");
-                    return Ok(spec);
-                }
-                // Defined but not running: refresh the definition, then start.
-                VirtDomain::define_xml(&conn, &xml)?
-            }
-            None => {
-                let d = VirtDomain::define_xml(&conn, &xml)?;
-                tracing::info!(domain = %vmi.domain_name(), "domain defined");
-                d
-            }
-        };
         let flags = if vmi.spec.start_strategy.as_deref() == Some("Paused") {
             sys::VIR_DOMAIN_START_PAUSED
         } else {
             0
         };
-        dom.create_with_flags(flags)?;
-        tracing::info!(domain = %vmi.domain_name(), "domain started");
+        self.with_conn(|conn| {
+            let dom = match Self::lookup(conn, vmi)? {
+                Some(d) => {
+                    let (st, _) = d.get_state()?;
+                    if ACTIVE.contains(&st) {
+                        tracing::debug!(domain = %vmi.domain_name(), "domain already active; nothing to do");
+                        return Ok(());
+                    }
+                    // Defined but not running: refresh the definition, then start.
+                    VirtDomain::define_xml(conn, &xml)?
+                }
+                None => {
+                    let d = VirtDomain::define_xml(conn, &xml)?;
+                    tracing::info!(domain = %vmi.domain_name(), "domain defined");
+                    d
+                }
+            };
+            dom.create_with_flags(flags)?;
+            tracing::info!(domain = %vmi.domain_name(), "domain started");
+            Ok(())
+        })?;
         Ok(spec)
     }
 
     fn kill_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
-        let conn = self.conn();
-        let Some(d) = Self::lookup(&conn, vmi)? else {
-            return Ok(());
-        };
-        let (st, _) = d.get_state()?;
-        if !ACTIVE.contains(&st) {
-            return Ok(());
-        }
-        if let Err(e) = d.destroy_flags(sys::VIR_DOMAIN_DESTROY_GRACEFUL) {
-            tracing::warn!(domain = %vmi.domain_name(), "graceful destroy failed ({e}); forcing");
-            d.destroy()?;
-        }
-        tracing::info!(domain = %vmi.domain_name(), "domain killed");
-        Ok(())
+        self.with_conn(|conn| {
+            let Some(d) = Self::lookup(conn, vmi)? else {
+                return Ok(());
+            };
+            let (st, _) = d.get_state()?;
+            if !ACTIVE.contains(&st) {
+                return Ok(());
+            }
+            if let Err(e) = d.destroy_flags(sys::VIR_DOMAIN_DESTROY_GRACEFUL) {
+                tracing::warn!(domain = %vmi.domain_name(), "graceful destroy failed ({e}); forcing");
+                d.destroy()?;
+            }
+            tracing::info!(domain = %vmi.domain_name(), "domain killed");
+            Ok(())
+        })
     }
 
     fn delete_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
-        let conn = self.conn();
-        let Some(d) = Self::lookup(&conn, vmi)? else {
-            return Ok(());
-        };
-        match d.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_NVRAM) {
-            Ok(()) => {
-                tracing::info!(domain = %vmi.domain_name(), "domain undefined");
-                Ok(())
+        self.with_conn(|conn| {
+            let Some(d) = Self::lookup(conn, vmi)? else {
+                return Ok(());
+            };
+            match d.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_NVRAM) {
+                Ok(()) => {
+                    tracing::info!(domain = %vmi.domain_name(), "domain undefined");
+                    Ok(())
+                }
+                Err(e) if e.code() == ErrorNumber::NoDomain => Ok(()),
+                Err(e) => Err(e.into()),
             }
-            Err(e) if e.code() == ErrorNumber::NoDomain => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        })
     }
 
     fn signal_shutdown_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
-        let conn = self.conn();
-        let Some(d) = Self::lookup(&conn, vmi)? else {
-            return Ok(());
-        };
-        let (st, _) = d.get_state()?;
-        if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
-            d.shutdown_flags(sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)?;
-            tracing::info!(domain = %vmi.domain_name(), "sent ACPI shutdown");
-        }
-        Ok(())
+        self.with_conn(|conn| {
+            let Some(d) = Self::lookup(conn, vmi)? else {
+                return Ok(());
+            };
+            let (st, _) = d.get_state()?;
+            if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
+                d.shutdown_flags(sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)?;
+                tracing::info!(domain = %vmi.domain_name(), "sent ACPI shutdown");
+            }
+            Ok(())
+        })
     }
 
     fn pause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
-        let conn = self.conn();
-        let d = Self::lookup(&conn, vmi)?.ok_or_else(not_found)?;
-        let (st, _) = d.get_state()?;
-        if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
-            d.suspend()?;
-            tracing::info!(domain = %vmi.domain_name(), "domain paused");
-        }
-        Ok(())
+        self.with_conn(|conn| {
+            let d = Self::lookup(conn, vmi)?.ok_or_else(not_found)?;
+            let (st, _) = d.get_state()?;
+            if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
+                d.suspend()?;
+                tracing::info!(domain = %vmi.domain_name(), "domain paused");
+            }
+            Ok(())
+        })
     }
 
     fn unpause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
-        let conn = self.conn();
-        let d = Self::lookup(&conn, vmi)?.ok_or_else(not_found)?;
-        let (st, _) = d.get_state()?;
-        if st == sys::VIR_DOMAIN_PAUSED {
-            d.resume()?;
-            tracing::info!(domain = %vmi.domain_name(), "domain resumed");
-        }
-        Ok(())
+        self.with_conn(|conn| {
+            let d = Self::lookup(conn, vmi)?.ok_or_else(not_found)?;
+            let (st, _) = d.get_state()?;
+            if st == sys::VIR_DOMAIN_PAUSED {
+                d.resume()?;
+                tracing::info!(domain = %vmi.domain_name(), "domain resumed");
+            }
+            Ok(())
+        })
     }
 
     fn list_all_domains(&self) -> Result<Vec<DomainStatus>, ManagerError> {
-        let conn = self.conn();
-        let mut out = Vec::new();
-        for d in conn.list_all_domains(0)? {
-            let (st, reason) = d.get_state()?;
-            let xml = d.get_xml_desc(0)?;
-            out.push(DomainStatus {
-                name: d.get_name()?,
-                uuid: d.get_uuid_string()?,
-                state: state::lifecycle(st),
-                reason: state::reason(st, reason),
-                spec: domain::Domain::from_xml(&xml)?,
-            });
-        }
-        Ok(out)
+        self.with_conn(|conn| {
+            let mut out = Vec::new();
+            for d in conn.list_all_domains(0)? {
+                let (st, reason) = d.get_state()?;
+                let xml = d.get_xml_desc(0)?;
+                out.push(DomainStatus {
+                    name: d.get_name()?,
+                    uuid: d.get_uuid_string()?,
+                    state: state::lifecycle(st),
+                    reason: state::reason(st, reason),
+                    spec: domain::Domain::from_xml(&xml)?,
+                });
+            }
+            Ok(out)
+        })
     }
 }
 

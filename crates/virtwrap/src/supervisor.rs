@@ -101,7 +101,9 @@ impl Supervisor {
         let handle = thread::Builder::new()
             .name(format!("supervise-{}", d.spec.name))
             .spawn(move || supervise(&worker, &fatal, delay))?;
-        *d.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+        *d.thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
         self.daemons.push(d);
         Ok(())
     }
@@ -116,7 +118,10 @@ impl Supervisor {
 
     /// Waits up to `timeout` for a daemon that could not be kept running.
     pub fn fatal(&self, timeout: Duration) -> Option<DaemonFailure> {
-        let rx = self.fatal_rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let rx = self
+            .fatal_rx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         rx.recv_timeout(timeout).ok()
     }
 
@@ -127,7 +132,11 @@ impl Supervisor {
             d.stopping.store(true, Ordering::SeqCst);
             let pid = d.pid.load(Ordering::SeqCst);
             let _ = kill(to_pid(pid), Signal::SIGTERM);
-            let handle = d.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            let handle = d
+                .thread
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
             let Some(handle) = handle else { continue };
             // The supervising thread collects the exit status and returns.
             let deadline = Instant::now() + grace;
@@ -180,7 +189,11 @@ fn relay(name: &str, err: impl std::io::Read) {
     let mut line = Vec::new();
     loop {
         line.clear();
-        match r.by_ref().take(MAX_LINE as u64).read_until(b'\n', &mut line) {
+        match r
+            .by_ref()
+            .take(MAX_LINE as u64)
+            .read_until(b'\n', &mut line)
+        {
             Ok(0) | Err(_) => return,
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line);
@@ -206,7 +219,11 @@ fn supervise(d: &Supervised, fatal: &Sender<DaemonFailure>, delay: Duration) {
         exits.push(now);
         let how = status.map_or_else(|| "unknown status".to_owned(), |s| s.to_string());
         if exits.len() > MAX_RESTARTS {
-            let message = format!("exited {} times within {} s (last: {how}); giving up", exits.len(), RESTART_WINDOW.as_secs());
+            let message = format!(
+                "exited {} times within {} s (last: {how}); giving up",
+                exits.len(),
+                RESTART_WINDOW.as_secs()
+            );
             tracing::error!(daemon = %d.spec.name, "{message}");
             let _ = fatal.send(DaemonFailure {
                 name: d.spec.name.clone(),
@@ -264,7 +281,10 @@ mod tests {
         assert!(s.fatal(Duration::from_millis(10)).is_none());
         let second = s.pid("sleeper").unwrap();
         s.stop(Duration::from_secs(5));
-        assert!(kill(to_pid(second), None).is_err(), "still running after stop");
+        assert!(
+            kill(to_pid(second), None).is_err(),
+            "still running after stop"
+        );
     }
 
     #[test]

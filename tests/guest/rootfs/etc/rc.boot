@@ -30,6 +30,7 @@ log() { echo "[guest $(uptime_s)] $*" >/dev/ttyS0; }
 # scsi_mod.scan=sync, so disks and cdroms behind virtio-scsi exist as soon
 # as modprobe returns.
 t_init=$(uptime_s)
+# shellcheck disable=SC2046
 if ! modprobe -a $(cat /etc/modules) 2>/dev/null; then
     for m in $(cat /etc/modules); do
         modprobe "$m" || log "modprobe $m failed"
@@ -138,6 +139,8 @@ if [ -f "$ud" ] && [ "$(head -c 2 "$ud")" = "#!" ]; then
     (cd /root && exec "$ud") </dev/null >/var/log/user-data.log 2>&1
     rc=$?
     cat /var/log/user-data.log >/dev/ttyS0
+    # the marker must start a line, whatever the script printed last
+    [ -n "$(tail -c 1 /var/log/user-data.log)" ] && echo >/dev/ttyS0
     echo "GUEST-USERDATA-DONE exit=$rc" >/dev/ttyS0
 elif [ -f "$ud" ]; then
     log "user-data is not a #! script; ignored ($(head -n 1 "$ud"))"
@@ -148,12 +151,15 @@ t_net=$(uptime_s)
 # ---- wait (up to 10 s) until qemu-ga holds its port open: only then does
 # the host see the agent as connected.
 if [ -e "$qga_port" ]; then
+    qga_open() {
+        pid=$(cat /run/qemu-ga.pid 2>/dev/null) && [ -n "$pid" ] || return 1
+        for fd in /proc/"$pid"/fd/*; do
+            case $(readlink "$fd" 2>/dev/null) in /dev/vport*) return 0 ;; esac
+        done
+        return 1
+    }
     i=0
-    while [ $i -lt 100 ]; do
-        pid=$(cat /run/qemu-ga.pid 2>/dev/null)
-        [ -n "$pid" ] && ls -l "/proc/$pid/fd" 2>/dev/null | grep -q vport && break
-        sleep 0.1; i=$((i + 1))
-    done
+    while [ $i -lt 100 ] && ! qga_open; do sleep 0.1; i=$((i + 1)); done
     [ $i -lt 100 ] || log "qemu-ga did not open $qga_port"
 fi
 

@@ -1,0 +1,182 @@
+//! Bad input to `virt-launcher run`: a clear one-line error naming the
+//! field, exit code 2, and nothing started or left behind.
+
+use std::process::Command;
+
+use crate::harness::{guest_image, launcher_bin, processes_mentioning, require_stack};
+
+const HEAD: &str = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: bad, namespace: e2e}\n";
+
+fn volumes() -> &'static str {
+    "  volumes:\n  - name: containerdisk\n    containerDisk: {image: x}\n"
+}
+
+/// Runs the launcher on `yaml`; returns (exit code, last stderr line).
+fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
+    require_stack();
+    let dir = tempfile::tempdir().unwrap();
+    let vmi = dir.path().join("vmi.yaml");
+    std::fs::write(&vmi, yaml).unwrap();
+    let state = dir.path().join("state");
+    let img = guest_image();
+    let mut cmd = Command::new(launcher_bin());
+    cmd.arg("run")
+        .arg(&vmi)
+        .arg("--use-emulation")
+        .arg("--state-dir")
+        .arg(&state);
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let uid = format!(
+        "bad-input-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    );
+    if !extra.contains(&"--uid") {
+        cmd.args(["--uid", &uid]);
+    }
+    if !extra.contains(&"--no-disk") {
+        cmd.arg("--container-disk")
+            .arg(format!("containerdisk={}", img.display()));
+    }
+    cmd.args(extra.iter().filter(|a| **a != "--no-disk"));
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let last = stderr.lines().last().unwrap_or("").to_owned();
+    assert!(
+        !state.exists(),
+        "state directory created for refused input: {stderr}"
+    );
+    assert!(processes_mentioning(&uid).is_empty());
+    (out.status.code().unwrap_or(-1), last)
+}
+
+fn assert_refused(yaml: &str, extra: &[&str], expect: &str) {
+    let (code, line) = refuse(yaml, extra);
+    assert_eq!(code, 2, "{line}");
+    assert!(line.starts_with("virt-launcher: "), "{line}");
+    assert!(line.contains(expect), "expected {expect:?} in {line:?}");
+}
+
+#[test]
+fn malformed_yaml() {
+    assert_refused(
+        "apiVersion: kubevirt.io/v1\nkind: [\n",
+        &[],
+        "malformed document",
+    );
+}
+
+#[test]
+fn wrong_kind() {
+    assert_refused(
+        "apiVersion: kubevirt.io/v1\nkind: Pod\nmetadata: {name: a}\n",
+        &[],
+        "kind: \"Pod\" is not VirtualMachineInstance",
+    );
+}
+
+#[test]
+fn missing_name() {
+    assert_refused(
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {}\nspec: {}\n",
+        &[],
+        "metadata.name: required",
+    );
+}
+
+#[test]
+fn impossible_quantities() {
+    let y = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: 12XB}}\n{}",
+        volumes()
+    );
+    assert_refused(
+        &y,
+        &[],
+        "spec.domain.memory.guest: \"12XB\" is not a quantity",
+    );
+    let y = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: \"1e30\"}}\n{}",
+        volumes()
+    );
+    assert_refused(&y, &[], "spec.domain.memory.guest: 1e30 is too large");
+    let y = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: -1Gi}}\n{}",
+        volumes()
+    );
+    assert_refused(&y, &[], "spec.domain.memory.guest: -1Gi is negative");
+}
+
+#[test]
+fn unknown_bus() {
+    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      disks:\n      - name: containerdisk\n        disk: {{bus: floppy}}\n{}", volumes());
+    assert_refused(
+        &y,
+        &[],
+        "spec.domain.devices.disks[0].disk.bus: unknown variant `floppy`",
+    );
+}
+
+#[test]
+fn disk_naming_a_missing_volume() {
+    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      disks:\n      - name: data\n{}", volumes());
+    assert_refused(
+        &y,
+        &[],
+        "spec.domain.devices.disks[0].name: volume \"data\" not found in spec.volumes",
+    );
+}
+
+#[test]
+fn container_disk_file_missing() {
+    let y = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n{}",
+        volumes()
+    );
+    assert_refused(
+        &y,
+        &[
+            "--no-disk",
+            "--container-disk",
+            "containerdisk=/nonexistent/disk.img",
+        ],
+        "spec.volumes[0].containerDisk: image /nonexistent/disk.img",
+    );
+    assert_refused(&y, &["--no-disk"], "spec.volumes[0].containerDisk: no image for volume \"containerdisk\": pass --container-disk containerdisk=FILE");
+    assert_refused(
+        &y,
+        &["--container-disk", "other=/etc/hostname"],
+        "the VMI has no containerDisk volume named \"other\"",
+    );
+}
+
+#[test]
+fn path_traversal_in_names() {
+    let y = format!("{HEAD}spec:\n  domain: {{memory: {{guest: 64Mi}}}}\n  volumes:\n  - name: ../../etc\n    emptyDisk: {{capacity: 1Gi}}\n");
+    assert_refused(
+        &y,
+        &["--no-disk"],
+        "spec.volumes[0].name: \"../../etc\" must be",
+    );
+    let y = format!(
+        "{HEAD}spec:\n  domain: {{memory: {{guest: 64Mi}}}}\n{}",
+        volumes()
+    );
+    assert_refused(
+        &y,
+        &["--uid", "../../x"],
+        "metadata.uid: \"../../x\" must be 1-64 letters",
+    );
+    let y = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a, uid: ../../x}\nspec: {domain: {memory: {guest: 64Mi}}}\n";
+    assert_refused(
+        y,
+        &["--no-disk", "--uid", "../../y"],
+        "metadata.uid: \"../../x\" must be",
+    );
+}
+
+#[test]
+fn unsupported_feature_is_named() {
+    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      interfaces:\n      - name: default\n        masquerade: {{}}\n  networks:\n  - name: default\n    pod: {{}}\n{}", volumes());
+    assert_refused(&y, &[], "spec.domain.devices.interfaces: network interfaces (pod networking phase 2) is not supported yet");
+}

@@ -1,0 +1,372 @@
+//! The one harness for tests that need the real stack: it builds (or
+//! reuses) the test guest, starts `virt-launcher run` in its own state
+//! directory, waits for markers on the guest's serial console, talks to the
+//! launcher's private libvirt daemon, and makes sure nothing is left
+//! running. Tests never skip: without root, libvirt or QEMU they fail and
+//! say what is missing.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Longest wait for a guest marker under TCG on a loaded 2-core machine.
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(180);
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
+}
+
+pub fn launcher_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_virt-launcher"))
+}
+
+/// Fails the test, loudly, when the machine cannot run real guests.
+pub fn require_stack() {
+    let mut missing = Vec::new();
+    if !nix::unistd::geteuid().is_root() {
+        missing.push("root (a private mount namespace needs CAP_SYS_ADMIN)".to_owned());
+    }
+    if !Path::new("/usr/sbin/libvirtd").exists() && !Path::new("/usr/sbin/virtqemud").exists() {
+        missing.push("libvirt's QEMU daemon (libvirtd or virtqemud)".to_owned());
+    }
+    for bin in [
+        "/usr/sbin/virtlogd",
+        "/usr/bin/qemu-system-x86_64",
+        "/usr/bin/virsh",
+        "/usr/bin/qemu-img",
+    ] {
+        if !Path::new(bin).exists() {
+            missing.push(bin.to_owned());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "end-to-end tests need {}; run `bash .ci/install` (see README)",
+        missing.join(", ")
+    );
+}
+
+/// The test guest disk image, built by `tests/guest/build` once per run
+/// (a no-op when its inputs are unchanged).
+pub fn guest_image() -> PathBuf {
+    static IMAGE: OnceLock<PathBuf> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            if let Ok(p) = std::env::var("TEST_GUEST_IMAGE") {
+                return PathBuf::from(p);
+            }
+            let root = repo_root();
+            let out = Command::new(root.join("tests/guest/build"))
+                .current_dir(&root)
+                .output()
+                .expect("run tests/guest/build");
+            assert!(
+                out.status.success(),
+                "tests/guest/build failed:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let img = root.join("target/test-guest/disk.img");
+            assert!(img.is_file(), "{} missing after the build", img.display());
+            img
+        })
+        .clone()
+}
+
+/// A running `virt-launcher run`.
+pub struct Launcher {
+    pub dir: tempfile::TempDir,
+    pub state: PathBuf,
+    pub uid: String,
+    pub domain: String,
+    child: Option<Child>,
+    log_path: PathBuf,
+    exit: Option<ExitStatus>,
+}
+
+/// Options for [`Launcher::start`].
+pub struct Opts<'a> {
+    /// containerDisk volume names that get the test guest image.
+    pub container_disks: &'a [&'a str],
+    /// Extra launcher arguments.
+    pub args: &'a [&'a str],
+}
+
+impl Default for Opts<'_> {
+    fn default() -> Self {
+        Opts {
+            container_disks: &["containerdisk"],
+            args: &[],
+        }
+    }
+}
+
+static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Launcher {
+    /// Starts `virt-launcher run` for the VMI manifest `yaml` under TCG.
+    pub fn start(yaml: &str, opts: &Opts<'_>) -> Launcher {
+        require_stack();
+        let image = guest_image();
+        let dir = tempfile::Builder::new()
+            .prefix("vl-e2e-")
+            .tempdir()
+            .expect("tempdir");
+        let vmi_path = dir.path().join("vmi.yaml");
+        fs::write(&vmi_path, yaml).expect("write vmi");
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let uid = format!("e2e-{}-{n}", std::process::id());
+        let state = dir.path().join("state");
+        let log_path = dir.path().join("launcher.log");
+        let log = fs::File::create(&log_path).expect("log file");
+        let mut cmd = Command::new(launcher_bin());
+        cmd.arg("run")
+            .arg(&vmi_path)
+            .args(["--use-emulation", "--keep-state", "--uid", &uid])
+            .arg("--state-dir")
+            .arg(&state);
+        for vol in opts.container_disks {
+            cmd.arg("--container-disk")
+                .arg(format!("{vol}={}", image.display()));
+        }
+        cmd.args(opts.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup"))
+            .stderr(log)
+            .process_group(0);
+        let child = cmd.spawn().expect("spawn virt-launcher");
+        let doc: serde_json::Value = serde_yaml_ng::from_str(yaml).expect("yaml");
+        let ns = doc["metadata"]["namespace"].as_str().unwrap_or("default");
+        let name = doc["metadata"]["name"].as_str().unwrap_or("");
+        Launcher {
+            domain: format!("{ns}_{name}"),
+            dir,
+            state,
+            uid,
+            child: Some(child),
+            log_path,
+            exit: None,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub fn serial_log_path(&self) -> PathBuf {
+        self.state
+            .join(format!("private/{}/virt-serial0-log", self.uid))
+    }
+
+    pub fn serial(&self) -> String {
+        fs::read(self.serial_log_path())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Waits until the serial console has printed `marker` `count` times.
+    pub fn wait_serial(&mut self, marker: &str, count: usize, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.serial();
+            if s.matches(marker).count() >= count {
+                return s;
+            }
+            if let Some(st) = self.try_exit() {
+                panic!(
+                    "launcher exited ({st}) before {marker:?} appeared\n--- launcher log ---\n{}\n--- serial ---\n{s}",
+                    self.log()
+                );
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "no {marker:?} on the serial console within {timeout:?}\n--- launcher log ---\n{}\n--- serial ---\n{s}",
+                self.log()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The launcher's libvirt URI, reachable from the host through the state directory.
+    pub fn uri(&self) -> String {
+        format!(
+            "qemu+unix:///system?socket={}/libvirt/run/libvirt-sock",
+            self.state.display()
+        )
+    }
+
+    /// `virsh -c <launcher's daemon> ARGS`: (success, stdout + stderr).
+    pub fn virsh(&self, args: &[&str]) -> (bool, String) {
+        let out = Command::new("virsh")
+            .arg("-c")
+            .arg(self.uri())
+            .args(args)
+            .output()
+            .expect("virsh");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+
+    pub fn domstate(&self) -> String {
+        self.virsh(&["domstate", "--reason", &self.domain])
+            .1
+            .trim()
+            .to_owned()
+    }
+
+    /// The QEMU pid from libvirt's pid file.
+    pub fn qemu_pid(&self) -> Option<u32> {
+        fs::read_to_string(
+            self.state
+                .join(format!("libvirt/run/qemu/{}.pid", self.domain)),
+        )
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+    }
+
+    /// Pids of the daemons the launcher reported starting.
+    pub fn daemon_pids(&self) -> Vec<u32> {
+        self.log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["msg"] == "started" && v.get("daemon").is_some())
+            .filter_map(|v| v["pid"].as_u64().and_then(|p| u32::try_from(p).ok()))
+            .collect()
+    }
+
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid() as i32), sig)
+            .expect("signal launcher");
+    }
+
+    fn try_exit(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_none() {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    self.exit = Some(st);
+                }
+            }
+        }
+        self.exit
+    }
+
+    /// Waits for the launcher to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(st) = self.try_exit() {
+                return st;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "launcher still running after {timeout:?}\n--- launcher log ---\n{}",
+                self.log()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// True when `pid` is a live (non-zombie) process.
+pub fn alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_none_or(|(_, r)| !r.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Pids whose command line mentions `needle`.
+pub fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmd) = fs::read(e.path().join("cmdline")) {
+            if String::from_utf8_lossy(&cmd).contains(needle) && alive(pid) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+impl Drop for Launcher {
+    fn drop(&mut self) {
+        if self.try_exit().is_none() {
+            // A failed test: stop everything the launcher started.
+            let pg = nix::unistd::Pid::from_raw(-(self.pid() as i32));
+            let _ = nix::sys::signal::kill(pg, nix::sys::signal::Signal::SIGKILL);
+            for p in self.daemon_pids().into_iter().chain(self.qemu_pid()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            if let Some(c) = self.child.as_mut() {
+                let _ = c.wait();
+            }
+        }
+        if std::env::var_os("E2E_KEEP").is_some() {
+            let kept = self.dir.path().to_owned();
+            eprintln!("kept {}", kept.display());
+            std::mem::forget(std::mem::replace(
+                &mut self.dir,
+                tempfile::tempdir().expect("tempdir"),
+            ));
+        }
+    }
+}
+
+/// A VMI manifest booting the test guest from a containerDisk.
+pub fn guest_vmi(name: &str, bus: &str) -> String {
+    format!(
+        "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: {name}
+  namespace: e2e
+spec:
+  terminationGracePeriodSeconds: 30
+  domain:
+    cpu: {{cores: 1}}
+    memory: {{guest: 128Mi}}
+    devices:
+      rng: {{}}
+      disks:
+      - name: containerdisk
+        bootOrder: 1
+        disk: {{bus: {bus}}}
+      - name: scratch
+        disk: {{bus: virtio}}
+  volumes:
+  - name: containerdisk
+    containerDisk: {{image: test-guest}}
+  - name: scratch
+    emptyDisk: {{capacity: 64Mi}}
+"
+    )
+}

@@ -1,0 +1,220 @@
+//! Boot, observe, shut down: the launcher's whole life with a real guest.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::harness::{alive, guest_vmi, processes_mentioning, Launcher, Opts, BOOT_TIMEOUT};
+
+/// Asserts nothing the launcher started is still running.
+fn assert_all_gone(l: &Launcher, qemu: u32, daemons: &[u32]) {
+    assert!(!alive(qemu), "QEMU {qemu} still running");
+    for d in daemons {
+        assert!(!alive(*d), "daemon {d} still running");
+    }
+    let left = processes_mentioning(&l.uid);
+    assert!(
+        left.is_empty(),
+        "processes still mention {}: {left:?}",
+        l.uid
+    );
+}
+
+#[test]
+fn boots_the_test_guest_and_shuts_it_down_on_sigterm() {
+    let mut l = Launcher::start(&guest_vmi("lifecycle", "virtio"), &Opts::default());
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
+
+    // The domain as libvirt sees it.
+    assert_eq!(l.domstate(), "running (booted)");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(xml.contains("<name>e2e_lifecycle</name>"), "{xml}");
+    assert!(
+        xml.contains("<domain type='qemu'"),
+        "TCG expected under --use-emulation: {xml}"
+    );
+    assert!(
+        xml.contains(&format!("/var/run/kubevirt-private/{}/virt-serial0", l.uid)),
+        "{xml}"
+    );
+    assert!(xml.contains("org.qemu.guest_agent.0"), "{xml}");
+    assert!(xml.contains("<uid>"), "{xml}");
+    // The empty disk exists, sparse, as qcow2; the container disk has its overlay.
+    assert!(
+        xml.contains("/var/run/libvirt/empty-disks/scratch.qcow2"),
+        "{xml}"
+    );
+    assert!(xml.contains("disk-data/containerdisk/disk.qcow2"), "{xml}");
+    assert!(l
+        .state
+        .join("libvirt/run/empty-disks/scratch.qcow2")
+        .is_file());
+    assert!(l
+        .state
+        .join("ephemeral/disk-data/containerdisk/disk.qcow2")
+        .is_file());
+
+    // The real guest agent answers through the launcher's libvirt.
+    let (ok, out) = l.virsh(&[
+        "qemu-agent-command",
+        &l.domain,
+        r#"{"execute":"guest-ping"}"#,
+    ]);
+    let mut tries = 0;
+    let mut ok = ok;
+    let mut out = out;
+    while !ok && tries < 50 {
+        std::thread::sleep(Duration::from_millis(200));
+        (ok, out) = l.virsh(&[
+            "qemu-agent-command",
+            &l.domain,
+            r#"{"execute":"guest-ping"}"#,
+        ]);
+        tries += 1;
+    }
+    assert!(ok && out.contains("\"return\""), "guest-ping: {out}");
+
+    let qemu = l.qemu_pid().expect("qemu pid file");
+    assert!(alive(qemu));
+    let daemons = l.daemon_pids();
+    assert_eq!(daemons.len(), 2, "virtlogd + libvirtd: {}", l.log());
+
+    l.signal(Signal::SIGTERM);
+    let st = l.wait_exit(Duration::from_secs(90));
+    assert!(st.success(), "exit {st}\n{}", l.log());
+    let serial = l.serial();
+    assert!(
+        serial.contains("GUEST-SHUTDOWN"),
+        "the guest did not see the ACPI power button:\n{serial}"
+    );
+    assert!(l.log().contains("\"reason\":\"Shutdown\""), "{}", l.log());
+    assert_all_gone(&l, qemu, &daemons);
+}
+
+#[test]
+fn boots_kubevirts_vmi_sata_example_unchanged() {
+    // A manifest nobody here wrote: 128Mi, one containerDisk volume and no
+    // disk entry, so KubeVirt's default SATA disk is added.
+    let yaml = std::fs::read_to_string(
+        crate::harness::repo_root().join("tests/data/examples/vmi-sata.yaml"),
+    )
+    .unwrap();
+    let mut l = Launcher::start(&yaml, &Opts::default());
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (_, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(xml.contains("<target dev='sda' bus='sata'/>"), "{xml}");
+    let qemu = l.qemu_pid().expect("qemu pid");
+    let daemons = l.daemon_pids();
+    l.signal(Signal::SIGINT);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+    assert_all_gone(&l, qemu, &daemons);
+}
+
+#[test]
+fn exits_when_the_guest_powers_off_by_itself() {
+    let mut l = Launcher::start(&guest_vmi("selfoff", "virtio"), &Opts::default());
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let qemu = l.qemu_pid().expect("qemu pid");
+    let daemons = l.daemon_pids();
+    // Ask the guest (through its real agent, not ACPI) to power off.
+    let mut last = String::new();
+    for _ in 0..50 {
+        let (o, out) = l.virsh(&["shutdown", "--mode", "agent", &l.domain]);
+        if o {
+            last.clear();
+            break;
+        }
+        last = out;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        last.is_empty(),
+        "agent shutdown never accepted: {last}\n{}",
+        l.log()
+    );
+    let st = l.wait_exit(Duration::from_secs(90));
+    assert!(st.success(), "exit {st}\n{}", l.log());
+    assert_all_gone(&l, qemu, &daemons);
+}
+
+#[test]
+fn kills_the_guest_when_the_grace_period_expires() {
+    let mut l = Launcher::start(
+        &guest_vmi("stubborn", "virtio"),
+        &Opts {
+            args: &["--grace-period-seconds", "3"],
+            ..Opts::default()
+        },
+    );
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let qemu = l.qemu_pid().expect("qemu pid");
+    let daemons = l.daemon_pids();
+    // A paused guest cannot react to the power button.
+    let (ok, out) = l.virsh(&["suspend", &l.domain]);
+    assert!(ok, "{out}");
+    let t = std::time::Instant::now();
+    l.signal(Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(
+        t.elapsed() >= Duration::from_secs(3),
+        "killed before the grace period"
+    );
+    assert!(
+        l.log().contains("grace period of 3 s expired"),
+        "{}",
+        l.log()
+    );
+    assert!(!l.serial().contains("GUEST-SHUTDOWN"));
+    assert_all_gone(&l, qemu, &daemons);
+}
+
+#[test]
+fn restarts_a_killed_libvirt_daemon_and_keeps_the_guest() {
+    let mut l = Launcher::start(&guest_vmi("daemonkill", "virtio"), &Opts::default());
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let qemu = l.qemu_pid().expect("qemu pid");
+    let first = l.daemon_pids();
+    let libvirtd = *first.last().expect("daemon pid");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(libvirtd as i32), Signal::SIGKILL).unwrap();
+    // The supervisor restarts it; the guest keeps running.
+    let start = std::time::Instant::now();
+    while l.daemon_pids().len() < 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "daemon not restarted\n{}",
+            l.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(alive(qemu), "QEMU died with the daemon");
+    let mut state = String::new();
+    for _ in 0..100 {
+        state = l.domstate();
+        if state.starts_with("running") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(state.starts_with("running"), "{state}");
+    // The launcher reconnects and still shuts the guest down properly.
+    let daemons = l.daemon_pids();
+    l.signal(Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());
+    assert!(l.log().contains("libvirt reconnected"), "{}", l.log());
+    assert_all_gone(&l, qemu, &daemons);
+}
