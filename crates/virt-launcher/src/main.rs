@@ -214,7 +214,9 @@ fn main() -> ExitCode {
     };
     match res {
         Ok(()) => {
-            tracing::info!("Exiting...");
+            if !matches!(cli.command, Some(Command::Convert(_))) {
+                tracing::info!("Exiting...");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

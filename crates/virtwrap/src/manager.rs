@@ -203,7 +203,11 @@ impl LibvirtDomainManager {
             self.reconnect(&mut guard);
         }
         match op(&guard) {
-            Err(ManagerError::Libvirt { code, .. }) if CONNECTION_ERRORS.contains(&code) => {
+            // A failed call marks a broken connection dead; other errors with
+            // these codes (a QEMU that failed to start) are not retried.
+            Err(ManagerError::Libvirt { code, .. })
+                if CONNECTION_ERRORS.contains(&code) && !guard.is_alive().unwrap_or(false) =>
+            {
                 self.reconnect(&mut guard);
                 op(&guard)
             }

@@ -2,6 +2,10 @@
 //! real test guest. One test binary; tests run in parallel, each with its
 //! own launcher, state directory and libvirt daemon.
 
+// Test code: panics are the failure report, and this process never starts
+// the launcher's reaper, so std's process waiting is safe here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods, missing_docs)]
+
 mod bad_input;
 mod harness;
 mod lifecycle;
