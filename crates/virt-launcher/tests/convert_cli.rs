@@ -3,7 +3,12 @@
 //! accepts (`virt-xml-validate`, through `--validate`) or is refused with
 //! exit code 2 and a one-line error naming a field.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    missing_docs
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,7 +19,11 @@ fn repo() -> PathBuf {
 
 fn inputs() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for dir in ["tests/data/examples", "tests/data/corpus", "tests/data/cases"] {
+    for dir in [
+        "tests/data/examples",
+        "tests/data/corpus",
+        "tests/data/cases",
+    ] {
         for e in std::fs::read_dir(repo().join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "yaml") {
@@ -42,8 +51,14 @@ fn convert(file: &Path, args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn virt_xml_validate_is_installed() {
-    let ok = Command::new("virt-xml-validate").arg("--help").output().is_ok();
-    assert!(ok, "virt-xml-validate (libvirt-clients) is required: run `bash .ci/install`");
+    let ok = Command::new("virt-xml-validate")
+        .arg("--help")
+        .output()
+        .is_ok();
+    assert!(
+        ok,
+        "virt-xml-validate (libvirt-clients) is required: run `bash .ci/install`"
+    );
 }
 
 #[test]
@@ -56,13 +71,24 @@ fn every_input_on_every_arch_validates_or_is_refused_by_field() {
             let name = file.file_name().unwrap().to_string_lossy().into_owned();
             match code {
                 0 => {
-                    assert!(xml.starts_with("<domain type=\"kvm\">"), "{name}/{arch}: {xml}");
+                    assert!(
+                        xml.starts_with("<domain type=\"kvm\">"),
+                        "{name}/{arch}: {xml}"
+                    );
                     validated += 1;
                 }
                 2 => {
                     let line = err.trim_end();
-                    assert_eq!(line.lines().count(), 1, "{name}/{arch}: not one line: {line}");
-                    assert!(line.starts_with("virt-launcher: spec.") || line.starts_with("virt-launcher: metadata."), "{name}/{arch}: {line}");
+                    assert_eq!(
+                        line.lines().count(),
+                        1,
+                        "{name}/{arch}: not one line: {line}"
+                    );
+                    assert!(
+                        line.starts_with("virt-launcher: spec.")
+                            || line.starts_with("virt-launcher: metadata."),
+                        "{name}/{arch}: {line}"
+                    );
                     assert!(!line.contains("schema rejects"), "{name}/{arch}: {line}");
                     refused.push(format!("{name}/{arch}"));
                 }
@@ -71,7 +97,10 @@ fn every_input_on_every_arch_validates_or_is_refused_by_field() {
         }
     }
     // 6 examples + 4 corpus VMIs + cases 008 and 020 convert on amd64 at least.
-    assert!(validated >= 30, "only {validated} conversions validated; refused: {refused:?}");
+    assert!(
+        validated >= 30,
+        "only {validated} conversions validated; refused: {refused:?}"
+    );
 }
 
 #[test]
@@ -105,7 +134,10 @@ fn refusals_are_one_line_with_exit_code_2() {
     }
     let (code, _, err) = convert(Path::new("/nonexistent.yaml"), &[]);
     assert_eq!(code, 2, "{err}");
-    let (code, _, err) = convert(&repo().join("tests/data/examples/vmi-sata.yaml"), &["--arch", "riscv64"]);
+    let (code, _, err) = convert(
+        &repo().join("tests/data/examples/vmi-sata.yaml"),
+        &["--arch", "riscv64"],
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown architecture \"riscv64\""), "{err}");
 }

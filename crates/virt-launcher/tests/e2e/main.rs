@@ -4,7 +4,12 @@
 
 // Test code: panics are the failure report, and this process never starts
 // the launcher's reaper, so std's process waiting is safe here.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    missing_docs
+)]
 
 mod bad_input;
 mod harness;

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Launcher start-up time and memory, measured on real libvirt + QEMU.
+
+Runs `virt-launcher run` N times (default 5, after one warm-up run that fills
+libvirt's shared QEMU capability cache) on KubeVirt's vmi-sata example
+(1 vCPU, 128 MiB) with the test guest, and prints medians of:
+
+  * start -> domain running: from exec of the launcher to its "domain running"
+    log line (read from its stderr as it is written), under TCG and, where the
+    host's KVM can start QEMU, under KVM;
+  * start -> guest marker (GUEST-READY on the serial console), TCG only;
+  * after the guest is up and 15 s idle: VmHWM and RssAnon (/proc/PID/status)
+    and Pss (/proc/PID/smaps_rollup) of the launcher, its libvirt daemon and
+    virtlogd, and their sum.
+
+Usage: python3 bench/launcher.py [--runs N] [--idle SECONDS]   (as root)
+"""
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / "target/release/virt-launcher"
+VMI = ROOT / "tests/data/examples/vmi-sata.yaml"
+IMAGE = ROOT / "target/test-guest/disk.img"
+
+
+def status_kib(pid, key):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def pss_kib(pid):
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    return 0
+
+
+def memory(pid):
+    return {"hwm": status_kib(pid, "VmHWM"), "anon": status_kib(pid, "RssAnon"), "pss": pss_kib(pid)}
+
+
+def run_once(kvm, idle, measure_memory):
+    state = tempfile.mkdtemp(prefix="vl-bench-")
+    uid = f"bench-{os.getpid()}-{time.monotonic_ns()}"
+    vmi = VMI.read_text()
+    if kvm:
+        # host-model asks this host's KVM for MSRs nested KVM may lack; a
+        # named model keeps QEMU starting (the timing is the launcher's).
+        vmi = vmi.replace("    memory:\n", "    cpu:\n      model: qemu64\n    memory:\n")
+    vmi_path = Path(state) / "vmi.yaml"
+    vmi_path.write_text(vmi)
+    args = [str(BIN), "run", str(vmi_path), "--container-disk", f"containerdisk={IMAGE}",
+            "--state-dir", f"{state}/state", "--uid", uid, "--keep-state"]
+    if not kvm:
+        args.append("--use-emulation")
+    t0 = time.monotonic()
+    p = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    res = {"running_ms": None, "marker_ms": None, "internal_ms": None}
+    daemons = {}
+    log = []
+    for line in p.stderr:
+        log.append(line)
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("msg") == "started" and "daemon" in ev:
+            daemons[ev["daemon"]] = ev["pid"]
+        if ev.get("msg") == "domain running":
+            res["running_ms"] = (time.monotonic() - t0) * 1000
+            res["internal_ms"] = ev.get("ms")
+            break
+    if res["running_ms"] is None:
+        p.wait()
+        sys.exit("launcher failed:\n" + "".join(log))
+    # Keep draining stderr so the launcher never blocks on a full pipe.
+    import threading
+    threading.Thread(target=lambda: [log.append(l) for l in p.stderr], daemon=True).start()
+    serial = Path(state) / f"state/private/{uid}/virt-serial0-log"
+    if not kvm:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if serial.exists() and b"GUEST-READY" in serial.read_bytes():
+                res["marker_ms"] = (time.monotonic() - t0) * 1000
+                break
+            time.sleep(0.01)
+    if measure_memory:
+        time.sleep(idle)
+        res["mem"] = {"launcher": memory(p.pid)}
+        for name, pid in daemons.items():
+            res["mem"][name] = memory(pid)
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    subprocess.run(["rm", "-rf", state])
+    return res
+
+
+def kvm_usable():
+    return os.path.exists("/dev/kvm")
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--idle", type=float, default=15.0)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("run as root")
+    subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "virt-launcher"], cwd=ROOT, check=True)
+    subprocess.run([str(ROOT / "tests/guest/build")], cwd=ROOT, check=True)
+
+    print(f"warm-up run (fills the shared QEMU capability cache) ...", flush=True)
+    run_once(kvm=False, idle=0, measure_memory=False)
+
+    tcg = [run_once(kvm=False, idle=a.idle, measure_memory=True) for _ in range(a.runs)]
+    kvm = []
+    if kvm_usable():
+        try:
+            kvm = [run_once(kvm=True, idle=0, measure_memory=False) for _ in range(a.runs)]
+        except SystemExit as e:
+            print(f"KVM runs failed, skipped: {str(e).splitlines()[-1]}")
+            kvm = []
+
+    fmt = lambda v: "n/a" if v is None else f"{v:.0f}"
+    print()
+    print(f"virt-launcher start-up, median of {a.runs} runs (vmi-sata: 1 vCPU, 128 MiB)")
+    print(f"  start -> domain running (TCG): {fmt(med([r['running_ms'] for r in tcg]))} ms"
+          f"  (launcher's own clock: {fmt(med([r['internal_ms'] for r in tcg]))} ms)")
+    if kvm:
+        print(f"  start -> domain running (KVM): {fmt(med([r['running_ms'] for r in kvm]))} ms"
+              f"  (launcher's own clock: {fmt(med([r['internal_ms'] for r in kvm]))} ms)")
+    print(f"  start -> GUEST-READY   (TCG): {fmt(med([r['marker_ms'] for r in tcg]))} ms")
+    print()
+    print(f"memory after {a.idle:.0f} s idle with the guest running, median, MiB")
+    print(f"  {'process':<10} {'VmHWM':>8} {'RssAnon':>8} {'PSS':>8}")
+    names = sorted({n for r in tcg for n in r["mem"]}, key=lambda n: (n != "launcher", n))
+    tot = {"hwm": [], "anon": [], "pss": []}
+    for i, r in enumerate(tcg):
+        for k in tot:
+            tot[k].append(sum(r["mem"][n][k] for n in r["mem"]))
+    for n in names:
+        row = [med([r["mem"][n][k] for r in tcg if n in r["mem"]]) / 1024 for k in ("hwm", "anon", "pss")]
+        print(f"  {n:<10} {row[0]:>8.1f} {row[1]:>8.1f} {row[2]:>8.1f}")
+    print(f"  {'sum':<10} {med(tot['hwm'])/1024:>8.1f} {med(tot['anon'])/1024:>8.1f} {med(tot['pss'])/1024:>8.1f}")
+
+
+if __name__ == "__main__":
+    main()

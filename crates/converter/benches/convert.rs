@@ -1,0 +1,61 @@
+//! Conversion throughput: VMI JSON in → domain XML string out (decode,
+//! default, validate, convert, serialise), for a small VMI (KubeVirt's
+//! vmi-ephemeral example) and a large one (16 disks on four buses, custom
+//! CPU with features, timers, inputs, EFI).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::hint::black_box;
+
+use api::Arch;
+use converter::{convert, ConvertContext, VirtType};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+const SMALL: &str = r#"{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"vmi-ephemeral","namespace":"default","uid":"1b0c1e0e-3f4e-4b7a-9d1c-2a3b4c5d6e7f"},"spec":{"domain":{"devices":{"disks":[{"disk":{"bus":"virtio"},"name":"containerdisk"}]},"memory":{"guest":"128Mi"},"resources":{}},"terminationGracePeriodSeconds":0,"volumes":[{"containerDisk":{"image":"registry:5000/kubevirt/cirros-container-disk-demo:devel"},"name":"containerdisk"}]}}"#;
+
+fn large() -> String {
+    let buses = ["virtio", "sata", "scsi", "virtio"];
+    let disks: Vec<String> = (0..16)
+        .map(|i| {
+            format!(
+                r#"{{"name":"d{i}","serial":"SER{i:04}","cache":"none","disk":{{"bus":"{}"}}{}}}"#,
+                buses[i % 4],
+                if i == 0 { r#","bootOrder":1"# } else { "" }
+            )
+        })
+        .collect();
+    let volumes: Vec<String> = (0..16)
+        .map(|i| match i % 3 {
+            0 => format!(r#"{{"name":"d{i}","containerDisk":{{"image":"x"}}}}"#),
+            1 => format!(r#"{{"name":"d{i}","emptyDisk":{{"capacity":"10Gi"}}}}"#),
+            _ => format!(r#"{{"name":"d{i}","persistentVolumeClaim":{{"claimName":"c{i}"}}}}"#),
+        })
+        .collect();
+    format!(
+        r#"{{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{{"name":"big","namespace":"bench","uid":"5c1e0e3f-4e4b-7a9d-1c2a-3b4c5d6e7f80"}},"spec":{{"domain":{{"cpu":{{"sockets":2,"cores":4,"threads":2,"model":"Haswell-noTSX","features":[{{"name":"vmx"}},{{"name":"pcid","policy":"disable"}}]}},"memory":{{"guest":"16Gi"}},"features":{{"acpi":{{}},"apic":{{}},"smm":{{}}}},"firmware":{{"bootloader":{{"efi":{{"secureBoot":true}}}}}},"clock":{{"utc":{{}},"timer":{{"rtc":{{"tickPolicy":"catchup"}},"pit":{{"tickPolicy":"delay"}},"hpet":{{"present":false}}}}}},"devices":{{"rng":{{}},"blockMultiQueue":true,"inputs":[{{"name":"t","bus":"virtio","type":"tablet"}}],"disks":[{}]}}}},"volumes":[{}]}}}}"#,
+        disks.join(","),
+        volumes.join(",")
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    let mut g = c.benchmark_group("json_to_domain_xml");
+    g.throughput(Throughput::Elements(1));
+    for (name, doc) in [("small", SMALL.to_owned()), ("large_16_disks", large())] {
+        // Sanity: the input converts.
+        let vmi = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+        convert(&vmi, &ctx).unwrap();
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let vmi = api::load_vmi(black_box(doc.as_bytes()), Arch::Amd64).unwrap();
+                let dom = convert(&vmi, &ctx).unwrap();
+                black_box(dom.to_xml().unwrap())
+            });
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
