@@ -127,6 +127,12 @@ pub fn convert(
     }
     if let Some(bios) = firmware.bootloader.as_ref().and_then(|b| b.bios.as_ref()) {
         if bios.use_serial == Some(true) {
+            if dom.devices.autoattach_serial_console == Some(false) {
+                return Err(ConvertError::invalid(
+                    "spec.domain.firmware.bootloader.bios.useSerial",
+                    "needs a serial console, but spec.domain.devices.autoattachSerialConsole is false",
+                ));
+            }
             os.bios = Some(BiosOptions {
                 useserial: Some("yes".into()),
             });

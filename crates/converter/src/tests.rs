@@ -583,3 +583,19 @@ fn free_text_is_escaped_or_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn bios_serial_output_needs_a_serial_console() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: b}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    firmware: {bootloader: {bios: {useSerial: true}}}\n    devices: {autoattachSerialConsole: false}\n";
+    let e = conv(doc, Arch::Amd64).unwrap_err().to_string();
+    assert_eq!(e, "spec.domain.firmware.bootloader.bios.useSerial: needs a serial console, but spec.domain.devices.autoattachSerialConsole is false");
+    let d = conv(
+        &doc.replace(
+            "autoattachSerialConsole: false",
+            "autoattachSerialConsole: true",
+        ),
+        Arch::Amd64,
+    )
+    .unwrap();
+    assert_eq!(d.os.bios.unwrap().useserial.as_deref(), Some("yes"));
+}

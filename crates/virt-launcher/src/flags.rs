@@ -83,6 +83,17 @@ pub struct LauncherFlags {
     /// Accepted for compatibility with virt-launcher-monitor's command line.
     #[arg(long, hide = true)]
     pub keep_after_failure: bool,
+    /// Private runtime directory (ours; default
+    /// /var/run/virt-launcher/<namespace>_<name>): libvirt's configuration,
+    /// state and sockets, and KubeVirt's private directory.
+    #[arg(long)]
+    pub state_dir: Option<std::path::PathBuf>,
+    /// Keep the state directory (serial log, libvirt logs) after exit (ours).
+    #[arg(long)]
+    pub keep_state: bool,
+    /// libvirt's QEMU capability cache, shared between runs (ours).
+    #[arg(long, default_value = "/var/cache/virt-launcher/libvirt")]
+    pub libvirt_cache_dir: std::path::PathBuf,
     /// Log verbosity (KubeVirt's -v; VIRT_LAUNCHER_LOG_VERBOSITY overrides).
     #[arg(short = 'v', default_value_t = 2)]
     pub verbosity: u32,

@@ -70,18 +70,9 @@ struct ConvertArgs {
 struct RunArgs {
     /// VMI manifest, YAML or JSON (`-` for standard input).
     file: PathBuf,
-    /// Private state directory [default: /var/run/virt-launcher/<namespace>_<name>].
-    #[arg(long)]
-    state_dir: Option<PathBuf>,
     /// Image file for a containerDisk volume, as VOLUME=FILE (repeatable).
     #[arg(long = "container-disk", value_parser = parse_container_disk)]
     container_disks: Vec<(String, PathBuf)>,
-    /// Keep the state directory (serial log, libvirt logs) after exit.
-    #[arg(long)]
-    keep_state: bool,
-    /// libvirt's QEMU capability cache, shared between runs.
-    #[arg(long, default_value = "/var/cache/virt-launcher/libvirt")]
-    libvirt_cache_dir: PathBuf,
     #[command(flatten)]
     flags: LauncherFlags,
 }
@@ -165,18 +156,21 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let bytes = read_input(&args.file)?;
     let vmi = launcher::load(&bytes, &args.flags, arch)?;
-    let state_dir = args
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())));
     let standalone = Standalone {
         mode: Mode::Standalone,
-        state_dir,
+        state_dir: state_dir(&args.flags, &vmi),
         container_disks: args.container_disks.clone(),
-        keep_state: args.keep_state,
-        cache_dir: args.libvirt_cache_dir.clone(),
+        keep_state: args.flags.keep_state,
+        cache_dir: args.flags.libvirt_cache_dir.clone(),
     };
     launcher::run_standalone(&vmi, &args.flags, &standalone, started)
+}
+
+fn state_dir(flags: &LauncherFlags, vmi: &api::VirtualMachineInstance) -> PathBuf {
+    flags
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())))
 }
 
 fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
@@ -191,10 +185,10 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
     let vmi = launcher::load(doc.as_bytes(), flags, arch)?;
     let standalone = Standalone {
         mode: Mode::Pod,
-        state_dir: PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())),
+        state_dir: state_dir(flags, &vmi),
         container_disks: Vec::new(),
-        keep_state: false,
-        cache_dir: PathBuf::from("/var/cache/virt-launcher/libvirt"),
+        keep_state: flags.keep_state,
+        cache_dir: flags.libvirt_cache_dir.clone(),
     };
     launcher::run_standalone(&vmi, flags, &standalone, started)
 }

@@ -91,6 +91,7 @@ pub struct Launcher {
     child: Option<Child>,
     log_path: PathBuf,
     exit: Option<ExitStatus>,
+    wrapped: bool,
 }
 
 /// Options for [`Launcher::start`].
@@ -99,6 +100,11 @@ pub struct Opts<'a> {
     pub container_disks: &'a [&'a str],
     /// Extra launcher arguments.
     pub args: &'a [&'a str],
+    /// Pod mode: KubeVirt's command line (no subcommand) with the VMI in
+    /// `STANDALONE_VMI`, inside a mount namespace that plays the pod, with
+    /// virt-handler's directories on tmpfs and the container disk mounted
+    /// where virt-handler mounts it.
+    pub pod: bool,
 }
 
 impl Default for Opts<'_> {
@@ -106,15 +112,46 @@ impl Default for Opts<'_> {
         Opts {
             container_disks: &["containerdisk"],
             args: &[],
+            pod: false,
         }
     }
 }
+
+/// Plays virt-handler and the pod's mounts for pod mode: the launcher's
+/// directories exist on tmpfs, and the container disk is where virt-handler
+/// mounts it (`<container-disk-dir>/disk_0.img`, read-only).
+const POD_SCRIPT: &str = r#"set -e
+mount --make-rprivate /
+for d in /var/run/kubevirt /var/run/kubevirt-ephemeral-disks; do mkdir -p $d; mount -t tmpfs tmpfs $d; done
+mkdir -p /var/run/kubevirt/container-disks
+: > /var/run/kubevirt/container-disks/disk_0.img
+mount --bind -o ro "$POD_IMAGE" /var/run/kubevirt/container-disks/disk_0.img
+exec "$@"
+"#;
 
 static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Launcher {
     /// Starts `virt-launcher run` for the VMI manifest `yaml` under TCG.
     pub fn start(yaml: &str, opts: &Opts<'_>) -> Launcher {
+        Self::start_wrapped(yaml, opts, &[])
+    }
+
+    /// Pod mode (see [`Opts::pod`]).
+    pub fn start_pod(yaml: &str) -> Launcher {
+        Self::start_wrapped(
+            yaml,
+            &Opts {
+                pod: true,
+                ..Opts::default()
+            },
+            &["unshare", "-m", "sh", "-c", POD_SCRIPT, "sh"],
+        )
+    }
+
+    /// Like [`Launcher::start`], with the launcher run through `wrapper`
+    /// (e.g. `unshare --pid --fork` to make it PID 1).
+    pub fn start_wrapped(yaml: &str, opts: &Opts<'_>, wrapper: &[&str]) -> Launcher {
         require_stack();
         let image = guest_image();
         let dir = tempfile::Builder::new()
@@ -128,16 +165,26 @@ impl Launcher {
         let state = dir.path().join("state");
         let log_path = dir.path().join("launcher.log");
         let log = fs::File::create(&log_path).expect("log file");
-        let mut cmd = Command::new(launcher_bin());
-        cmd.arg("run")
-            .arg(&vmi_path)
-            .args(["--use-emulation", "--keep-state", "--uid", &uid])
+        let mut cmd = match wrapper.split_first() {
+            Some((prog, args)) => {
+                let mut c = Command::new(prog);
+                c.args(args).arg(launcher_bin());
+                c
+            }
+            None => Command::new(launcher_bin()),
+        };
+        if opts.pod {
+            cmd.env("STANDALONE_VMI", yaml).env("POD_IMAGE", &image);
+        } else {
+            cmd.arg("run").arg(&vmi_path);
+            for vol in opts.container_disks {
+                cmd.arg("--container-disk")
+                    .arg(format!("{vol}={}", image.display()));
+            }
+        }
+        cmd.args(["--use-emulation", "--keep-state", "--uid", &uid])
             .arg("--state-dir")
             .arg(&state);
-        for vol in opts.container_disks {
-            cmd.arg("--container-disk")
-                .arg(format!("{vol}={}", image.display()));
-        }
         cmd.args(opts.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup"))
@@ -155,6 +202,7 @@ impl Launcher {
             child: Some(child),
             log_path,
             exit: None,
+            wrapped: !wrapper.is_empty(),
         }
     }
 
@@ -255,8 +303,23 @@ impl Launcher {
             .collect()
     }
 
+    /// Sends `sig` to the launcher (not to a wrapper such as `unshare`).
     pub fn signal(&self, sig: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid() as i32), sig)
+        let mut pid = self.pid();
+        let is_launcher = fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .zip(launcher_bin().canonicalize().ok())
+            .is_some_and(|(exe, bin)| exe == bin);
+        if self.wrapped && !is_launcher {
+            let children =
+                fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+            pid = children
+                .split_whitespace()
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("the wrapper's child (the launcher)");
+        }
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig)
             .expect("signal launcher");
     }
 

@@ -218,3 +218,106 @@ fn restarts_a_killed_libvirt_daemon_and_keeps_the_guest() {
     assert!(l.log().contains("libvirt reconnected"), "{}", l.log());
     assert_all_gone(&l, qemu, &daemons);
 }
+
+#[test]
+fn two_launchers_run_the_same_vmi_side_by_side() {
+    // Same manifest, same domain name: each launcher has its own mount
+    // namespace, daemons and sockets, so neither sees the other.
+    let yaml = guest_vmi("twin", "virtio");
+    let mut a = Launcher::start(&yaml, &Opts::default());
+    let mut b = Launcher::start(&yaml, &Opts::default());
+    a.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    b.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert_eq!(a.domain, b.domain);
+    let (qa, qb) = (a.qemu_pid().unwrap(), b.qemu_pid().unwrap());
+    assert_ne!(qa, qb);
+    for l in [&a, &b] {
+        let (ok, list) = l.virsh(&["list", "--name"]);
+        assert!(ok, "{list}");
+        assert_eq!(
+            list.trim(),
+            "e2e_twin",
+            "each daemon knows exactly its own domain"
+        );
+    }
+    let (da, db) = (a.daemon_pids(), b.daemon_pids());
+    a.signal(Signal::SIGTERM);
+    assert!(
+        a.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        a.log()
+    );
+    // Stopping one leaves the other untouched.
+    assert!(alive(qb), "the other launcher's QEMU died");
+    assert!(b.domstate().starts_with("running"), "{}", b.domstate());
+    b.signal(Signal::SIGTERM);
+    assert!(
+        b.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        b.log()
+    );
+    assert_all_gone(&a, qa, &da);
+    assert_all_gone(&b, qb, &db);
+}
+
+#[test]
+fn runs_as_pid_1_and_reaps_orphans_with_a_cold_capability_cache() {
+    // As PID 1 of its own PID namespace (a container), the launcher must reap
+    // the QEMU processes libvirt orphans while probing capabilities (a fresh,
+    // empty cache forces the probe); otherwise libvirt stalls ~40 s per probe.
+    let cache = tempfile::tempdir().unwrap();
+    let cache_arg = cache.path().to_str().unwrap().to_owned();
+    let mut l = Launcher::start_wrapped(
+        &guest_vmi("pidone", "virtio"),
+        &Opts {
+            args: &["--libvirt-cache-dir", &cache_arg],
+            ..Opts::default()
+        },
+        &["unshare", "--pid", "--fork", "--mount-proc"],
+    );
+    let start = std::time::Instant::now();
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "took {:?}: orphaned probes were not reaped?\n{}",
+        start.elapsed(),
+        l.log()
+    );
+    assert!(
+        cache.path().join("qemu/capabilities").is_dir(),
+        "the capability cache was filled"
+    );
+    l.signal(Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(l.serial().contains("GUEST-SHUTDOWN"));
+    assert!(processes_mentioning(&l.uid).is_empty());
+}
+
+#[test]
+fn pod_mode_runs_the_vmi_from_standalone_vmi() {
+    // KubeVirt's command line (no subcommand), the VMI in STANDALONE_VMI, in
+    // a mount namespace standing in for the pod.
+    let yaml = std::fs::read_to_string(
+        crate::harness::repo_root().join("tests/data/examples/vmi-sata.yaml"),
+    )
+    .unwrap();
+    let mut l = Launcher::start_pod(&yaml);
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (_, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(
+        xml.contains("/var/run/kubevirt/container-disks/disk_0.img"),
+        "{xml}"
+    );
+    l.signal(Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(l.serial().contains("GUEST-SHUTDOWN"));
+    assert!(processes_mentioning(&l.uid).is_empty());
+}

@@ -12,6 +12,7 @@
 )]
 
 mod bad_input;
+mod define;
 mod harness;
 mod lifecycle;
 mod manager;
