@@ -135,9 +135,14 @@ pub fn daemon_conf(kind: &DaemonKind, cfg: &DaemonConfig) -> String {
     }
     let _ = writeln!(s, "auth_unix_rw = \"none\"\nauth_unix_ro = \"none\"");
     let _ = writeln!(s, "unix_sock_rw_perms = \"0700\"");
-    let _ = writeln!(s, "log_outputs = \"3:stderr\"");
-    if let Some(f) = &cfg.log_filters {
-        let _ = writeln!(s, "log_filters = \"{}\"", quote(f));
+    match &cfg.log_filters {
+        // The filters choose what is logged; the output takes every level.
+        Some(f) => {
+            let _ = writeln!(s, "log_filters = \"{}\"\nlog_outputs = \"1:stderr\"", quote(f));
+        }
+        None => {
+            let _ = writeln!(s, "log_outputs = \"3:stderr\"");
+        }
     }
     s
 }
