@@ -24,6 +24,9 @@ pub enum IsolationError {
     /// Another launcher holds the state directory.
     #[error("state directory {0} is in use by another virt-launcher")]
     Busy(PathBuf),
+    /// The directory exists, is not empty and was not made by a launcher.
+    #[error("state directory {0} exists and was not created by virt-launcher; refusing to use (and empty) it")]
+    Foreign(PathBuf),
     /// A file operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -53,6 +56,9 @@ fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> IsolationE
     move |source| IsolationError::Io { op, path, source }
 }
 
+/// File that marks a directory as a launcher's state directory.
+const MARKER: &str = ".virt-launcher-state";
+
 /// The launcher's state directory, locked for its lifetime.
 #[derive(Debug)]
 pub struct StateDir {
@@ -62,12 +68,31 @@ pub struct StateDir {
 
 impl StateDir {
     /// Creates (mode 0700) and locks `root`, then empties it of any state a
-    /// previous, crashed launcher left behind.
+    /// previous, crashed launcher left behind. A directory that exists, is
+    /// not empty and lacks the launcher's marker file is never touched: the
+    /// launcher empties its state directory, so pointing `--state-dir` at a
+    /// directory of one's own must not delete its files.
     ///
     /// # Errors
-    /// [`IsolationError::Busy`] when another launcher holds it.
+    /// [`IsolationError::Busy`] when another launcher holds it,
+    /// [`IsolationError::Foreign`] for somebody else's directory.
     pub fn acquire(root: &Path) -> Result<StateDir, IsolationError> {
+        let marker = root.join(MARKER);
+        match fs::read_dir(root) {
+            Ok(mut entries) => {
+                if entries.next().is_some() && !marker.is_file() {
+                    return Err(IsolationError::Foreign(root.to_owned()));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("read", root)(e)),
+        }
         fs::create_dir_all(root).map_err(io_err("mkdir", root))?;
+        fs::write(
+            &marker,
+            b"virt-launcher state directory; emptied on every start\n",
+        )
+        .map_err(io_err("create", &marker))?;
         fs::set_permissions(root, std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .map_err(io_err("chmod", root))?;
         let lock_path = root.join(".lock");
@@ -109,7 +134,7 @@ impl StateDir {
     pub fn clear(&self) -> Result<(), IsolationError> {
         for entry in fs::read_dir(&self.root).map_err(io_err("read", &self.root))? {
             let entry = entry.map_err(io_err("read", &self.root))?;
-            if entry.file_name() == ".lock" {
+            if entry.file_name() == ".lock" || entry.file_name() == MARKER {
                 continue;
             }
             let p = entry.path();
@@ -230,5 +255,41 @@ impl Mounts {
                 tracing::warn!(target = %t.display(), "unmount: {e}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_directories_are_never_emptied() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("precious"), b"x").unwrap();
+        let e = StateDir::acquire(d.path()).unwrap_err();
+        assert!(matches!(e, IsolationError::Foreign(_)), "{e}");
+        assert!(d.path().join("precious").is_file());
+        assert!(matches!(
+            StateDir::acquire(Path::new("/")),
+            Err(IsolationError::Foreign(_))
+        ));
+    }
+
+    #[test]
+    fn own_directories_are_reused_and_emptied() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("state");
+        {
+            let s = StateDir::acquire(&root).unwrap();
+            fs::write(s.subdir("private").unwrap().join("old"), b"x").unwrap();
+            // A second launcher on the same directory is refused while the first holds it.
+            assert!(matches!(
+                StateDir::acquire(&root),
+                Err(IsolationError::Busy(_))
+            ));
+        }
+        let _s = StateDir::acquire(&root).unwrap();
+        assert!(!root.join("private").exists(), "stale state is removed");
+        assert!(root.join(MARKER).is_file());
     }
 }

@@ -57,7 +57,9 @@ impl LauncherError {
 impl From<IsolationError> for LauncherError {
     fn from(e: IsolationError) -> Self {
         match e {
-            IsolationError::Busy(_) => LauncherError::Input(e.to_string()),
+            IsolationError::Busy(_) | IsolationError::Foreign(_) => {
+                LauncherError::Input(e.to_string())
+            }
             _ => LauncherError::Runtime(e.to_string()),
         }
     }

@@ -138,7 +138,11 @@ pub fn daemon_conf(kind: &DaemonKind, cfg: &DaemonConfig) -> String {
     match &cfg.log_filters {
         // The filters choose what is logged; the output takes every level.
         Some(f) => {
-            let _ = writeln!(s, "log_filters = \"{}\"\nlog_outputs = \"1:stderr\"", quote(f));
+            let _ = writeln!(
+                s,
+                "log_filters = \"{}\"\nlog_outputs = \"1:stderr\"",
+                quote(f)
+            );
         }
         None => {
             let _ = writeln!(s, "log_outputs = \"3:stderr\"");
