@@ -89,7 +89,7 @@ pub enum Mode {
 
 /// The runtime settings of `virt-launcher run` (and of pod mode).
 #[derive(Clone, Debug)]
-pub struct Standalone {
+pub struct RuntimeSettings {
     /// Which directories are private.
     pub mode: Mode,
     /// Private state directory.
@@ -205,10 +205,10 @@ fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
 ///
 /// # Errors
 /// [`LauncherError`]; nothing is left running when it returns.
-pub fn run_standalone(
+pub fn run_vmi(
     vmi: &VirtualMachineInstance,
     flags: &LauncherFlags,
-    standalone: &Standalone,
+    settings: &RuntimeSettings,
     started: Instant,
 ) -> Result<(), LauncherError> {
     check_flags(flags)?;
@@ -219,27 +219,27 @@ pub fn run_standalone(
         ConvertError::Host(m) => LauncherError::Runtime(m),
         other => LauncherError::Input(other.to_string()),
     })?;
-    let images = match standalone.mode {
-        Mode::Standalone => container_disk_images(vmi, standalone)?,
+    let images = match settings.mode {
+        Mode::Standalone => container_disk_images(vmi, settings)?,
         Mode::Pod => Vec::new(),
     };
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
     })?;
 
-    let state = StateDir::acquire(&standalone.state_dir)?;
+    let state = StateDir::acquire(&settings.state_dir)?;
     enter_private_mount_namespace()?;
     let mut mounts = Mounts::default();
     let result = (|| {
         for (rel, target) in LAYOUT.libvirt {
             mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
         }
-        std::fs::create_dir_all(&standalone.cache_dir).map_err(|e| {
-            LauncherError::Runtime(format!("mkdir {}: {e}", standalone.cache_dir.display()))
+        std::fs::create_dir_all(&settings.cache_dir).map_err(|e| {
+            LauncherError::Runtime(format!("mkdir {}: {e}", settings.cache_dir.display()))
         })?;
-        mounts.bind_dir(&standalone.cache_dir, Path::new("/var/cache/libvirt"))?;
+        mounts.bind_dir(&settings.cache_dir, Path::new("/var/cache/libvirt"))?;
         mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
-        if standalone.mode == Mode::Standalone {
+        if settings.mode == Mode::Standalone {
             mounts.bind_dir(
                 &state.subdir("share")?,
                 Path::new(&flags.kubevirt_share_dir),
@@ -262,7 +262,7 @@ pub fn run_standalone(
         run_in_runtime(vmi, flags, &ctx, &daemon, started)
     })();
     mounts.unmount_all();
-    if standalone.keep_state {
+    if settings.keep_state {
         tracing::info!(state_dir = %state.path().display(), "state kept");
     } else if let Err(e) = state.clear() {
         tracing::warn!("cannot remove the state: {e}");
@@ -273,7 +273,7 @@ pub fn run_standalone(
 /// Pairs each containerDisk volume with its host image (`--container-disk`).
 fn container_disk_images(
     vmi: &VirtualMachineInstance,
-    s: &Standalone,
+    s: &RuntimeSettings,
 ) -> Result<Vec<(usize, PathBuf)>, LauncherError> {
     let mut out = Vec::new();
     for (name, _) in &s.container_disks {

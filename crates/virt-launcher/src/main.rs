@@ -24,7 +24,7 @@ use clap::{Args, Parser, Subcommand};
 use converter::ConvertContext;
 
 use crate::flags::LauncherFlags;
-use crate::launcher::{LauncherError, Mode, Standalone};
+use crate::launcher::{LauncherError, Mode, RuntimeSettings};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -156,14 +156,14 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let bytes = read_input(&args.file)?;
     let vmi = launcher::load(&bytes, &args.flags, arch)?;
-    let standalone = Standalone {
+    let settings = RuntimeSettings {
         mode: Mode::Standalone,
         state_dir: state_dir(&args.flags, &vmi),
         container_disks: args.container_disks.clone(),
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
     };
-    launcher::run_standalone(&vmi, &args.flags, &standalone, started)
+    launcher::run_vmi(&vmi, &args.flags, &settings, started)
 }
 
 fn state_dir(flags: &LauncherFlags, vmi: &api::VirtualMachineInstance) -> PathBuf {
@@ -183,14 +183,14 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
     };
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let vmi = launcher::load(doc.as_bytes(), flags, arch)?;
-    let standalone = Standalone {
+    let settings = RuntimeSettings {
         mode: Mode::Pod,
         state_dir: state_dir(flags, &vmi),
         container_disks: Vec::new(),
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
     };
-    launcher::run_standalone(&vmi, flags, &standalone, started)
+    launcher::run_vmi(&vmi, flags, &settings, started)
 }
 
 fn main() -> ExitCode {
