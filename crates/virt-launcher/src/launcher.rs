@@ -407,7 +407,31 @@ fn run_in_runtime(
 
     let result = run_domain(vmi, flags, ctx, daemon, &sup, started);
     sup.stop(Duration::from_secs(5));
+    kill_leftover_children();
     result
+}
+
+/// Kills whatever is still a child of the launcher once the daemons have
+/// stopped: as the subreaper it inherits every QEMU libvirt started, also
+/// for domains someone else defined in its daemon. Nothing may outlive it.
+fn kill_leftover_children() {
+    let mut pids = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
+                pids.extend(c.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    for pid in pids {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        tracing::warn!(pid, process = comm.trim(), "killing a process left behind");
+        let _ = kill(
+            Pid::from_raw(i32::try_from(pid).unwrap_or(0)),
+            Signal::SIGKILL,
+        );
+        process::reaper().wait(pid, Some(Duration::from_secs(2)));
+    }
 }
 
 fn run_domain(

@@ -321,3 +321,53 @@ fn pod_mode_runs_the_vmi_from_standalone_vmi() {
     assert!(l.serial().contains("GUEST-SHUTDOWN"));
     assert!(processes_mentioning(&l.uid).is_empty());
 }
+
+#[test]
+fn leaves_no_qemu_behind_even_for_domains_it_did_not_start() {
+    let mut l = Launcher::start(&guest_vmi("owner", "virtio"), &Opts::default());
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    // Someone starts a second domain in the launcher's private daemon.
+    let intruder = l.dir.path().join("intruder.yaml");
+    std::fs::write(
+        &intruder,
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: intruder, namespace: e2e}\nspec:\n  domain:\n    memory: {guest: 32Mi}\n    devices: {autoattachGraphicsDevice: false, autoattachSerialConsole: false}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(crate::harness::launcher_bin())
+        .args(["convert", "--use-emulation"])
+        .arg(&intruder)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let xml = l.dir.path().join("intruder.xml");
+    std::fs::write(&xml, &out.stdout).unwrap();
+    let (ok, msg) = l.virsh(&["define", xml.to_str().unwrap()]);
+    assert!(ok, "{msg}");
+    let (ok, msg) = l.virsh(&["start", "e2e_intruder"]);
+    assert!(ok, "{msg}");
+    let pid: u32 = std::fs::read_to_string(l.state.join("libvirt/run/qemu/e2e_intruder.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    l.signal(Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(
+        !alive(pid),
+        "the second domain's QEMU outlived the launcher"
+    );
+    assert!(
+        l.log().contains("killing a process left behind"),
+        "{}",
+        l.log()
+    );
+}
