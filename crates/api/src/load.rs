@@ -42,12 +42,56 @@ impl From<FieldError> for LoadError {
 pub fn from_slice(bytes: &[u8]) -> Result<VirtualMachineInstance, LoadError> {
     let text =
         std::str::from_utf8(bytes).map_err(|e| LoadError::Syntax(format!("not UTF-8: {e}")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    check_nesting(text)?;
     let value: Value = if text.trim_start().starts_with('{') {
         serde_json::from_str(text).map_err(|e| LoadError::Syntax(e.to_string()))?
     } else {
         serde_yaml_ng::from_str(text).map_err(|e| LoadError::Syntax(e.to_string()))?
     };
     from_value(value)
+}
+
+/// Deepest flow nesting (`[[[`, `{{{`) accepted. The YAML parser's time
+/// grows with the square of the depth (100,000 levels take about a minute);
+/// a VMI needs fewer than 20.
+pub const MAX_NESTING: usize = 256;
+
+/// Refuses documents nested deeper than [`MAX_NESTING`] before parsing
+/// them. Counts brackets outside quoted strings; block (indented) nesting
+/// is bounded by the input size limit instead.
+fn check_nesting(text: &str) -> Result<(), LoadError> {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' && q == '"' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '"' | '\'' => quote = Some(c),
+                '[' | '{' => {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        if max > MAX_NESTING {
+            return Err(LoadError::Syntax(format!(
+                "nested deeper than {MAX_NESTING} levels"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Like [`from_slice`], from an already parsed JSON value.
@@ -199,6 +243,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not UTF-8"));
+    }
+
+    #[test]
+    fn bom_and_deep_nesting() {
+        let doc = format!("\u{feff}{HEAD}spec: {{}}\n");
+        assert_eq!(from_slice(doc.as_bytes()).unwrap().metadata.name, "a");
+        let deep = format!("{HEAD}spec: {}{}\n", "[".repeat(300), "]".repeat(300));
+        assert_eq!(
+            err(&deep),
+            "malformed document: nested deeper than 256 levels"
+        );
+        let quoted = format!("{HEAD}metadata2: \"{}\"\n", "[".repeat(300));
+        assert!(from_slice(quoted.as_bytes()).is_ok());
     }
 
     #[test]

@@ -75,7 +75,8 @@ impl Quantity {
             input: s.to_owned(),
             reason: reason.to_owned(),
         };
-        let t = s.trim();
+        // Kubernetes accepts no surrounding white space.
+        let t = s;
         if t.is_empty() {
             return Err(err("empty string"));
         }
@@ -371,8 +372,8 @@ mod tests {
     #[test]
     fn rejects_garbage() {
         for bad in [
-            "", " ", "12XB", "Mi", "1.2.3", "1e", "1e+", "1ee3", "1Mi3", "--1", "1 Mi", "1mi",
-            "1KI", "0x10", "1e99999", "∞", "1,5",
+            "", " ", " 1Gi", "1Gi ", "12XB", "Mi", "1.2.3", "1e", "1e+", "1ee3", "1Mi3", "--1",
+            "1 Mi", "1mi", "1KI", "0x10", "1e99999", "∞", "1,5",
         ] {
             let e = Quantity::parse(bad);
             assert!(e.is_err(), "{bad:?} must be rejected, got {e:?}");

@@ -9,6 +9,10 @@ use std::collections::HashSet;
 use crate::error::FieldError;
 use crate::vmi::VirtualMachineInstance;
 
+/// Most vCPUs accepted: KubeVirt's own ceiling for CPU hot-plug (512);
+/// more makes QEMU take minutes to fail, or a TCG guest unusable.
+pub const MAX_VCPUS: u64 = 512;
+
 /// Longest VMI name KubeVirt admits (a DNS-1123 subdomain is 253; KubeVirt
 /// caps VMI names at 63 because they become pod and host names).
 pub const MAX_NAME_LEN: usize = 63;
@@ -89,6 +93,54 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
         }
     }
 
+    if let Some(u) = spec
+        .domain
+        .firmware
+        .as_ref()
+        .and_then(|f| f.uuid.as_deref())
+    {
+        if uuid::Uuid::parse_str(u).is_err() {
+            errs.push(FieldError::new(
+                "spec.domain.firmware.uuid",
+                format!("{u:?} is not a UUID"),
+            ));
+        }
+    }
+    let res = &spec.domain.resources;
+    if let (Some(req), Some(lim)) = (res.requests.get("memory"), res.limits.get("memory")) {
+        if let (Ok(r), Ok(l)) = (req.to_bytes(), lim.to_bytes()) {
+            if r > l {
+                errs.push(FieldError::new(
+                    "spec.domain.resources.requests.memory",
+                    format!("{req} is greater than spec.domain.resources.limits.memory ({lim})"),
+                ));
+            }
+        }
+    }
+    for (i, v) in spec.volumes.iter().enumerate() {
+        if let Some(h) = &v.host_disk {
+            let path = format!("spec.volumes[{i}].hostDisk");
+            match h.disk_type.as_str() {
+                "Disk" => {}
+                "DiskOrCreate" if h.capacity.is_none() => errs.push(FieldError::new(
+                    format!("{path}.capacity"),
+                    "required for type DiskOrCreate",
+                )),
+                "DiskOrCreate" => {}
+                other => errs.push(FieldError::new(
+                    format!("{path}.type"),
+                    format!("{other:?} is not Disk or DiskOrCreate"),
+                )),
+            }
+            if !h.path.starts_with('/') || h.path.split('/').any(|c| c == "..") {
+                errs.push(FieldError::new(
+                    format!("{path}.path"),
+                    format!("{:?} must be an absolute path without '..'", h.path),
+                ));
+            }
+        }
+    }
+
     let mut disk_names = HashSet::new();
     let mut boot_orders = HashSet::new();
     for (i, d) in spec.domain.devices.disks.iter().enumerate() {
@@ -156,11 +208,31 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
         let product = u64::from(cpu.sockets.max(1))
             * u64::from(cpu.cores.max(1))
             * u64::from(cpu.threads.max(1));
-        if product > 4096 {
+        if product > MAX_VCPUS {
             errs.push(FieldError::new(
                 "spec.domain.cpu",
-                format!("sockets × cores × threads = {product} exceeds 4096 vCPUs"),
+                format!("sockets × cores × threads = {product} exceeds {MAX_VCPUS} vCPUs"),
             ));
+        }
+        let name_ok = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 64
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_.+-".contains(&b))
+        };
+        if !cpu.model.is_empty() && !name_ok(&cpu.model) {
+            errs.push(FieldError::new(
+                "spec.domain.cpu.model",
+                format!("{:?} is not a CPU model name", cpu.model),
+            ));
+        }
+        for (i, f) in cpu.features.iter().enumerate() {
+            if !name_ok(&f.name) {
+                errs.push(FieldError::new(
+                    format!("spec.domain.cpu.features[{i}].name"),
+                    format!("{:?} is not a CPU feature name", f.name),
+                ));
+            }
         }
     }
     errs
@@ -298,6 +370,14 @@ mod tests {
         let e = errors(&format!("{H}metadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: -1Gi}}\n    cpu: {{sockets: 100000, cores: 100000}}\n"));
         assert_eq!(e[0], "spec.domain.memory.guest: -1Gi is negative");
         assert!(e[1].starts_with("spec.domain.cpu: sockets × cores × threads = 10000000000"));
+        let e = errors(&format!("{H}metadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: 64Mi}}\n    cpu: {{cores: 513, model: \"</model>\"}}\n    firmware: {{uuid: not-a-uuid}}\n    resources:\n      requests: {{memory: 2Gi}}\n      limits: {{memory: 1Gi}}\n  volumes:\n  - name: h\n    hostDisk: {{path: rel/x.img, type: Banana}}\n"));
+        let has = |m: &str| assert!(e.contains(&m.to_string()), "{m} not in {e:?}");
+        has("spec.domain.firmware.uuid: \"not-a-uuid\" is not a UUID");
+        has("spec.domain.resources.requests.memory: 2Gi is greater than spec.domain.resources.limits.memory (1Gi)");
+        has("spec.volumes[0].hostDisk.type: \"Banana\" is not Disk or DiskOrCreate");
+        has("spec.volumes[0].hostDisk.path: \"rel/x.img\" must be an absolute path without '..'");
+        has("spec.domain.cpu: sockets × cores × threads = 513 exceeds 512 vCPUs");
+        has("spec.domain.cpu.model: \"</model>\" is not a CPU model name");
         let e = errors(&format!(
             "{H}metadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: \"1e40\"}}\n"
         ));

@@ -138,8 +138,17 @@ pub fn convert(
             });
         }
     }
+    if let Some(s) = &firmware.serial {
+        crate::xml_text("spec.domain.firmware.serial", s)?;
+    }
     if let Some(kb) = &firmware.kernel_boot {
         let base = "spec.domain.firmware.kernelBoot";
+        if kb.kernel_args.is_some() && kb.container.is_none() {
+            return Err(ConvertError::invalid(
+                format!("{base}.kernelArgs"),
+                "kernel arguments need a kernel: set kernelBoot.container",
+            ));
+        }
         if let Some(args) = &kb.kernel_args {
             crate::xml_text(&format!("{base}.kernelArgs"), args)?;
             os.cmdline = Some(args.clone());

@@ -599,3 +599,10 @@ fn bios_serial_output_needs_a_serial_console() {
     .unwrap();
     assert_eq!(d.os.bios.unwrap().useserial.as_deref(), Some("yes"));
 }
+
+#[test]
+fn kernel_arguments_need_a_kernel() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: k}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    firmware: {kernelBoot: {kernelArgs: console=ttyS0}}\n";
+    let e = conv(doc, Arch::Amd64).unwrap_err().to_string();
+    assert_eq!(e, "spec.domain.firmware.kernelBoot.kernelArgs: kernel arguments need a kernel: set kernelBoot.container");
+}

@@ -97,6 +97,11 @@ pub struct PrepareOptions {
     pub disk_memory_limit: u64,
     /// Owner (uid, gid) given to created files, when QEMU runs unprivileged.
     pub owner: Option<(u32, u32)>,
+    /// Where block-mode PVCs appear as device nodes named after their
+    /// volume (`/dev` in KubeVirt's pod). `None` (standalone) means no
+    /// block PVCs: the host's `/dev` must never be taken for them, or a
+    /// volume named `sda` would hand the host's disk to the guest.
+    pub block_device_dir: Option<PathBuf>,
 }
 
 impl Default for PrepareOptions {
@@ -104,6 +109,7 @@ impl Default for PrepareOptions {
         PrepareOptions {
             disk_memory_limit: DEFAULT_DISK_MEMORY_LIMIT,
             owner: None,
+            block_device_dir: None,
         }
     }
 }
@@ -205,19 +211,22 @@ pub fn prepare(
             } else {
                 format!("{path}.persistentVolumeClaim")
             };
-            let dev = PathBuf::from(format!("/dev/{}", v.name));
-            if fs::metadata(&dev).is_ok_and(|m| m.file_type().is_block_device()) {
+            let dev = opts.block_device_dir.as_ref().map(|d| d.join(&v.name));
+            if dev
+                .as_ref()
+                .is_some_and(|d| fs::metadata(d).is_ok_and(|m| m.file_type().is_block_device()))
+            {
                 prepared.block_volumes.insert(v.name.clone());
             } else {
                 let image = PathBuf::from(pvc_image(ctx, &v.name));
                 if !exists_regular(&field, &image)? {
+                    let block = match &dev {
+                        Some(d) => format!("neither block device {} nor ", d.display()),
+                        None => "no ".to_owned(),
+                    };
                     return Err(volume_err(
                         &field,
-                        format!(
-                            "neither block device {} nor disk image {} exists",
-                            dev.display(),
-                            image.display()
-                        ),
+                        format!("{block}disk image {} exists", image.display()),
                     ));
                 }
             }
@@ -256,6 +265,18 @@ fn verify_container_disk(
             path: field.to_owned(),
             source,
         })?;
+    if let Some(df) = info.data_file() {
+        return Err(volume_err(
+            field,
+            format!("image {} has an external data file ({df:?}); container disks must be self-contained", image.display()),
+        ));
+    }
+    if info.virtual_size == 0 {
+        return Err(volume_err(
+            field,
+            format!("image {} is empty (virtual size 0)", image.display()),
+        ));
+    }
     match (info.format.as_str(), info.backing_filename.as_deref()) {
         ("raw", _) | ("qcow2", None) => Ok(info),
         ("qcow2", Some(b)) => Err(volume_err(

@@ -30,6 +30,20 @@ pub struct ImageInfo {
     /// Backing file as recorded in the image header.
     #[serde(rename = "backing-filename", default)]
     pub backing_filename: Option<String>,
+    /// Format-specific details (for qcow2: `data.data-file`, an external
+    /// data file that, like a backing file, makes QEMU open another file).
+    #[serde(rename = "format-specific", default)]
+    pub format_specific: Option<serde_json::Value>,
+}
+
+impl ImageInfo {
+    /// The external data file of a qcow2 image, if it names one.
+    pub fn data_file(&self) -> Option<&str> {
+        self.format_specific
+            .as_ref()?
+            .pointer("/data/data-file")?
+            .as_str()
+    }
 }
 
 /// Why `qemu-img` failed.

@@ -104,6 +104,30 @@ fn container_disk_missing_or_with_backing_file_is_refused() {
         "{err}"
     );
     assert!(!e.root.join("ephemeral/disk-data/root").exists());
+    // A qcow2 with an external data file pointing at a host file.
+    fs::remove_file(&img).unwrap();
+    let victim = e.root.join("victim");
+    fs::write(&victim, b"secret").unwrap();
+    qemu_img(&[
+        "create",
+        "-f",
+        "qcow2",
+        "-o",
+        &format!("data_file={}", victim.display()),
+        img.to_str().unwrap(),
+        "1M",
+    ]);
+    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("has an external data file"), "{err}");
+    // An empty file.
+    fs::remove_file(&img).unwrap();
+    fs::write(&img, b"").unwrap();
+    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is empty (virtual size 0)"), "{err}");
     // Not an image format we accept.
     fs::remove_file(&img).unwrap();
     qemu_img(&["create", "-f", "vmdk", img.to_str().unwrap(), "1M"]);
@@ -168,9 +192,21 @@ fn host_disk_disk_or_create_and_missing_pvc() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.starts_with("spec.volumes[0].persistentVolumeClaim: neither block device /dev/data"),
+        err.starts_with("spec.volumes[0].persistentVolumeClaim: no disk image "),
         "{err}"
     );
+    // Standalone never takes a host block device for a PVC named after it.
+    let v = vmi("  - name: loop0\n    persistentVolumeClaim: {claimName: c}\n");
+    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no disk image"), "{err}");
+    let pod = PrepareOptions {
+        block_device_dir: Some(e.root.join("dev")),
+        ..PrepareOptions::default()
+    };
+    let err = prepare(&v, &e.ctx, &pod).unwrap_err().to_string();
+    assert!(err.contains("neither block device "), "{err}");
 }
 
 #[test]

@@ -35,7 +35,7 @@ pub struct LauncherFlags {
     /// Seconds between a termination signal and a hard kill of the guest
     /// (default: the VMI's terminationGracePeriodSeconds + 15, as
     /// virt-controller passes it).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..=31_536_000), allow_hyphen_values = true)]
     pub grace_period_seconds: Option<i64>,
     /// Allow software emulation (TCG) when /dev/kvm is absent.
     #[arg(long)]
@@ -54,7 +54,8 @@ pub struct LauncherFlags {
     #[arg(long, default_value_t = 0)]
     pub hook_sidecars: u32,
     /// Address-space limit of `qemu-img info`, in bytes.
-    #[arg(long, default_value_t = storage::DEFAULT_DISK_MEMORY_LIMIT)]
+    #[arg(long, default_value_t = storage::DEFAULT_DISK_MEMORY_LIMIT,
+          value_parser = clap::value_parser!(u64).range(64 << 20..))]
     pub disk_memory_limit: u64,
     /// Directory of the EFI firmware (OVMF/AAVMF).
     #[arg(long)]

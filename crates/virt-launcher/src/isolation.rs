@@ -24,6 +24,9 @@ pub enum IsolationError {
     /// Another launcher holds the state directory.
     #[error("state directory {0} is in use by another virt-launcher")]
     Busy(PathBuf),
+    /// The path exists and is not a directory (a file, or a symbolic link).
+    #[error("state directory {0} is not a directory (symbolic links are refused)")]
+    NotADirectory(PathBuf),
     /// The directory exists, is not empty and was not made by a launcher.
     #[error("state directory {0} exists and was not created by virt-launcher; refusing to use (and empty) it")]
     Foreign(PathBuf),
@@ -77,6 +80,12 @@ impl StateDir {
     /// [`IsolationError::Busy`] when another launcher holds it,
     /// [`IsolationError::Foreign`] for somebody else's directory.
     pub fn acquire(root: &Path) -> Result<StateDir, IsolationError> {
+        match fs::symlink_metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(IsolationError::NotADirectory(root.to_owned())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("stat", root)(e)),
+        }
         let marker = root.join(MARKER);
         match fs::read_dir(root) {
             Ok(mut entries) => {
@@ -247,6 +256,29 @@ impl Mounts {
         Ok(())
     }
 
+    /// Mounts a fresh `/proc` for the launcher's own PID namespace, so
+    /// libvirt's and the launcher's pid lookups see the namespace's pids.
+    ///
+    /// # Errors
+    /// [`IsolationError::Mount`].
+    pub fn mount_proc(&mut self) -> Result<(), IsolationError> {
+        let target = Path::new("/proc");
+        mount(
+            Some("proc"),
+            target,
+            Some("proc"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            None::<&str>,
+        )
+        .map_err(|source| IsolationError::Mount {
+            op: "mount proc",
+            path: target.to_owned(),
+            source,
+        })?;
+        self.targets.push(target.to_owned());
+        Ok(())
+    }
+
     /// Detaches every mount, last first (before the state directory is
     /// removed, so no removal can reach through a mount).
     pub fn unmount_all(&mut self) {
@@ -272,6 +304,18 @@ mod tests {
         assert!(matches!(
             StateDir::acquire(Path::new("/")),
             Err(IsolationError::Foreign(_))
+        ));
+        let file = d.path().join("precious");
+        assert!(matches!(
+            StateDir::acquire(&file),
+            Err(IsolationError::NotADirectory(_))
+        ));
+        let empty = tempfile::tempdir().unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(empty.path(), &link).unwrap();
+        assert!(matches!(
+            StateDir::acquire(&link),
+            Err(IsolationError::NotADirectory(_))
         ));
     }
 

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use api::{Arch, VirtualMachineInstance};
@@ -57,9 +57,9 @@ impl LauncherError {
 impl From<IsolationError> for LauncherError {
     fn from(e: IsolationError) -> Self {
         match e {
-            IsolationError::Busy(_) | IsolationError::Foreign(_) => {
-                LauncherError::Input(e.to_string())
-            }
+            IsolationError::Busy(_)
+            | IsolationError::Foreign(_)
+            | IsolationError::NotADirectory(_) => LauncherError::Input(format!("--state-dir: {e}")),
             _ => LauncherError::Runtime(e.to_string()),
         }
     }
@@ -219,9 +219,9 @@ pub fn run_vmi(
         ConvertError::Host(m) => LauncherError::Runtime(m),
         other => LauncherError::Input(other.to_string()),
     })?;
-    let images = match settings.mode {
-        Mode::Standalone => container_disk_images(vmi, settings)?,
-        Mode::Pod => Vec::new(),
+    let (images, host_disk_dirs) = match settings.mode {
+        Mode::Standalone => (container_disk_images(vmi, settings)?, host_disk_dirs(vmi)?),
+        Mode::Pod => (Vec::new(), Vec::new()),
     };
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
@@ -259,7 +259,26 @@ pub fn run_vmi(
             let target = PathBuf::from(converter::disks::container_disk_image(&ctx, *index));
             mounts.bind_file_read_only(source, &target)?;
         }
-        run_in_runtime(vmi, flags, &ctx, &daemon, started)
+        for (dir, target) in &host_disk_dirs {
+            mounts.bind_dir(dir, target)?;
+        }
+        if process::is_pid1() {
+            mounts.mount_proc()?;
+        }
+        // A panic must not skip the clean-up below (daemons, mounts, state).
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_in_runtime(vmi, flags, &ctx, &daemon, settings.mode, started)
+        }))
+        .unwrap_or_else(|p| {
+            let what = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown");
+            Err(LauncherError::Runtime(format!(
+                "internal error (panic: {what})"
+            )))
+        })
     })();
     mounts.unmount_all();
     if settings.keep_state {
@@ -270,13 +289,47 @@ pub fn run_vmi(
     result
 }
 
+/// For each hostDisk volume, the host directory holding its image and where
+/// virt-handler would mount it (`<private-dir>/vmi-disks/<vol>`): a hostDisk
+/// is a file on the host, so standalone mode shows the launcher that file's
+/// directory (created files land at the declared host path).
+fn host_disk_dirs(vmi: &VirtualMachineInstance) -> Result<Vec<(PathBuf, PathBuf)>, LauncherError> {
+    let mut out = Vec::new();
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        let Some(h) = &v.host_disk else { continue };
+        let dir = Path::new(&h.path).parent().unwrap_or(Path::new("/"));
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            _ => {
+                return Err(LauncherError::Input(format!(
+                    "spec.volumes[{i}].hostDisk.path: directory {} does not exist on this host",
+                    dir.display()
+                )))
+            }
+        }
+        out.push((
+            dir.to_owned(),
+            PathBuf::from(format!("{PRIVATE_DIR}/vmi-disks/{}", v.name)),
+        ));
+    }
+    Ok(out)
+}
+
 /// Pairs each containerDisk volume with its host image (`--container-disk`).
 fn container_disk_images(
     vmi: &VirtualMachineInstance,
     s: &RuntimeSettings,
 ) -> Result<Vec<(usize, PathBuf)>, LauncherError> {
     let mut out = Vec::new();
-    for (name, _) in &s.container_disks {
+    for (n, (name, _)) in s.container_disks.iter().enumerate() {
+        if s.container_disks[..n]
+            .iter()
+            .any(|(other, _)| other == name)
+        {
+            return Err(LauncherError::Input(format!(
+                "--container-disk {name}=... is given twice"
+            )));
+        }
         if !vmi
             .spec
             .volumes
@@ -355,6 +408,7 @@ fn run_in_runtime(
     flags: &LauncherFlags,
     ctx: &ConvertContext,
     daemon: &DaemonKind,
+    mode: Mode,
     started: Instant,
 ) -> Result<(), LauncherError> {
     initialize_dirs(vmi, flags)?;
@@ -405,7 +459,10 @@ fn run_in_runtime(
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 
-    let result = run_domain(vmi, flags, ctx, daemon, &sup, started);
+    // Block-mode PVCs are device nodes in the pod's /dev; standalone has none
+    // (the host's /dev is never handed out by volume name).
+    let block_device_dir = (mode == Mode::Pod).then(|| Path::new("/dev"));
+    let result = run_domain(vmi, flags, ctx, daemon, &sup, block_device_dir, started);
     sup.stop(Duration::from_secs(5));
     kill_leftover_children();
     result
@@ -440,6 +497,7 @@ fn run_domain(
     ctx: &ConvertContext,
     daemon: &DaemonKind,
     sup: &Supervisor,
+    block_device_dir: Option<&Path>,
     started: Instant,
 ) -> Result<(), LauncherError> {
     let connector = Connector {
@@ -450,6 +508,7 @@ fn run_domain(
     let prepare = PrepareOptions {
         disk_memory_limit: flags.disk_memory_limit,
         owner: None,
+        block_device_dir: block_device_dir.map(Path::to_path_buf),
     };
     let manager = LibvirtDomainManager::new(connector, ctx.clone(), prepare)
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
@@ -458,20 +517,15 @@ fn run_domain(
         tracing::info!(version = %v, "hypervisor");
     }
 
-    let signals = Arc::new(AtomicUsize::new(0));
-    for sig in [
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGQUIT,
-    ] {
-        signal_hook::flag::register_usize(sig, Arc::clone(&signals), sig as usize)
-            .map_err(|e| LauncherError::Runtime(format!("cannot install signal handler: {e}")))?;
-    }
+    let signals = signals();
 
-    let synced = manager.sync_vmi(vmi);
+    let synced = sync_watching_signals(vmi, &manager, &signals, flags.qemu_timeout);
     let outcome = match synced {
-        Ok(_) => {
+        Ok(false) => {
+            tracing::info!("termination signal during start: domain stopped");
+            Ok(())
+        }
+        Ok(true) => {
             tracing::info!(ms = ms(started), domain = %vmi.domain_name(), "domain running");
             let grace = Duration::from_secs(
                 grace_period(flags.grace_period_seconds, vmi)
@@ -500,6 +554,96 @@ fn run_domain(
         tracing::warn!("undefine: {e}");
     }
     outcome
+}
+
+/// SyncVMI in a helper thread, so that a termination signal or
+/// `--qemu-timeout` is honoured while libvirt starts QEMU (which can block
+/// for minutes): on either, the QEMU being started is killed, which makes
+/// libvirt's start fail and return. Ok(true) = running, Ok(false) = stopped
+/// by a signal.
+fn sync_watching_signals(
+    vmi: &VirtualMachineInstance,
+    manager: &LibvirtDomainManager,
+    signals: &AtomicUsize,
+    timeout: Duration,
+) -> Result<bool, ManagerError> {
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        let sync = std::thread::Builder::new()
+            .name("sync-vmi".into())
+            .spawn_scoped(scope, || manager.sync_vmi(vmi));
+        let sync = match sync {
+            Ok(h) => h,
+            Err(e) => {
+                return Err(ManagerError::Convert(ConvertError::Host(format!(
+                    "cannot start the sync thread: {e}"
+                ))))
+            }
+        };
+        let mut stopping: Option<&str> = None;
+        while !sync.is_finished() {
+            if stopping.is_none() {
+                if signals.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+                    stopping = Some("termination signal");
+                } else if start.elapsed() > timeout {
+                    stopping = Some("qemu timeout");
+                }
+                if let Some(why) = stopping {
+                    tracing::warn!("{why} while the domain is starting: stopping QEMU");
+                }
+            }
+            if stopping.is_some() {
+                if let Some(pid) = crate::monitor::qemu_pid(vmi) {
+                    let _ = kill(
+                        Pid::from_raw(i32::try_from(pid).unwrap_or(0)),
+                        Signal::SIGKILL,
+                    );
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let res = sync.join().unwrap_or_else(|_| {
+            Err(ManagerError::Convert(ConvertError::Host(
+                "the sync thread panicked".into(),
+            )))
+        });
+        match (stopping, res) {
+            (Some("qemu timeout"), _) => Err(ManagerError::Convert(ConvertError::Host(format!(
+                "timed out after {} s waiting for the domain to start (--qemu-timeout)",
+                timeout.as_secs()
+            )))),
+            (Some(_), _) => Ok(false),
+            (None, r) => r.map(|_| true),
+        }
+    })
+}
+
+static SIGNALS: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+
+/// The last termination signal received (0: none yet).
+fn signals() -> Arc<AtomicUsize> {
+    Arc::clone(SIGNALS.get_or_init(|| Arc::new(AtomicUsize::new(0))))
+}
+
+/// Records SIGTERM, SIGINT, SIGHUP and SIGQUIT instead of dying on them
+/// (KubeVirt's launcher does the same): called first thing, so a signal
+/// during start-up is never lost; as PID 1 an unhandled one would be
+/// ignored. The domain is then shut down in order.
+///
+/// # Errors
+/// [`LauncherError::Runtime`] when a handler cannot be installed.
+pub fn install_signal_handlers() -> Result<(), LauncherError> {
+    let flag = signals();
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGQUIT,
+    ] {
+        signal_hook::flag::register_usize(sig, Arc::clone(&flag), sig as usize)
+            .map_err(|e| LauncherError::Runtime(format!("cannot install signal handler: {e}")))?;
+    }
+    Ok(())
 }
 
 fn ms(since: Instant) -> u64 {

@@ -13,6 +13,7 @@ mod isolation;
 mod launcher;
 mod logging;
 mod monitor;
+mod pidns;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -84,24 +85,42 @@ fn parse_container_disk(s: &str) -> Result<(String, PathBuf), String> {
     }
 }
 
+/// Largest manifest accepted (a VMI is a few KiB).
+const MAX_INPUT: u64 = 16 << 20;
+
 fn read_input(path: &PathBuf) -> Result<Vec<u8>, LauncherError> {
     if path.as_os_str() == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
-            .take(16 << 20)
+            .take(MAX_INPUT + 1)
             .read_to_end(&mut buf)
             .map_err(|e| LauncherError::Input(format!("reading standard input: {e}")))?;
+        if buf.len() as u64 > MAX_INPUT {
+            return Err(LauncherError::Input(
+                "standard input: larger than 16 MiB".into(),
+            ));
+        }
         return Ok(buf);
     }
-    let meta = std::fs::metadata(path)
-        .map_err(|e| LauncherError::Input(format!("{}: {e}", path.display())))?;
-    if meta.len() > 16 << 20 {
+    let err = |e: std::io::Error| LauncherError::Input(format!("{}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if !meta.is_file() {
+        return Err(LauncherError::Input(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_INPUT + 1).read_to_end(&mut buf))
+        .map_err(err)?;
+    if buf.len() as u64 > MAX_INPUT {
         return Err(LauncherError::Input(format!(
             "{}: larger than 16 MiB",
             path.display()
         )));
     }
-    std::fs::read(path).map_err(|e| LauncherError::Input(format!("{}: {e}", path.display())))
+    Ok(buf)
 }
 
 fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
@@ -153,6 +172,8 @@ fn validate_xml(xml: &str) -> Result<(), LauncherError> {
 }
 
 fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
+    pidns::setup_inner()?;
+    launcher::install_signal_handlers()?;
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let bytes = read_input(&args.file)?;
     let vmi = launcher::load(&bytes, &args.flags, arch)?;
@@ -181,6 +202,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
                 .into(),
         ));
     };
+    launcher::install_signal_handlers()?;
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let vmi = launcher::load(doc.as_bytes(), flags, arch)?;
     let settings = RuntimeSettings {
@@ -201,6 +223,12 @@ fn main() -> ExitCode {
         _ => cli.flags.verbosity,
     };
     logging::init(verbosity);
+    if matches!(cli.command, Some(Command::Run(_))) && pidns::needed() {
+        return pidns::run_outer().unwrap_or_else(|e| {
+            eprintln!("virt-launcher: {e}");
+            ExitCode::from(e.exit_code())
+        });
+    }
     let res = match &cli.command {
         Some(Command::Convert(a)) => convert(a),
         Some(Command::Run(a)) => run(a, started),

@@ -256,6 +256,14 @@ impl DomainManager for LibvirtDomainManager {
     fn sync_vmi(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
         let spec = self.convert(vmi)?;
         let xml = spec.to_xml()?;
+        if xml.contains('\0') {
+            // The converter refuses such text field by field; never hand
+            // libvirt (or the binding, which panics on it) a NUL byte.
+            return Err(ManagerError::Convert(ConvertError::invalid(
+                "spec",
+                "contains a NUL character, which XML cannot carry",
+            )));
+        }
         let flags = if vmi.spec.start_strategy.as_deref() == Some("Paused") {
             sys::VIR_DOMAIN_START_PAUSED
         } else {

@@ -198,7 +198,12 @@ fn relay(name: &str, err: impl std::io::Read) {
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line);
                 let text = text.trim_end();
-                if !text.is_empty() {
+                // libvirt's lines read "<time>: <thread>: <level> : <message>".
+                if text.contains(": error : ") {
+                    tracing::error!(component = %name, "{text}");
+                } else if text.contains(": warning : ") {
+                    tracing::warn!(component = %name, "{text}");
+                } else if !text.is_empty() {
                     tracing::info!(component = %name, "{text}");
                 }
             }

@@ -42,9 +42,19 @@ fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let last = stderr.lines().last().unwrap_or("").to_owned();
+    // Refused before anything starts: no state directory; refused later
+    // (a volume checked once the runtime exists): an emptied one.
+    let left: Vec<String> = std::fs::read_dir(&state)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     assert!(
-        !state.exists(),
-        "state directory created for refused input: {stderr}"
+        left.iter()
+            .all(|n| n == ".lock" || n == ".virt-launcher-state"),
+        "state left behind for refused input: {left:?}\n{stderr}"
     );
     assert!(processes_mentioning(&uid).is_empty());
     (out.status.code().unwrap_or(-1), last)
@@ -179,4 +189,73 @@ fn path_traversal_in_names() {
 fn unsupported_feature_is_named() {
     let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      interfaces:\n      - name: default\n        masquerade: {{}}\n  networks:\n  - name: default\n    pod: {{}}\n{}", volumes());
     assert_refused(&y, &[], "spec.domain.devices.interfaces: network interfaces (pod networking phase 2) is not supported yet");
+}
+
+#[test]
+fn host_block_devices_are_never_taken_for_a_pvc() {
+    // /dev/vda is this machine's disk: a PVC named vda must not become it.
+    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      disks:\n      - name: vda\n        disk: {{bus: virtio}}\n  volumes:\n  - name: vda\n    persistentVolumeClaim: {{claimName: x}}\n");
+    let (code, line) = refuse(&y, &["--no-disk"]);
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.contains("spec.volumes[0].persistentVolumeClaim: no disk image"),
+        "{line}"
+    );
+}
+
+#[test]
+fn nul_in_free_text_is_refused_not_a_panic() {
+    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    firmware: {{serial: \"a\\u0000b\"}}\n{}", volumes());
+    assert_refused(
+        &y,
+        &[],
+        "spec.domain.firmware.serial: contains the character U+0000",
+    );
+}
+
+#[test]
+fn input_that_is_not_a_regular_file() {
+    require_stack();
+    let out = Command::new(launcher_bin())
+        .args(["convert", "/dev/zero"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/dev/zero: not a regular file"));
+}
+
+#[test]
+fn a_foreign_state_directory_is_never_emptied() {
+    require_stack();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("precious"), b"keep me").unwrap();
+    let vmi = dir.path().join("vmi.yaml");
+    std::fs::write(
+        &vmi,
+        format!(
+            "{HEAD}spec:\n  domain: {{memory: {{guest: 64Mi}}}}\n{}",
+            volumes()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(launcher_bin())
+        .arg("run")
+        .arg(&vmi)
+        .args(["--use-emulation", "--state-dir"])
+        .arg(dir.path())
+        .arg("--container-disk")
+        .arg(format!("containerdisk={}", guest_image().display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--state-dir: state directory")
+            && err.contains("was not created by virt-launcher"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("precious")).unwrap(),
+        b"keep me"
+    );
 }

@@ -92,6 +92,7 @@ pub struct Launcher {
     log_path: PathBuf,
     exit: Option<ExitStatus>,
     wrapped: bool,
+    ns: std::cell::OnceCell<Option<String>>,
 }
 
 /// Options for [`Launcher::start`].
@@ -137,6 +138,12 @@ impl Launcher {
         Self::start_wrapped(yaml, opts, &[])
     }
 
+    /// Like [`Launcher::start`], reusing `dir` (its state directory) from an
+    /// earlier launcher.
+    pub fn start_in(yaml: &str, opts: &Opts<'_>, dir: &Path) -> Launcher {
+        Self::start_wrapped_in(yaml, opts, &[], Some(dir))
+    }
+
     /// Pod mode (see [`Opts::pod`]).
     pub fn start_pod(yaml: &str) -> Launcher {
         Self::start_wrapped(
@@ -152,6 +159,15 @@ impl Launcher {
     /// Like [`Launcher::start`], with the launcher run through `wrapper`
     /// (e.g. `unshare --pid --fork` to make it PID 1).
     pub fn start_wrapped(yaml: &str, opts: &Opts<'_>, wrapper: &[&str]) -> Launcher {
+        Self::start_wrapped_in(yaml, opts, wrapper, None)
+    }
+
+    fn start_wrapped_in(
+        yaml: &str,
+        opts: &Opts<'_>,
+        wrapper: &[&str],
+        reuse: Option<&Path>,
+    ) -> Launcher {
         require_stack();
         let image = guest_image();
         let dir = tempfile::Builder::new()
@@ -162,7 +178,7 @@ impl Launcher {
         fs::write(&vmi_path, yaml).expect("write vmi");
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let uid = format!("e2e-{}-{n}", std::process::id());
-        let state = dir.path().join("state");
+        let state = reuse.unwrap_or(dir.path()).join("state");
         let log_path = dir.path().join("launcher.log");
         let log = fs::File::create(&log_path).expect("log file");
         let mut cmd = match wrapper.split_first() {
@@ -203,6 +219,7 @@ impl Launcher {
             log_path,
             exit: None,
             wrapped: !wrapper.is_empty(),
+            ns: std::cell::OnceCell::new(),
         }
     }
 
@@ -282,7 +299,46 @@ impl Launcher {
     }
 
     /// The QEMU pid from libvirt's pid file.
+    /// The process doing the work: `run` re-executes itself as PID 1 of
+    /// its own PID namespace, so that is the outer process's child.
+    pub fn worker_pid(&self) -> u32 {
+        let outer = self.pid();
+        let bin = launcher_bin().canonicalize().ok();
+        let children =
+            fs::read_to_string(format!("/proc/{outer}/task/{outer}/children")).unwrap_or_default();
+        children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .find(|p| fs::read_link(format!("/proc/{p}/exe")).ok() == bin)
+            .unwrap_or(outer)
+    }
+
+    /// The launcher's own PID namespace (`pid:[inode]`), when it has one;
+    /// remembered, so it can be checked after the launcher exited.
+    pub fn pid_ns(&self) -> Option<String> {
+        self.ns
+            .get_or_init(|| {
+                let mine = fs::read_link("/proc/self/ns/pid").ok()?;
+                // The inner process appears a moment after the outer one.
+                for _ in 0..100 {
+                    let w = self.worker_pid();
+                    if let Ok(ns) = fs::read_link(format!("/proc/{w}/ns/pid")) {
+                        if ns != mine {
+                            return Some(ns.to_string_lossy().into_owned());
+                        }
+                    }
+                    thread::sleep(Duration::from_millis(20));
+                }
+                None
+            })
+            .clone()
+    }
+
+    /// The QEMU pid (host view).
     pub fn qemu_pid(&self) -> Option<u32> {
+        if self.pid_ns().is_some() {
+            return self.qemu_pid_of(&self.domain);
+        }
         fs::read_to_string(
             self.state
                 .join(format!("libvirt/run/qemu/{}.pid", self.domain)),
@@ -293,14 +349,48 @@ impl Launcher {
         .ok()
     }
 
-    /// Pids of the daemons the launcher reported starting.
+    /// The QEMU pid (host view) of domain `name` in the launcher's namespace.
+    pub fn qemu_pid_of(&self, name: &str) -> Option<u32> {
+        let ns = self.pid_ns()?;
+        processes_in_ns(&ns).into_iter().map(|(p, _)| p).find(|p| {
+            fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&format!("guest={name},")))
+        })
+    }
+
+    /// Pids (host view) of the libvirt daemons.
     pub fn daemon_pids(&self) -> Vec<u32> {
+        if let Some(ns) = self.pid_ns() {
+            return processes_in_ns(&ns)
+                .into_iter()
+                .filter(|(_, c)| ["libvirtd", "virtlogd", "virtqemud"].contains(&c.as_str()))
+                .map(|(p, _)| p)
+                .collect();
+        }
         self.log()
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|v| v["msg"] == "started" && v.get("daemon").is_some())
             .filter_map(|v| v["pid"].as_u64().and_then(|p| u32::try_from(p).ok()))
             .collect()
+    }
+
+    /// Pid (host view) of the daemon called `name`.
+    pub fn daemon_pid(&self, name: &str) -> Option<u32> {
+        let ns = self.pid_ns()?;
+        processes_in_ns(&ns)
+            .into_iter()
+            .find(|(_, c)| c == name)
+            .map(|(p, _)| p)
+    }
+
+    /// How many times the launcher started a daemon (restarts included).
+    pub fn daemon_starts(&self) -> usize {
+        self.log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["msg"] == "started" && v.get("daemon").is_some())
+            .count()
     }
 
     /// Sends `sig` to the launcher (not to a wrapper such as `unshare`).
@@ -359,6 +449,23 @@ pub fn alive(pid: u32) -> bool {
             .is_none_or(|(_, r)| !r.trim_start().starts_with('Z')),
         Err(_) => false,
     }
+}
+
+/// Live processes (pid, comm) in PID namespace `ns`.
+pub fn processes_in_ns(ns: &str) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if fs::read_link(e.path().join("ns/pid")).is_ok_and(|l| l.to_string_lossy() == ns)
+            && alive(pid)
+        {
+            let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            out.push((pid, comm.trim().to_owned()));
+        }
+    }
+    out
 }
 
 /// Pids whose command line mentions `needle`.

@@ -12,6 +12,13 @@ fn assert_all_gone(l: &Launcher, qemu: u32, daemons: &[u32]) {
     for d in daemons {
         assert!(!alive(*d), "daemon {d} still running");
     }
+    if let Some(ns) = l.pid_ns() {
+        let left = crate::harness::processes_in_ns(&ns);
+        assert!(
+            left.is_empty(),
+            "processes left in the launcher's PID namespace: {left:?}"
+        );
+    }
     let left = processes_mentioning(&l.uid);
     assert!(
         left.is_empty(),
@@ -183,12 +190,11 @@ fn restarts_a_killed_libvirt_daemon_and_keeps_the_guest() {
     let mut l = Launcher::start(&guest_vmi("daemonkill", "virtio"), &Opts::default());
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let qemu = l.qemu_pid().expect("qemu pid");
-    let first = l.daemon_pids();
-    let libvirtd = *first.last().expect("daemon pid");
+    let libvirtd = l.daemon_pid("libvirtd").expect("libvirtd pid");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(libvirtd as i32), Signal::SIGKILL).unwrap();
     // The supervisor restarts it; the guest keeps running.
     let start = std::time::Instant::now();
-    while l.daemon_pids().len() < 3 {
+    while l.daemon_starts() < 3 {
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "daemon not restarted\n{}",
@@ -349,11 +355,9 @@ fn leaves_no_qemu_behind_even_for_domains_it_did_not_start() {
     assert!(ok, "{msg}");
     let (ok, msg) = l.virsh(&["start", "e2e_intruder"]);
     assert!(ok, "{msg}");
-    let pid: u32 = std::fs::read_to_string(l.state.join("libvirt/run/qemu/e2e_intruder.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = l
+        .qemu_pid_of("e2e_intruder")
+        .expect("the second domain's QEMU");
     assert!(alive(pid));
     l.signal(Signal::SIGTERM);
     assert!(
@@ -370,4 +374,91 @@ fn leaves_no_qemu_behind_even_for_domains_it_did_not_start() {
         "{}",
         l.log()
     );
+}
+
+#[test]
+fn sigkill_of_the_launcher_takes_everything_down_and_a_rerun_works() {
+    let mut l = Launcher::start(&guest_vmi("killed", "virtio"), &Opts::default());
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let qemu = l.qemu_pid().expect("qemu pid");
+    let ns = l.pid_ns().expect("run makes its own PID namespace");
+    l.signal(Signal::SIGKILL);
+    let st = l.wait_exit(Duration::from_secs(30));
+    assert!(!st.success());
+    // PID 1 of the namespace died with the outer process: the kernel killed the rest.
+    let t = std::time::Instant::now();
+    while !crate::harness::processes_in_ns(&ns).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "left: {:?}",
+            crate::harness::processes_in_ns(&ns)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(qemu));
+    // The same state directory serves the next run.
+    let mut again = Launcher::start_in(
+        &guest_vmi("killed", "virtio"),
+        &Opts::default(),
+        l.dir.path(),
+    );
+    again.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    again.signal(Signal::SIGTERM);
+    assert!(
+        again.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        again.log()
+    );
+}
+
+#[test]
+fn qemu_timeout_is_honoured_while_the_domain_starts() {
+    let mut l = Launcher::start(
+        &guest_vmi("slow", "virtio"),
+        &Opts {
+            args: &["--qemu-timeout", "0s"],
+            ..Opts::default()
+        },
+    );
+    let st = l.wait_exit(Duration::from_secs(60));
+    assert_eq!(st.code(), Some(1), "{}", l.log());
+    assert!(
+        l.log()
+            .contains("waiting for the domain to start (--qemu-timeout)"),
+        "{}",
+        l.log()
+    );
+    assert!(processes_mentioning(&l.uid).is_empty());
+}
+
+#[test]
+fn host_disk_is_a_file_on_the_host() {
+    let host = tempfile::tempdir().unwrap();
+    let img = host.path().join("data.img");
+    let yaml = guest_vmi("hostdisk", "virtio").replace(
+        "  - name: scratch\n    emptyDisk: {capacity: 64Mi}\n",
+        &format!(
+            "  - name: scratch\n    hostDisk: {{path: {}, type: DiskOrCreate, capacity: 32Mi}}\n",
+            img.display()
+        ),
+    );
+    let mut l = Launcher::start(&yaml, &Opts::default());
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (_, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/scratch/data.img"),
+        "{xml}"
+    );
+    assert_eq!(
+        std::fs::metadata(&img).unwrap().len(),
+        32 << 20,
+        "created at the declared host path"
+    );
+    l.signal(Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(img.is_file(), "a host disk outlives the VM");
 }

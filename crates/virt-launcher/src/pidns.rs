@@ -1,0 +1,132 @@
+//! Standalone runs as PID 1 of its own PID namespace.
+//!
+//! In a pod, the container is torn down with the launcher, so nothing it
+//! started can outlive it. Standalone, the launcher gives itself the same
+//! guarantee: `virt-launcher run` creates a PID namespace and re-executes
+//! itself as its first process (PID 1). When PID 1 exits, for any reason
+//! including SIGKILL, the kernel kills every process in the namespace:
+//! libvirt's daemons and QEMU never become orphans that a later run could
+//! collide with. The outer process only forwards termination signals and
+//! passes the exit status on; if it is killed, the inner one is killed too
+//! (`PR_SET_PDEATHSIG`), with a pipe closing the window before that is set.
+//!
+//! No `fork` is needed (and no `unsafe`): after `unshare(CLONE_NEWPID)` the
+//! calling process stays where it is and its next child is the new
+//! namespace's PID 1.
+
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::{Command, ExitCode};
+use std::thread;
+use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::launcher::LauncherError;
+
+/// Set in the inner process: `<read-fd>,<write-fd>` of the liveness pipe.
+const ENV_INNER: &str = "VIRT_LAUNCHER_PIDNS_PIPE";
+
+/// True when this process should create the namespace and re-execute
+/// itself: not already PID 1 (inside `unshare --pid`, say) and not the
+/// inner process.
+pub fn needed() -> bool {
+    !process::is_pid1() && std::env::var_os(ENV_INNER).is_none()
+}
+
+/// The outer process: creates the PID namespace, starts this program again
+/// inside it with the same arguments, forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT
+/// and returns the inner process's exit status.
+///
+/// # Errors
+/// [`LauncherError::Runtime`] when the namespace or the child cannot be
+/// created (without root: EPERM).
+pub fn run_outer() -> Result<ExitCode, LauncherError> {
+    let fail =
+        |what: &str, e: &dyn std::fmt::Display| LauncherError::Runtime(format!("{what}: {e}"));
+    unshare(CloneFlags::CLONE_NEWPID).map_err(|e| {
+        fail(
+            "cannot create a PID namespace (standalone mode needs root)",
+            &e,
+        )
+    })?;
+    // Not close-on-exec: the inner process inherits both ends and keeps the
+    // read end; it sees EOF (POLLHUP) once this process is gone.
+    let (r, w) = nix::unistd::pipe().map_err(|e| fail("pipe", &e))?;
+    let exe = std::env::current_exe().map_err(|e| fail("cannot find this program", &e))?;
+    let mut child = Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(ENV_INNER, format!("{},{}", r.as_raw_fd(), w.as_raw_fd()))
+        .spawn()
+        .map_err(|e| fail("cannot start the launcher in its PID namespace", &e))?;
+    drop(r);
+    let child_pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGQUIT,
+    ])
+    .map_err(|e| fail("cannot install signal handlers", &e))?;
+    loop {
+        for sig in signals.pending() {
+            if let Ok(s) = Signal::try_from(sig) {
+                let _ = kill(child_pid, s);
+            }
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                drop(w);
+                let code = status
+                    .code()
+                    .or_else(|| {
+                        std::os::unix::process::ExitStatusExt::signal(&status).map(|s| 128 + s)
+                    })
+                    .unwrap_or(1);
+                return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+            }
+            Ok(None) => thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(fail("waiting for the launcher", &e)),
+        }
+    }
+}
+
+/// The inner process, first thing: dies with the outer process, and
+/// refuses to go on if it is already gone.
+///
+/// # Errors
+/// [`LauncherError::Runtime`] when the outer process has already exited.
+pub fn setup_inner() -> Result<(), LauncherError> {
+    let Some(fds) = std::env::var_os(ENV_INNER) else {
+        return Ok(());
+    };
+    let parse = |s: Option<&str>| s.and_then(|v| v.parse::<RawFd>().ok());
+    let text = fds.to_string_lossy().into_owned();
+    let mut it = text.split(',');
+    let (Some(r), Some(w)) = (parse(it.next()), parse(it.next())) else {
+        return Err(LauncherError::Runtime(format!(
+            "{ENV_INNER}={text} is malformed"
+        )));
+    };
+    let _ = nix::unistd::close(w);
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| LauncherError::Runtime(format!("PR_SET_PDEATHSIG: {e}")))?;
+    // Reopen the inherited read end through /proc (no raw-descriptor
+    // borrowing needed); with no writer left, poll reports a hang-up.
+    let pipe = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{r}"))
+        .map_err(|e| LauncherError::Runtime(format!("liveness pipe: {e}")))?;
+    let _ = nix::unistd::close(r);
+    let mut pfd = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
+    if poll(&mut pfd, PollTimeout::ZERO).is_ok_and(|n| n > 0) {
+        return Err(LauncherError::Runtime(
+            "the outer virt-launcher process is gone".into(),
+        ));
+    }
+    Ok(())
+}
