@@ -112,9 +112,22 @@ def run_once(kvm, idle, measure_memory):
             time.sleep(0.01)
     if measure_memory:
         time.sleep(idle)
-        res["mem"] = {"launcher": memory(p.pid)}
-        for name, pid in daemons.items():
-            res["mem"][name] = memory(pid)
+        # `run` re-executes itself as PID 1 of its own PID namespace; the
+        # daemons' logged pids are that namespace's, so find them by name.
+        inner = int(Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split()[0])
+        ns = os.readlink(f"/proc/{inner}/ns/pid")
+        res["mem"] = {"launcher": memory(inner), "launcher-outer": memory(p.pid)}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                if os.readlink(f"/proc/{d}/ns/pid") != ns:
+                    continue
+                comm = Path(f"/proc/{d}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm in ("libvirtd", "virtqemud", "virtlogd"):
+                res["mem"][comm] = memory(int(d))
     p.send_signal(signal.SIGTERM)
     try:
         p.wait(timeout=120)
