@@ -10,6 +10,8 @@
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
+pub mod kubevirt_json;
+
 /// Why XML could not be produced or read.
 #[derive(Debug, thiserror::Error)]
 pub enum XmlError {
@@ -191,6 +193,18 @@ pub struct Os {
     pub smbios: Option<Smbios>,
     /// SeaBIOS options.
     pub bios: Option<BiosOptions>,
+    /// Boot device order (`<boot dev='hd'/>`; libvirt adds one to the live
+    /// XML when no device has a per-device boot order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boot: Vec<OsBoot>,
+}
+
+/// `<os><boot dev='hd'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OsBoot {
+    /// `hd`, `cdrom`, `network`, `fd`.
+    #[serde(rename = "@dev")]
+    pub dev: String,
 }
 
 /// `<os><type>`.
@@ -324,6 +338,38 @@ pub struct Cpu {
     pub feature: Vec<CpuFeature>,
     /// Sockets, cores, threads.
     pub topology: Option<CpuTopology>,
+    /// Guest NUMA cells.
+    #[serde(default)]
+    pub numa: Option<CpuNuma>,
+}
+
+/// `<cpu><numa>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuNuma {
+    /// Cells in order.
+    #[serde(default)]
+    pub cell: Vec<NumaCell>,
+}
+
+/// `<cell id='0' cpus='0-1' memory='1048576' unit='KiB' memAccess='shared'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NumaCell {
+    /// Cell number.
+    #[serde(rename = "@id")]
+    pub id: String,
+    /// vCPU list (`0-1`).
+    #[serde(rename = "@cpus", default)]
+    pub cpus: String,
+    /// Memory in `unit`.
+    #[serde(rename = "@memory", default)]
+    pub memory: Option<u64>,
+    /// Unit of `memory`.
+    #[serde(rename = "@unit", default)]
+    pub unit: Option<String>,
+    /// `shared` / `private`.
+    #[serde(rename = "@memAccess", default)]
+    pub mem_access: Option<String>,
 }
 
 /// `<feature policy='require' name='vmx'/>`.
@@ -485,6 +531,12 @@ pub struct DiskDriver {
     /// virtio-blk queues.
     #[serde(rename = "@queues")]
     pub queues: Option<u32>,
+    /// Dedicated I/O thread.
+    #[serde(rename = "@iothread", default)]
+    pub iothread: Option<u32>,
+    /// `on` to put the device behind the vIOMMU.
+    #[serde(rename = "@iommu", default)]
+    pub iommu: Option<String>,
 }
 
 /// `<source file=.../>` or `<source dev=.../>`.
@@ -591,6 +643,21 @@ pub struct Address {
     /// Drive unit.
     #[serde(rename = "@unit")]
     pub unit: Option<String>,
+    /// mdev UUID.
+    #[serde(rename = "@uuid", default)]
+    pub uuid: Option<String>,
+    /// USB device number.
+    #[serde(rename = "@device", default)]
+    pub device: Option<String>,
+    /// CCW channel subsystem id (s390x).
+    #[serde(rename = "@cssid", default)]
+    pub cssid: Option<String>,
+    /// CCW subchannel set id (s390x).
+    #[serde(rename = "@ssid", default)]
+    pub ssid: Option<String>,
+    /// CCW device number (s390x).
+    #[serde(rename = "@devno", default)]
+    pub devno: Option<String>,
 }
 
 /// `<controller type='scsi' index='0' model='virtio-non-transitional'/>`.
@@ -606,10 +673,28 @@ pub struct Controller {
     /// Model (`none`, `qemu-xhci`, `virtio-non-transitional`, `pcie-root-port`).
     #[serde(rename = "@model")]
     pub model: Option<String>,
+    /// Queue and I/O-thread options.
+    #[serde(default)]
+    pub driver: Option<ControllerDriver>,
     /// Alias.
     pub alias: Option<Alias>,
     /// Guest address.
     pub address: Option<Address>,
+}
+
+/// `<driver iothread='1' queues='2' iommu='on'/>` of a controller.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ControllerDriver {
+    /// Dedicated I/O thread.
+    #[serde(rename = "@iothread", default)]
+    pub iothread: Option<u32>,
+    /// Queues.
+    #[serde(rename = "@queues", default)]
+    pub queues: Option<u32>,
+    /// `on` to put the controller behind the vIOMMU.
+    #[serde(rename = "@iommu", default)]
+    pub iommu: Option<String>,
 }
 
 /// `<serial type='unix'>`.
