@@ -1,12 +1,15 @@
 //! The libvirt side of virt-launcher: the daemons' configuration
 //! ([`config`]) and supervision ([`supervisor`]), the connection
-//! ([`connection`]), KubeVirt's state names ([`state`]) and the
+//! ([`connection`]), KubeVirt's state names ([`state`]), the domain
+//! statistics ([`stats`]) and the
 //! [`manager::DomainManager`] that runs the VMI's domain.
 
 pub mod config;
 pub mod connection;
+pub mod events;
 pub mod manager;
 pub mod state;
+pub mod stats;
 pub mod supervisor;
 
 pub use manager::{DomainManager, DomainStatus, LibvirtDomainManager, ManagerError};

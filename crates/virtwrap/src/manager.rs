@@ -136,7 +136,7 @@ impl Connector {
 pub struct LibvirtDomainManager {
     conn: Mutex<Connect>,
     connector: Connector,
-    ctx: ConvertContext,
+    ctx: Mutex<ConvertContext>,
     prepare: PrepareOptions,
 }
 
@@ -168,7 +168,7 @@ impl LibvirtDomainManager {
         Ok(LibvirtDomainManager {
             conn: Mutex::new(conn),
             connector,
-            ctx,
+            ctx: Mutex::new(ctx),
             prepare,
         })
     }
@@ -232,9 +232,65 @@ impl LibvirtDomainManager {
     /// # Errors
     /// [`ManagerError::Storage`] or [`ManagerError::Convert`].
     pub fn convert(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
-        let mut ctx = self.ctx.clone();
+        let mut ctx = self
+            .ctx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         ctx.prepared = storage::prepare(vmi, &ctx, &self.prepare)?;
         Ok(converter::convert(vmi, &ctx)?)
+    }
+
+    /// Changes the conversion settings used by later syncs (virt-handler's
+    /// `VirtualMachineOptions`: SMBIOS, balloon period, cluster flags).
+    pub fn update_context(&self, f: impl FnOnce(&mut ConvertContext)) {
+        f(&mut self
+            .ctx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner));
+    }
+
+    /// Resets the domain (a hardware reset, KubeVirt ResetVirtualMachine).
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`], `Domain not found.` when there is none.
+    pub fn reset_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        self.with_conn(|conn| {
+            let d = Self::lookup(conn, vmi)?.ok_or_else(not_found)?;
+            d.reset()?;
+            tracing::info!(domain = %vmi.domain_name(), "domain reset");
+            Ok(())
+        })
+    }
+
+    /// Asks the guest to reboot through ACPI (KubeVirt uses the guest agent
+    /// when it is connected; that arrives with the agent support).
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`], `Domain not found.` when there is none.
+    pub fn soft_reboot_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        self.with_conn(|conn| {
+            let d = Self::lookup(conn, vmi)?.ok_or_else(not_found)?;
+            d.reboot(sys::VIR_DOMAIN_REBOOT_ACPI_POWER_BTN)?;
+            tracing::info!(domain = %vmi.domain_name(), "sent ACPI reboot");
+            Ok(())
+        })
+    }
+
+    /// Runs `f` on the live domain called `name`, `None` when absent.
+    ///
+    /// # Errors
+    /// [`ManagerError`] from libvirt or `f`.
+    pub fn with_domain<T>(
+        &self,
+        name: &str,
+        f: impl Fn(&VirtDomain) -> Result<T, ManagerError>,
+    ) -> Result<Option<T>, ManagerError> {
+        self.with_conn(|conn| match VirtDomain::lookup_by_name(conn, name) {
+            Ok(d) => f(&d).map(Some),
+            Err(e) if e.code() == ErrorNumber::NoDomain => Ok(None),
+            Err(e) => Err(e.into()),
+        })
     }
 
     /// libvirt's version as KubeVirt's GetQemuVersion reports it (`QEMU 10.0.2`).

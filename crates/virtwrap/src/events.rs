@@ -1,0 +1,311 @@
+//! libvirt domain events: lifecycle, reboot, guest agent lifecycle and
+//! device removal, delivered to a channel.
+//!
+//! libvirt calls event callbacks from its event loop; the `virt` crate has
+//! the default event loop implementation ([`virt::event`]) but no wrapper for
+//! `virConnectDomainEventRegisterAny`, so this module calls it through
+//! `virt::sys` (the only `unsafe` in the project). Each callback copies the
+//! event into an owned [`DomainEvent`] and sends it; nothing else happens on
+//! libvirt's thread, so a slow consumer never blocks the event loop.
+//!
+//! A watcher thread keeps a dedicated connection with the callbacks
+//! registered; when the daemon dies (the supervisor restarts it) the
+//! connection is re-opened, the callbacks re-registered and
+//! [`DomainEvent::Reconnected`] sent, so the consumer can resync (KubeVirt
+//! sends an ERROR notification and re-reads the domain).
+
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Once};
+use std::thread;
+use std::time::Duration;
+
+use virt::connect::Connect;
+use virt::sys;
+
+use crate::manager::Connector;
+
+/// An event of the VMI's domain (or a reconnection to the daemon).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DomainEvent {
+    /// `VIR_DOMAIN_EVENT_ID_LIFECYCLE`: `virDomainEventType` and its detail.
+    Lifecycle {
+        /// Domain name.
+        domain: String,
+        /// `VIR_DOMAIN_EVENT_*` (0 defined, 1 undefined, 2 started, 3 suspended, 4 resumed, 5 stopped, 6 shutdown ...).
+        event: i32,
+        /// Event-specific detail.
+        detail: i32,
+    },
+    /// `VIR_DOMAIN_EVENT_ID_REBOOT`.
+    Reboot {
+        /// Domain name.
+        domain: String,
+    },
+    /// `VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE`: 1 connected, 2 disconnected.
+    AgentLifecycle {
+        /// Domain name.
+        domain: String,
+        /// `VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_*`.
+        state: i32,
+    },
+    /// `VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED`.
+    DeviceRemoved {
+        /// Domain name.
+        domain: String,
+        /// Alias of the removed device.
+        alias: String,
+    },
+    /// The event connection was (re-)established; state may have changed unseen.
+    Reconnected,
+}
+
+static EVENT_LOOP: Once = Once::new();
+
+/// Registers libvirt's default event loop implementation (must happen
+/// before the connections that should deliver events are opened) and runs
+/// it on its own thread. Idempotent.
+pub fn start_event_loop() {
+    EVENT_LOOP.call_once(|| {
+        if let Err(e) = virt::event::event_register_default_impl() {
+            tracing::error!("cannot register libvirt's event loop: {e}");
+            return;
+        }
+        let spawned = thread::Builder::new()
+            .name("libvirt-events".into())
+            .spawn(|| loop {
+                if let Err(e) = virt::event::event_run_default_impl() {
+                    tracing::warn!("libvirt event loop: {e}");
+                    thread::sleep(Duration::from_secs(1));
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start libvirt's event loop thread: {e}");
+        }
+    });
+}
+
+/// Keeps the domain event callbacks registered on a connection made by
+/// `connector`, re-registering after reconnections, until `stop` is set.
+///
+/// # Errors
+/// The thread spawn error.
+pub fn watch(
+    connector: Connector,
+    tx: Sender<DomainEvent>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<thread::JoinHandle<()>> {
+    start_event_loop();
+    thread::Builder::new()
+        .name("domain-events".into())
+        .spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let conn = match connector.connect() {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::warn!("domain events: {e}");
+                        thread::sleep(Duration::from_secs(1));
+                        continue;
+                    }
+                };
+                let ids = register_all(&conn, &tx);
+                let _ = tx.send(DomainEvent::Reconnected);
+                while !stop.load(Ordering::SeqCst) && conn.is_alive().unwrap_or(false) {
+                    thread::sleep(Duration::from_millis(200));
+                }
+                for id in ids {
+                    // SAFETY: `conn` is a live connection handle and `id` came
+                    // from a successful registration on it.
+                    unsafe {
+                        sys::virConnectDomainEventDeregisterAny(conn.as_ptr(), id);
+                    }
+                }
+                let mut conn = conn;
+                let _ = conn.close();
+                if !stop.load(Ordering::SeqCst) {
+                    tracing::warn!("domain event connection lost; reconnecting");
+                    thread::sleep(Duration::from_millis(200));
+                }
+            }
+        })
+}
+
+fn domain_name(dom: sys::virDomainPtr) -> String {
+    // SAFETY: libvirt passes a valid domain pointer to event callbacks for
+    // the duration of the call; the returned name is owned by the domain
+    // object and copied here before returning.
+    unsafe {
+        let p = sys::virDomainGetName(dom);
+        if p.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    }
+}
+
+/// Sends `ev` through the sender behind `opaque`.
+///
+/// # Safety
+/// `opaque` must be the pointer registered by [`register_all`] (a leaked
+/// `Box<Sender<DomainEvent>>`), which lives until libvirt calls [`free_sender`].
+unsafe fn send(opaque: *mut c_void, ev: DomainEvent) {
+    let tx = &*(opaque as *const Sender<DomainEvent>);
+    let _ = tx.send(ev);
+}
+
+unsafe extern "C" fn on_lifecycle(
+    _conn: sys::virConnectPtr,
+    dom: sys::virDomainPtr,
+    event: c_int,
+    detail: c_int,
+    opaque: *mut c_void,
+) -> c_int {
+    send(
+        opaque,
+        DomainEvent::Lifecycle {
+            domain: domain_name(dom),
+            event,
+            detail,
+        },
+    );
+    0
+}
+
+unsafe extern "C" fn on_reboot(
+    _conn: sys::virConnectPtr,
+    dom: sys::virDomainPtr,
+    opaque: *mut c_void,
+) {
+    send(
+        opaque,
+        DomainEvent::Reboot {
+            domain: domain_name(dom),
+        },
+    );
+}
+
+unsafe extern "C" fn on_agent(
+    _conn: sys::virConnectPtr,
+    dom: sys::virDomainPtr,
+    state: c_int,
+    _reason: c_int,
+    opaque: *mut c_void,
+) {
+    send(
+        opaque,
+        DomainEvent::AgentLifecycle {
+            domain: domain_name(dom),
+            state,
+        },
+    );
+}
+
+unsafe extern "C" fn on_device_removed(
+    _conn: sys::virConnectPtr,
+    dom: sys::virDomainPtr,
+    alias: *const c_char,
+    opaque: *mut c_void,
+) {
+    let alias = if alias.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(alias).to_string_lossy().into_owned()
+    };
+    send(
+        opaque,
+        DomainEvent::DeviceRemoved {
+            domain: domain_name(dom),
+            alias,
+        },
+    );
+}
+
+unsafe extern "C" fn free_sender(opaque: *mut c_void) {
+    drop(Box::from_raw(opaque as *mut Sender<DomainEvent>));
+}
+
+/// Registers the four callbacks; returns their registration ids.
+fn register_all(conn: &Connect, tx: &Sender<DomainEvent>) -> Vec<c_int> {
+    // The C API takes every callback as the generic type and calls it with
+    // the signature of its event id (libvirt's VIR_DOMAIN_EVENT_CALLBACK).
+    type Generic = unsafe extern "C" fn(sys::virConnectPtr, sys::virDomainPtr, *mut c_void);
+    // SAFETY: each transmute only changes the declared signature of a
+    // function pointer; libvirt invokes it with the signature that matches
+    // the event id it is registered for, which is the original one.
+    let callbacks: [(c_int, Generic); 4] = unsafe {
+        [
+            (
+                sys::VIR_DOMAIN_EVENT_ID_LIFECYCLE as c_int,
+                std::mem::transmute::<
+                    unsafe extern "C" fn(
+                        sys::virConnectPtr,
+                        sys::virDomainPtr,
+                        c_int,
+                        c_int,
+                        *mut c_void,
+                    ) -> c_int,
+                    Generic,
+                >(on_lifecycle),
+            ),
+            (
+                sys::VIR_DOMAIN_EVENT_ID_REBOOT as c_int,
+                on_reboot as Generic,
+            ),
+            (
+                sys::VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE as c_int,
+                std::mem::transmute::<
+                    unsafe extern "C" fn(
+                        sys::virConnectPtr,
+                        sys::virDomainPtr,
+                        c_int,
+                        c_int,
+                        *mut c_void,
+                    ),
+                    Generic,
+                >(on_agent),
+            ),
+            (
+                sys::VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED as c_int,
+                std::mem::transmute::<
+                    unsafe extern "C" fn(
+                        sys::virConnectPtr,
+                        sys::virDomainPtr,
+                        *const c_char,
+                        *mut c_void,
+                    ),
+                    Generic,
+                >(on_device_removed),
+            ),
+        ]
+    };
+    let mut ids = Vec::new();
+    for (id, cb) in callbacks {
+        let opaque = Box::into_raw(Box::new(tx.clone())) as *mut c_void;
+        // SAFETY: `conn` is live; `opaque` is a leaked Box that libvirt
+        // hands back to `free_sender` exactly once when the callback is
+        // deregistered or the connection closes; on failure it is freed here.
+        let ret = unsafe {
+            sys::virConnectDomainEventRegisterAny(
+                conn.as_ptr(),
+                std::ptr::null_mut(),
+                id,
+                Some(cb),
+                opaque,
+                Some(free_sender),
+            )
+        };
+        if ret < 0 {
+            tracing::warn!(event_id = id, "cannot register the domain event callback");
+            // SAFETY: registration failed, so libvirt did not take ownership.
+            unsafe { free_sender(opaque) };
+        } else {
+            ids.push(ret);
+        }
+    }
+    ids
+}
