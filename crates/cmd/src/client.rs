@@ -1,0 +1,82 @@
+//! A client for the launcher's command socket (and a dialer for Unix
+//! sockets that the notify client shares): what `virt-launcher ctl` and the
+//! tests use. KubeVirt dials with a 2 s connect deadline.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+use tonic::transport::{Channel, Endpoint, Uri};
+use tower::service_fn;
+
+use crate::proto::cmd::cmd_client::CmdClient;
+use crate::proto::cmd_info::cmd_info_client::CmdInfoClient;
+use crate::proto::cmd_info::CmdInfoRequest;
+
+/// KubeVirt's connect deadline for the launcher's sockets.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A gRPC channel over the Unix socket at `path` (the URI is a placeholder
+/// gRPC requires; nothing listens on TCP).
+///
+/// # Errors
+/// The transport error (no socket, refused, timeout).
+pub async fn unix_channel(path: &Path) -> Result<Channel, tonic::transport::Error> {
+    let path: PathBuf = path.to_owned();
+    Endpoint::from_static("http://localhost")
+        .connect_timeout(CONNECT_TIMEOUT)
+        .connect_with_connector(service_fn(move |_: Uri| {
+            let path = path.clone();
+            async move { Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(path).await?)) }
+        }))
+        .await
+}
+
+/// A connected command client, its protocol version checked.
+pub struct Client {
+    /// `kubevirt.cmd.v1.Cmd`.
+    pub cmd: CmdClient<Channel>,
+}
+
+/// Why a client could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Connecting failed.
+    #[error("cannot connect to {0}: {1}")]
+    Connect(PathBuf, tonic::transport::Error),
+    /// The version negotiation failed.
+    #[error("version negotiation with {0} failed: {1}")]
+    Info(PathBuf, tonic::Status),
+    /// No common version.
+    #[error("no compatible version found, server: {server:?}, client: [1]")]
+    Version {
+        /// Versions the server offered.
+        server: Vec<u32>,
+    },
+}
+
+impl Client {
+    /// Connects to the command socket at `path` and checks it speaks v1.
+    ///
+    /// # Errors
+    /// [`ClientError`].
+    pub async fn connect(path: &Path) -> Result<Client, ClientError> {
+        let ch = unix_channel(path)
+            .await
+            .map_err(|e| ClientError::Connect(path.to_owned(), e))?;
+        let info = CmdInfoClient::new(ch.clone())
+            .info(CmdInfoRequest {})
+            .await
+            .map_err(|e| ClientError::Info(path.to_owned(), e))?
+            .into_inner();
+        if !info.supported_cmd_versions.contains(&1) {
+            return Err(ClientError::Version {
+                server: info.supported_cmd_versions,
+            });
+        }
+        Ok(Client {
+            cmd: CmdClient::new(ch),
+        })
+    }
+}

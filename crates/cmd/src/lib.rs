@@ -1,0 +1,33 @@
+//! virt-handler's side of the launcher: the gRPC protocol KubeVirt speaks
+//! over Unix sockets.
+//!
+//! - [`proto`]: the generated messages and services (`kubevirt.cmd.v1`,
+//!   `kubevirt.cmd.info`, `kubevirt.notify.v1`, `kubevirt.notify.info`);
+//! - [`server`]: the command server on `<share>/sockets/launcher-init-sock`;
+//! - [`notify`]: the client that reports domain events to virt-handler;
+//! - [`client`]: a small client on the same protocol (tests, `virt-launcher ctl`).
+
+pub mod client;
+pub mod notify;
+pub mod server;
+
+/// Generated protocol code (the generator writes no documentation).
+#[allow(missing_docs, clippy::all)]
+pub mod proto {
+    /// `kubevirt.cmd.v1`: the commands.
+    pub mod cmd {
+        tonic::include_proto!("kubevirt.cmd.v1");
+    }
+    /// `kubevirt.cmd.info`: command protocol versions.
+    pub mod cmd_info {
+        tonic::include_proto!("kubevirt.cmd.info");
+    }
+    /// `kubevirt.notify.v1`: the notifications.
+    pub mod notify {
+        tonic::include_proto!("kubevirt.notify.v1");
+    }
+    /// `kubevirt.notify.info`: notify protocol versions.
+    pub mod notify_info {
+        tonic::include_proto!("kubevirt.notify.info");
+    }
+}

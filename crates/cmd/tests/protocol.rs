@@ -1,0 +1,434 @@
+//! The protocol against a fake handler (the real one is exercised end to
+//! end in virt-launcher's e2e tests): framing, version negotiation, the
+//! answers virt-handler relies on, and hostile clients.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api::VirtualMachineInstance;
+use cmd::notify::{EventType, Notifier};
+use cmd::proto::cmd::{EmptyRequest, MigrationRequest, VirtualMachineOptions, Vmi, VmiRequest};
+use cmd::proto::notify::notify_server::{Notify, NotifyServer};
+use cmd::proto::notify::{DomainEventRequest, K8sEventRequest, Response as NotifyResponse};
+use cmd::proto::notify_info::notify_info_server::{NotifyInfo, NotifyInfoServer};
+use cmd::proto::notify_info::{NotifyInfoRequest, NotifyInfoResponse};
+use cmd::server::{self, Handler, SyncOptions};
+use tokio::io::AsyncWriteExt;
+
+#[derive(Default)]
+struct Fake {
+    synced: Mutex<Vec<(String, SyncOptions)>>,
+    calls: AtomicUsize,
+}
+
+impl Handler for Fake {
+    fn vmi_uid(&self) -> String {
+        "uid-1".into()
+    }
+    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), String> {
+        self.synced
+            .lock()
+            .unwrap()
+            .push((vmi.metadata.name.clone(), opts.clone()));
+        Ok(())
+    }
+    fn pause(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+        Err("LibvirtError(Code=42, Domain=10, Message='Domain not found.')".into())
+    }
+    fn unpause(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+        Ok(())
+    }
+    fn reset(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+        Ok(())
+    }
+    fn soft_reboot(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+        Ok(())
+    }
+    fn shutdown(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+        Ok(())
+    }
+    fn kill(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+        std::thread::sleep(Duration::from_millis(300));
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn delete(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+        Ok(())
+    }
+    fn domain_json(&self) -> Result<Option<String>, String> {
+        Ok(Some(r#"{"kind":"Domain"}"#.into()))
+    }
+    fn domain_stats_json(&self) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+    fn qemu_version(&self) -> Result<String, String> {
+        Ok("QEMU 10.0.2".into())
+    }
+}
+
+fn vmi(uid: &str) -> Option<Vmi> {
+    Some(Vmi {
+        vmi_json: format!(
+            r#"{{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{{"name":"v","namespace":"n","uid":"{uid}"}},"spec":{{"domain":{{"memory":{{"guest":"64Mi"}}}}}}}}"#
+        )
+        .into_bytes(),
+    })
+}
+
+async fn start(dir: &std::path::Path) -> (Arc<Fake>, tokio::sync::oneshot::Sender<()>) {
+    let fake = Arc::new(Fake::default());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    server::serve(dir, Arc::clone(&fake), async move {
+        let _ = rx.await;
+    })
+    .await
+    .unwrap();
+    (fake, tx)
+}
+
+#[tokio::test]
+async fn answers_like_kubevirts_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fake, _stop) = start(dir.path()).await;
+    let sock = server::init_socket(dir.path());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&sock).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o755);
+    let mut c = cmd::client::Client::connect(&sock).await.unwrap().cmd;
+
+    assert!(c.ping(EmptyRequest {}).await.unwrap().into_inner().success);
+    let d = c.get_domain(EmptyRequest {}).await.unwrap().into_inner();
+    assert_eq!(d.domain, r#"{"kind":"Domain"}"#);
+    let s = c
+        .get_domain_stats(EmptyRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(s.domain_stats, "null");
+    assert_eq!(
+        c.get_qemu_version(EmptyRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .version,
+        "QEMU 10.0.2"
+    );
+
+    let opts = VirtualMachineOptions {
+        mem_balloon_stats_period: 5,
+        ..Default::default()
+    };
+    let r = c
+        .sync_virtual_machine(VmiRequest {
+            vmi: vmi("uid-1"),
+            options: Some(opts),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.success, "{}", r.message);
+    assert_eq!(fake.synced.lock().unwrap()[0].1.mem_balloon_stats_period, 5);
+
+    // Handler errors travel in the Response, gRPC status OK.
+    let r = c
+        .pause_virtual_machine(VmiRequest {
+            vmi: vmi("uid-1"),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (r.success, r.message.as_str()),
+        (
+            false,
+            "LibvirtError(Code=42, Domain=10, Message='Domain not found.')"
+        )
+    );
+
+    // Another VMI's UID, a VMI that does not decode, no VMI at all.
+    let r = c
+        .kill_virtual_machine(VmiRequest {
+            vmi: vmi("uid-2"),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        !r.success && r.message.contains("is not the VMI this launcher runs"),
+        "{}",
+        r.message
+    );
+    let r = c
+        .kill_virtual_machine(VmiRequest {
+            vmi: Some(Vmi {
+                vmi_json: b"\x00garbage".to_vec(),
+            }),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        !r.success && r.message.starts_with(server::NO_VALID_VMI),
+        "{}",
+        r.message
+    );
+    let r = c
+        .kill_virtual_machine(VmiRequest {
+            vmi: None,
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.message, server::NO_VALID_VMI);
+    assert_eq!(
+        fake.calls.load(Ordering::SeqCst),
+        0,
+        "refused requests never reach the handler"
+    );
+
+    // Features not built yet say so; cancel says what virt-handler matches.
+    let r = c
+        .freeze_virtual_machine(cmd::proto::cmd::FreezeRequest {
+            vmi: vmi("uid-1"),
+            unfreeze_timeout_seconds: 5,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        !r.success && r.message.starts_with("not supported yet: "),
+        "{}",
+        r.message
+    );
+    let r = c
+        .migrate_virtual_machine(MigrationRequest {
+            vmi: vmi("uid-1"),
+            options: Vec::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.message,
+        "migration options object not present in command server request"
+    );
+    let r = c
+        .cancel_virtual_machine_migration(VmiRequest {
+            vmi: vmi("uid-1"),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.message,
+        "failed to cancel migration - vmi is not migrating"
+    );
+
+    server::mark_ready(dir.path()).unwrap();
+    assert!(server::ready_socket(dir.path()).exists() && !sock.exists());
+    // The renamed socket still serves.
+    let mut c2 = cmd::client::Client::connect(&server::ready_socket(dir.path()))
+        .await
+        .unwrap()
+        .cmd;
+    assert!(c2.ping(EmptyRequest {}).await.unwrap().into_inner().success);
+}
+
+#[tokio::test]
+async fn survives_garbage_huge_messages_and_vanishing_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fake, _stop) = start(dir.path()).await;
+    let sock = server::init_socket(dir.path());
+    // Raw garbage instead of HTTP/2.
+    for junk in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        &[0u8; 4096][..],
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\xff\xff\xff\xff",
+    ] {
+        let mut s = tokio::net::UnixStream::connect(&sock).await.unwrap();
+        let _ = s.write_all(junk).await;
+        drop(s);
+    }
+    // A request over the size limit.
+    let mut c = cmd::client::Client::connect(&sock).await.unwrap().cmd;
+    let big = VmiRequest {
+        vmi: Some(Vmi {
+            vmi_json: vec![b' '; 5 << 20],
+        }),
+        options: None,
+    };
+    let err = c.sync_virtual_machine(big).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::OutOfRange, "{err}");
+    assert!(err.message().contains("limit is: 4194304"), "{err}");
+    // A client that goes away in the middle of a slow call.
+    let mut c3 = cmd::client::Client::connect(&sock).await.unwrap().cmd;
+    let call = tokio::spawn(async move {
+        c3.kill_virtual_machine(VmiRequest {
+            vmi: vmi("uid-1"),
+            options: None,
+        })
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    call.abort();
+    // Still serving.
+    let mut c4 = cmd::client::Client::connect(&sock).await.unwrap().cmd;
+    assert!(c4.ping(EmptyRequest {}).await.unwrap().into_inner().success);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        fake.calls.load(Ordering::SeqCst),
+        1,
+        "the aborted call still completed on the server"
+    );
+}
+
+/// A fake virt-handler notify server that records what it receives.
+#[derive(Clone, Default)]
+struct Recorder {
+    events: Arc<Mutex<Vec<(String, String)>>>,
+    reject: Arc<AtomicUsize>,
+}
+
+#[tonic::async_trait]
+impl Notify for Recorder {
+    async fn handle_domain_event(
+        &self,
+        r: tonic::Request<DomainEventRequest>,
+    ) -> Result<tonic::Response<NotifyResponse>, tonic::Status> {
+        let r = r.into_inner();
+        if self.reject.load(Ordering::SeqCst) > 0 {
+            self.reject.fetch_sub(1, Ordering::SeqCst);
+            return Ok(tonic::Response::new(NotifyResponse {
+                success: false,
+                message: "VMI not found".into(),
+            }));
+        }
+        self.events
+            .lock()
+            .unwrap()
+            .push((r.event_type, String::from_utf8(r.domain_json).unwrap()));
+        Ok(tonic::Response::new(NotifyResponse {
+            success: true,
+            message: String::new(),
+        }))
+    }
+    async fn handle_k8s_event(
+        &self,
+        r: tonic::Request<K8sEventRequest>,
+    ) -> Result<tonic::Response<NotifyResponse>, tonic::Status> {
+        self.events.lock().unwrap().push((
+            "K8S".into(),
+            String::from_utf8(r.into_inner().event_json).unwrap(),
+        ));
+        Ok(tonic::Response::new(NotifyResponse {
+            success: true,
+            message: String::new(),
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl NotifyInfo for Recorder {
+    async fn info(
+        &self,
+        _r: tonic::Request<NotifyInfoRequest>,
+    ) -> Result<tonic::Response<NotifyInfoResponse>, tonic::Status> {
+        Ok(tonic::Response::new(NotifyInfoResponse {
+            supported_notify_versions: vec![1],
+        }))
+    }
+}
+
+async fn notify_server(path: &std::path::Path, rec: Recorder) -> tokio::sync::oneshot::Sender<()> {
+    let _ = std::fs::remove_file(path);
+    let l = tokio::net::UnixListener::bind(path).unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(NotifyServer::new(rec.clone()))
+            .add_service(NotifyInfoServer::new(rec))
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::UnixListenerStream::new(l),
+                async move {
+                    let _ = rx.await;
+                },
+            )
+            .await
+            .unwrap();
+    });
+    tx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notify_keeps_order_across_late_start_restart_and_rejection() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("domain-notify-pipe.sock");
+    let n = Notifier::start(dir.path());
+    // virt-handler not there yet: events queue up.
+    n.domain(EventType::Added, "1".into());
+    n.domain(EventType::Modified, "2".into());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(n.pending(), 2);
+    let rec = Recorder::default();
+    let stop = notify_server(&sock, rec.clone()).await;
+    assert!(n.flush(Duration::from_secs(10)).await);
+    // It restarts: events sent meanwhile arrive after it is back.
+    let _ = stop.send(());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    n.domain(EventType::Modified, "3".into());
+    n.send(cmd::notify::Event::K8s {
+        json: cmd::notify::k8s_event("v", "n", "u", "Warning", "SyncFailed", "boom"),
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let _stop2 = notify_server(&sock, rec.clone()).await;
+    // It rejects twice, then accepts: the event is retried, not lost.
+    rec.reject.store(2, Ordering::SeqCst);
+    n.domain(EventType::Modified, "4".into());
+    assert!(n.flush(Duration::from_secs(20)).await);
+    let got: Vec<_> = rec
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(t, d)| format!("{t}:{}", if t == "K8S" { "event" } else { d.as_str() }))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "ADDED:1",
+            "MODIFIED:2",
+            "MODIFIED:3",
+            "K8S:event",
+            "MODIFIED:4"
+        ]
+    );
+    let k8s = &rec.events.lock().unwrap()[3].1;
+    let v: serde_json::Value = serde_json::from_str(k8s).unwrap();
+    assert_eq!(v["involvedObject"]["kind"], "VirtualMachineInstance");
+    assert_eq!(v["reason"], "SyncFailed");
+}
+
+#[tokio::test]
+async fn notify_queue_is_bounded_and_keeps_the_last_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = Notifier::start(dir.path());
+    for i in 0..(cmd::notify::MAX_QUEUE + 10) {
+        n.domain(EventType::Modified, i.to_string());
+    }
+    n.send(cmd::notify::Event::Domain {
+        event_type: EventType::Modified,
+        domain_json: "final".into(),
+        status_json: String::new(),
+        last: true,
+    });
+    assert_eq!(n.pending(), cmd::notify::MAX_QUEUE);
+    assert_eq!(n.counts().1, 11);
+}
