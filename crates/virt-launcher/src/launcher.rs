@@ -27,6 +27,7 @@ use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
 
 use crate::flags::LauncherFlags;
 use crate::isolation::{enter_private_mount_namespace, IsolationError, Mounts, StateDir};
+use crate::service::{DomainCache, Identity, LauncherHandler};
 
 /// Exit code for input the launcher refuses (bad or unsupported VMI).
 pub const EXIT_INPUT: u8 = 2;
@@ -156,6 +157,33 @@ pub fn load(
     Ok(vmi)
 }
 
+/// The VMI identity from `--name`, `--namespace` and `--uid` (pod mode,
+/// where the full VMI arrives later from virt-handler).
+///
+/// # Errors
+/// [`LauncherError::Input`] when a flag is missing or invalid.
+pub fn identity_from_flags(flags: &LauncherFlags) -> Result<VirtualMachineInstance, LauncherError> {
+    for (flag, v) in [
+        ("--name", &flags.name),
+        ("--namespace", &flags.namespace),
+        ("--uid", &flags.uid),
+    ] {
+        if v.is_empty() {
+            return Err(LauncherError::Input(format!(
+                "{flag} is required when no VMI is given (set STANDALONE_VMI, or use `virt-launcher run VMI.yaml`)"
+            )));
+        }
+    }
+    let mut vmi = VirtualMachineInstance::default();
+    vmi.metadata.name.clone_from(&flags.name);
+    vmi.metadata.namespace = Some(flags.namespace.clone());
+    vmi.metadata.uid = Some(flags.uid.clone());
+    if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
+        return Err(LauncherError::Input(e.to_string()));
+    }
+    Ok(vmi)
+}
+
 /// The conversion context for this host and these flags.
 ///
 /// # Errors
@@ -207,6 +235,7 @@ fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
 /// [`LauncherError`]; nothing is left running when it returns.
 pub fn run_vmi(
     vmi: &VirtualMachineInstance,
+    sync: bool,
     flags: &LauncherFlags,
     settings: &RuntimeSettings,
     started: Instant,
@@ -215,10 +244,12 @@ pub fn run_vmi(
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let ctx = context(flags, arch)?;
     // Pure conversion first: refuses unsupported or invalid specs up front.
-    converter::convert(vmi, &ctx).map_err(|e| match e {
-        ConvertError::Host(m) => LauncherError::Runtime(m),
-        other => LauncherError::Input(other.to_string()),
-    })?;
+    if sync {
+        converter::convert(vmi, &ctx).map_err(|e| match e {
+            ConvertError::Host(m) => LauncherError::Runtime(m),
+            other => LauncherError::Input(other.to_string()),
+        })?;
+    }
     let (images, host_disk_dirs) = match settings.mode {
         Mode::Standalone => (container_disk_images(vmi, settings)?, host_disk_dirs(vmi)?),
         Mode::Pod => (Vec::new(), Vec::new()),
@@ -267,7 +298,7 @@ pub fn run_vmi(
         }
         // A panic must not skip the clean-up below (daemons, mounts, state).
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_in_runtime(vmi, flags, &ctx, &daemon, settings.mode, started)
+            run_in_runtime(vmi, sync, flags, &ctx, &daemon, settings.mode, started)
         }))
         .unwrap_or_else(|p| {
             let what = p
@@ -403,8 +434,10 @@ fn initialize_dirs(
 }
 
 /// Steps 3-6 inside the private runtime.
+#[allow(clippy::too_many_arguments)]
 fn run_in_runtime(
     vmi: &VirtualMachineInstance,
+    sync: bool,
     flags: &LauncherFlags,
     ctx: &ConvertContext,
     daemon: &DaemonKind,
@@ -462,7 +495,16 @@ fn run_in_runtime(
     // Block-mode PVCs are device nodes in the pod's /dev; standalone has none
     // (the host's /dev is never handed out by volume name).
     let block_device_dir = (mode == Mode::Pod).then(|| Path::new("/dev"));
-    let result = run_domain(vmi, flags, ctx, daemon, &sup, block_device_dir, started);
+    let result = run_domain(
+        vmi,
+        sync,
+        flags,
+        ctx,
+        daemon,
+        &sup,
+        block_device_dir,
+        started,
+    );
     sup.stop(Duration::from_secs(5));
     kill_leftover_children();
     result
@@ -491,8 +533,107 @@ fn kill_leftover_children() {
     }
 }
 
+/// The command server's runtime: one thread driving a current-thread
+/// tokio runtime (the server, the notify queue), a handle to reach it.
+struct Grpc {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    notifier: cmd::notify::Notifier,
+    share: PathBuf,
+}
+
+impl Grpc {
+    /// Starts the notify queue and the command server on
+    /// `<share>/sockets/launcher-init-sock`, then checks it answers (dial,
+    /// CmdInfo, Ping: KubeVirt's self-check).
+    fn start(
+        share: &Path,
+        manager: Arc<LibvirtDomainManager>,
+        id: Identity,
+        cache: Arc<DomainCache>,
+    ) -> Result<Grpc, LauncherError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| LauncherError::Runtime(format!("cannot start the gRPC runtime: {e}")))?;
+        let handle = rt.handle().clone();
+        let notifier = {
+            let _guard = rt.enter();
+            cmd::notify::Notifier::start(share)
+        };
+        let handler = Arc::new(LauncherHandler::new(manager, id, notifier.clone(), cache));
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = rt
+            .block_on(cmd::server::serve(share, handler, async move {
+                let _ = stop_rx.await;
+            }))
+            .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+        let thread = std::thread::Builder::new()
+            .name("grpc".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    let _ = server.await;
+                });
+            })
+            .map_err(|e| LauncherError::Runtime(format!("cannot start the gRPC thread: {e}")))?;
+        let g = Grpc {
+            handle,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+            notifier,
+            share: share.to_owned(),
+        };
+        let sock = cmd::server::init_socket(share);
+        g.handle
+            .block_on(async {
+                let mut c = cmd::client::Client::connect(&sock)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                c.cmd
+                    .ping(cmd::proto::cmd::EmptyRequest {})
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok::<(), String>(())
+            })
+            .map_err(|e| LauncherError::Runtime(format!("failed to connect to cmd server: {e}")))?;
+        Ok(g)
+    }
+
+    /// Waits for queued notifications to reach virt-handler (when its
+    /// socket exists at all), then stops the server. The renamed
+    /// `launcher-sock` stays, as KubeVirt leaves it; the init path goes.
+    fn stop(&mut self) {
+        let notify_sock = ["domain-notify-pipe.sock", "domain-notify.sock"]
+            .iter()
+            .any(|s| self.share.join(s).exists());
+        if notify_sock
+            && !self
+                .handle
+                .block_on(self.notifier.flush(FINAL_NOTIFY_TIMEOUT))
+        {
+            tracing::warn!(
+                pending = self.notifier.pending(),
+                "virt-handler did not take every notification"
+            );
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(cmd::server::init_socket(&self.share));
+    }
+}
+
+/// How long the final notification may take (KubeVirt waits 15 s).
+const FINAL_NOTIFY_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[allow(clippy::too_many_arguments)]
 fn run_domain(
     vmi: &VirtualMachineInstance,
+    sync: bool,
     flags: &LauncherFlags,
     ctx: &ConvertContext,
     daemon: &DaemonKind,
@@ -500,6 +641,8 @@ fn run_domain(
     block_device_dir: Option<&Path>,
     started: Instant,
 ) -> Result<(), LauncherError> {
+    // Before any connection: libvirt delivers events through this loop.
+    virtwrap::events::start_event_loop();
     let connector = Connector {
         daemon: daemon.name().into(),
         uri: "qemu:///system".into(),
@@ -510,31 +653,58 @@ fn run_domain(
         owner: None,
         block_device_dir: block_device_dir.map(Path::to_path_buf),
     };
-    let manager = LibvirtDomainManager::new(connector, ctx.clone(), prepare)
-        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let manager = Arc::new(
+        LibvirtDomainManager::new(connector.clone(), ctx.clone(), prepare)
+            .map_err(|e| LauncherError::Runtime(e.to_string()))?,
+    );
     tracing::info!(ms = ms(started), "libvirt ready");
-    if let Ok(v) = manager.qemu_version() {
-        tracing::info!(version = %v, "hypervisor");
-    }
+    let id = Identity::of(vmi);
+    let share = PathBuf::from(&flags.kubevirt_share_dir);
+    let cache = Arc::new(DomainCache::default());
+    let mut grpc = Grpc::start(&share, Arc::clone(&manager), id.clone(), Arc::clone(&cache))?;
+
+    let (ev_tx, ev_rx) = std::sync::mpsc::channel();
+    let stop_events = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))
+        .map_err(|e| LauncherError::Runtime(format!("cannot watch domain events: {e}")))?;
+    let bridge = {
+        let (manager, id, notifier, cache) = (
+            Arc::clone(&manager),
+            id.clone(),
+            grpc.notifier.clone(),
+            Arc::clone(&cache),
+        );
+        std::thread::Builder::new()
+            .name("notify-bridge".into())
+            .spawn(move || crate::service::bridge(&ev_rx, &manager, &id, &notifier, &cache))
+            .map_err(|e| LauncherError::Runtime(format!("cannot start the notify bridge: {e}")))?
+    };
+
+    cmd::server::mark_ready(&share)
+        .map_err(|e| LauncherError::Runtime(format!("markReady: {e}")))?;
+    tracing::info!(socket = %cmd::server::ready_socket(&share).display(), "command server ready");
 
     let signals = signals();
-
-    let synced = sync_watching_signals(vmi, &manager, &signals, flags.qemu_timeout);
-    let outcome = match synced {
-        Ok(false) => {
-            tracing::info!("termination signal during start: domain stopped");
-            Ok(())
+    let grace = Duration::from_secs(
+        grace_period(flags.grace_period_seconds, vmi)
+            .max(0)
+            .unsigned_abs(),
+    );
+    let outcome = if sync {
+        match sync_watching_signals(vmi, &manager, &signals, flags.qemu_timeout) {
+            Ok(false) => {
+                tracing::info!("termination signal during start: domain stopped");
+                Ok(())
+            }
+            Ok(true) => {
+                tracing::info!(ms = ms(started), domain = %vmi.domain_name(), "domain running");
+                crate::monitor::watch(vmi, &manager, sup, &signals, grace, flags.qemu_timeout)
+            }
+            Err(e) => Err(manager_error(e)),
         }
-        Ok(true) => {
-            tracing::info!(ms = ms(started), domain = %vmi.domain_name(), "domain running");
-            let grace = Duration::from_secs(
-                grace_period(flags.grace_period_seconds, vmi)
-                    .max(0)
-                    .unsigned_abs(),
-            );
-            crate::monitor::watch(vmi, &manager, sup, &signals, grace, flags.qemu_timeout)
-        }
-        Err(e) => Err(manager_error(e)),
+    } else {
+        // virt-handler sends SyncVirtualMachine; the monitor waits for QEMU.
+        crate::monitor::watch(vmi, &manager, sup, &signals, grace, flags.qemu_timeout)
     };
     // Whatever happened: nothing may keep running.
     if let Err(e) = manager.kill_vmi(vmi) {
@@ -553,6 +723,21 @@ fn run_domain(
     if let Err(e) = manager.delete_vmi(vmi) {
         tracing::warn!("undefine: {e}");
     }
+    // The undefine event makes the bridge send the final notification;
+    // give libvirt a moment to deliver it, then stop watching.
+    std::thread::sleep(Duration::from_millis(200));
+    stop_events.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = events.join();
+    let _ = bridge.join();
+    if !grpc.notifier.final_sent() {
+        grpc.notifier.send(cmd::notify::Event::Domain {
+            event_type: cmd::notify::EventType::Modified,
+            domain_json: crate::service::deleted_json(&id),
+            status_json: String::new(),
+            last: true,
+        });
+    }
+    grpc.stop();
     outcome
 }
 

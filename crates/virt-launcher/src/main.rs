@@ -8,12 +8,14 @@
 //!
 //! Exit codes: 0 done, 1 runtime failure, 2 input refused.
 
+mod ctl;
 mod flags;
 mod isolation;
 mod launcher;
 mod logging;
 mod monitor;
 mod pidns;
+mod service;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -47,6 +49,8 @@ enum Command {
     Convert(ConvertArgs),
     /// Run one VMI without Kubernetes until it stops (Ctrl-C shuts it down).
     Run(Box<RunArgs>),
+    /// Talk to a running launcher over its command socket.
+    Ctl(ctl::CtlArgs),
 }
 
 #[derive(Args, Debug)]
@@ -184,7 +188,7 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
     };
-    launcher::run_vmi(&vmi, &args.flags, &settings, started)
+    launcher::run_vmi(&vmi, true, &args.flags, &settings, started)
 }
 
 fn state_dir(flags: &LauncherFlags, vmi: &api::VirtualMachineInstance) -> PathBuf {
@@ -194,17 +198,16 @@ fn state_dir(flags: &LauncherFlags, vmi: &api::VirtualMachineInstance) -> PathBu
         .unwrap_or_else(|| PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())))
 }
 
+/// Pod mode: KubeVirt's command line. The VMI arrives from virt-handler's
+/// SyncVirtualMachine, or (KubeVirt HEAD's standalone mode) from the
+/// `STANDALONE_VMI` environment variable, synced right after markReady.
 fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
-    let Ok(doc) = std::env::var("STANDALONE_VMI") else {
-        return Err(LauncherError::Input(
-            "no VMI to run: the command server for virt-handler is not implemented yet; \
-             set STANDALONE_VMI or use `virt-launcher run VMI.yaml`"
-                .into(),
-        ));
-    };
     launcher::install_signal_handlers()?;
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
-    let vmi = launcher::load(doc.as_bytes(), flags, arch)?;
+    let (vmi, sync) = match std::env::var("STANDALONE_VMI") {
+        Ok(doc) => (launcher::load(doc.as_bytes(), flags, arch)?, true),
+        Err(_) => (launcher::identity_from_flags(flags)?, false),
+    };
     let settings = RuntimeSettings {
         mode: Mode::Pod,
         state_dir: state_dir(flags, &vmi),
@@ -212,7 +215,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
     };
-    launcher::run_vmi(&vmi, flags, &settings, started)
+    launcher::run_vmi(&vmi, sync, flags, &settings, started)
 }
 
 fn main() -> ExitCode {
@@ -232,18 +235,19 @@ fn main() -> ExitCode {
     let res = match &cli.command {
         Some(Command::Convert(a)) => convert(a),
         Some(Command::Run(a)) => run(a, started),
+        Some(Command::Ctl(a)) => ctl::run(a),
         None => pod(&cli.flags, started),
     };
     match res {
         Ok(()) => {
-            if !matches!(cli.command, Some(Command::Convert(_))) {
+            if !matches!(cli.command, Some(Command::Convert(_) | Command::Ctl(_))) {
                 tracing::info!("Exiting...");
             }
             ExitCode::SUCCESS
         }
         Err(e) => {
             // A JSON log line for collectors, and always one plain line for people.
-            if !matches!(cli.command, Some(Command::Convert(_)))
+            if !matches!(cli.command, Some(Command::Convert(_) | Command::Ctl(_)))
                 && !std::io::IsTerminal::is_terminal(&std::io::stderr())
             {
                 tracing::error!("{e}");

@@ -101,6 +101,9 @@ pub struct Opts<'a> {
     pub container_disks: &'a [&'a str],
     /// Extra launcher arguments.
     pub args: &'a [&'a str],
+    /// Pod mode driven by a (fake) virt-handler: no VMI on the command
+    /// line; the share directory is `<dir>/share` on the host.
+    pub handler: bool,
     /// Pod mode: KubeVirt's command line (no subcommand) with the VMI in
     /// `STANDALONE_VMI`, inside a mount namespace that plays the pod, with
     /// virt-handler's directories on tmpfs and the container disk mounted
@@ -114,6 +117,7 @@ impl Default for Opts<'_> {
             container_disks: &["containerdisk"],
             args: &[],
             pod: false,
+            handler: false,
         }
     }
 }
@@ -124,6 +128,8 @@ impl Default for Opts<'_> {
 const POD_SCRIPT: &str = r#"set -e
 mount --make-rprivate /
 for d in /var/run/kubevirt /var/run/kubevirt-ephemeral-disks; do mkdir -p $d; mount -t tmpfs tmpfs $d; done
+# virt-handler's view of the share dir: a host directory the test can reach.
+if [ -n "${POD_SHARE:-}" ]; then mount --bind "$POD_SHARE" /var/run/kubevirt; fi
 mkdir -p /var/run/kubevirt/container-disks
 : > /var/run/kubevirt/container-disks/disk_0.img
 mount --bind -o ro "$POD_IMAGE" /var/run/kubevirt/container-disks/disk_0.img
@@ -150,6 +156,19 @@ impl Launcher {
             yaml,
             &Opts {
                 pod: true,
+                ..Opts::default()
+            },
+            &["unshare", "-m", "sh", "-c", POD_SCRIPT, "sh"],
+        )
+    }
+
+    /// Pod mode waiting for virt-handler (see [`Opts::handler`]).
+    pub fn start_pod_for_handler(yaml: &str) -> Launcher {
+        Self::start_wrapped(
+            yaml,
+            &Opts {
+                pod: true,
+                handler: true,
                 ..Opts::default()
             },
             &["unshare", "-m", "sh", "-c", POD_SCRIPT, "sh"],
@@ -189,7 +208,18 @@ impl Launcher {
             }
             None => Command::new(launcher_bin()),
         };
-        if opts.pod {
+        if opts.pod && opts.handler {
+            // virt-handler will send the VMI: only its identity on the command line.
+            let doc: serde_json::Value = serde_yaml_ng::from_str(yaml).expect("yaml");
+            let share = dir.path().join("share");
+            fs::create_dir_all(&share).expect("share dir");
+            cmd.env("POD_IMAGE", &image).env("POD_SHARE", &share);
+            cmd.arg("--name")
+                .arg(doc["metadata"]["name"].as_str().unwrap_or(""));
+            cmd.arg("--namespace")
+                .arg(doc["metadata"]["namespace"].as_str().unwrap_or("default"));
+            cmd.args(["--grace-period-seconds", "30"]);
+        } else if opts.pod {
             cmd.env("STANDALONE_VMI", yaml).env("POD_IMAGE", &image);
         } else {
             cmd.arg("run").arg(&vmi_path);

@@ -16,3 +16,4 @@ mod define;
 mod harness;
 mod lifecycle;
 mod manager;
+mod protocol;

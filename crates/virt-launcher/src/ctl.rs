@@ -1,0 +1,144 @@
+//! `virt-launcher ctl`: a small client for people on the launcher's
+//! command socket (KubeVirt has none; virt-handler speaks the same protocol).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use cmd::proto::cmd::{EmptyRequest, Vmi, VmiRequest};
+use serde_json::{json, Value};
+
+use crate::launcher::LauncherError;
+
+/// What to ask the launcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Action {
+    /// Is the server up?
+    Ping,
+    /// The domain (KubeVirt's api.Domain JSON).
+    Domain,
+    /// Domain statistics.
+    Stats,
+    /// QEMU version.
+    Version,
+    /// Pause the guest.
+    Pause,
+    /// Resume the guest.
+    Unpause,
+    /// Ask the guest to shut down (ACPI).
+    Shutdown,
+    /// Power the guest off at once.
+    Kill,
+}
+
+/// `ctl` arguments.
+#[derive(Args, Debug)]
+pub struct CtlArgs {
+    /// The command socket (`<share>/sockets/launcher-sock`).
+    #[arg(long)]
+    pub socket: PathBuf,
+    /// Output format: `text` (default) or `json`.
+    #[arg(short = 'o', long = "output", default_value = "text")]
+    pub output: String,
+    /// What to do.
+    pub action: Action,
+}
+
+fn err(e: impl std::fmt::Display) -> LauncherError {
+    LauncherError::Runtime(e.to_string())
+}
+
+/// Runs one `ctl` action and prints the result.
+///
+/// # Errors
+/// [`LauncherError::Runtime`] when the launcher cannot be reached or says no.
+pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
+    let json_out = match args.output.as_str() {
+        "json" => true,
+        "text" => false,
+        other => {
+            return Err(LauncherError::Input(format!(
+                "-o {other:?}: use text or json"
+            )))
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(err)?;
+    let out: Value = rt.block_on(async {
+        let mut c = cmd::client::Client::connect(&args.socket).await.map_err(err)?.cmd;
+        let check = |r: Option<cmd::proto::cmd::Response>| -> Result<(), LauncherError> {
+            match r {
+                Some(r) if r.success => Ok(()),
+                Some(r) => Err(LauncherError::Runtime(r.message)),
+                None => Err(LauncherError::Runtime("empty response".into())),
+            }
+        };
+        Ok::<Value, LauncherError>(match args.action {
+            Action::Ping => {
+                check(Some(c.ping(EmptyRequest {}).await.map_err(err)?.into_inner()))?;
+                json!({"ok": true})
+            }
+            Action::Version => {
+                let r = c.get_qemu_version(EmptyRequest {}).await.map_err(err)?.into_inner();
+                check(r.response)?;
+                json!({"version": r.version})
+            }
+            Action::Domain => {
+                let r = c.get_domain(EmptyRequest {}).await.map_err(err)?.into_inner();
+                check(r.response)?;
+                serde_json::from_str(&r.domain).unwrap_or(Value::Null)
+            }
+            Action::Stats => {
+                let r = c.get_domain_stats(EmptyRequest {}).await.map_err(err)?.into_inner();
+                check(r.response)?;
+                serde_json::from_str(&r.domain_stats).unwrap_or(Value::Null)
+            }
+            Action::Pause | Action::Unpause | Action::Shutdown | Action::Kill => {
+                // The commands carry the VMI; its identity comes from the domain.
+                let d = c.get_domain(EmptyRequest {}).await.map_err(err)?.into_inner();
+                check(d.response)?;
+                let dom: Value = serde_json::from_str(&d.domain).map_err(|_| err("the launcher has no domain"))?;
+                let uid = dom["Spec"]["Metadata"]["KubeVirt"]["UID"].as_str().unwrap_or("");
+                let vmi = json!({
+                    "apiVersion": "kubevirt.io/v1",
+                    "kind": "VirtualMachineInstance",
+                    "metadata": {"name": dom["ObjectMeta"]["name"], "namespace": dom["ObjectMeta"]["namespace"], "uid": uid}
+                });
+                let req = VmiRequest {
+                    vmi: Some(Vmi { vmi_json: vmi.to_string().into_bytes() }),
+                    options: None,
+                };
+                let r = match args.action {
+                    Action::Pause => c.pause_virtual_machine(req).await,
+                    Action::Unpause => c.unpause_virtual_machine(req).await,
+                    Action::Shutdown => c.shutdown_virtual_machine(req).await,
+                    _ => c.kill_virtual_machine(req).await,
+                }
+                .map_err(err)?
+                .into_inner();
+                check(Some(r))?;
+                json!({"ok": true})
+            }
+        })
+    })?;
+    if json_out {
+        println!("{out}");
+    } else {
+        match args.action {
+            Action::Ping | Action::Pause | Action::Unpause | Action::Shutdown | Action::Kill => {
+                println!("ok")
+            }
+            Action::Version => println!("{}", out["version"].as_str().unwrap_or("")),
+            Action::Domain => println!(
+                "{}\t{}\t{} ({})",
+                out["Spec"]["Name"].as_str().unwrap_or(""),
+                out["Spec"]["UUID"].as_str().unwrap_or(""),
+                out["Status"]["Status"].as_str().unwrap_or(""),
+                out["Status"]["Reason"].as_str().unwrap_or("")
+            ),
+            Action::Stats => println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,414 @@
+//! The launcher's side of virt-handler's protocol: the command handler the
+//! gRPC server calls, the domain as KubeVirt's api.Domain JSON, and the
+//! bridge from libvirt's domain events to virt-handler's notify socket.
+
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+
+use api::VirtualMachineInstance;
+use cmd::notify::{Event, EventType, Notifier};
+use cmd::server::{Handler, SyncOptions};
+use domain::kubevirt_json::{self, DomainStatus, ObjectMeta};
+use virtwrap::events::DomainEvent;
+use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
+
+/// Who this launcher runs: from the flags, or the VMI it was given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// VMI name.
+    pub name: String,
+    /// VMI namespace.
+    pub namespace: String,
+    /// VMI UID.
+    pub uid: String,
+}
+
+impl Identity {
+    /// Identity of `vmi`.
+    pub fn of(vmi: &VirtualMachineInstance) -> Identity {
+        Identity {
+            name: vmi.metadata.name.clone(),
+            namespace: vmi.namespace().to_owned(),
+            uid: vmi.uid().to_owned(),
+        }
+    }
+
+    /// libvirt domain name `<namespace>_<name>`.
+    pub fn domain_name(&self) -> String {
+        format!("{}_{}", self.namespace, self.name)
+    }
+
+    fn meta(&self, deletion_timestamp: Option<String>) -> ObjectMeta {
+        ObjectMeta {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            uid: self.uid.clone(),
+            deletion_timestamp,
+        }
+    }
+}
+
+/// Current time as Kubernetes writes timestamps (RFC 3339, seconds, UTC).
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// The domain as KubeVirt's api.Domain JSON, `None` when it does not exist.
+///
+/// # Errors
+/// [`ManagerError`] from libvirt.
+pub fn domain_json(
+    manager: &LibvirtDomainManager,
+    id: &Identity,
+) -> Result<Option<String>, ManagerError> {
+    Ok(read_domain(manager, id)?.map(|d| status_json(id, &d.spec, d.state, d.reason)))
+}
+
+/// The VMI's domain as libvirt reports it now, `None` when it does not exist.
+///
+/// # Errors
+/// [`ManagerError`] from libvirt.
+fn read_domain(
+    manager: &LibvirtDomainManager,
+    id: &Identity,
+) -> Result<Option<virtwrap::manager::DomainStatus>, ManagerError> {
+    let name = id.domain_name();
+    Ok(manager
+        .list_all_domains()?
+        .into_iter()
+        .find(|d| d.name == name))
+}
+
+/// KubeVirt's api.Domain JSON of `spec` in `state`/`reason` (KubeVirt's
+/// `LifeCycle` and `StateChangeReason` names).
+fn status_json(id: &Identity, spec: &domain::Domain, state: &str, reason: &str) -> String {
+    let status = DomainStatus {
+        status: state.to_owned(),
+        reason: reason.to_owned(),
+        interfaces: None,
+        os_info: None,
+        fs_freeze_status: String::new(),
+    };
+    kubevirt_json::domain_json(&id.meta(None), Some(spec), &status).to_string()
+}
+
+/// The final notification KubeVirt sends when the domain is gone: a
+/// MODIFIED event with `deletionTimestamp` set, status NoState/NonExistent.
+pub fn deleted_json(id: &Identity) -> String {
+    let status = DomainStatus {
+        status: "NoState".into(),
+        reason: virtwrap::state::NON_EXISTENT.into(),
+        interfaces: None,
+        os_info: None,
+        fs_freeze_status: String::new(),
+    };
+    kubevirt_json::domain_json(&id.meta(Some(now_rfc3339())), None, &status).to_string()
+}
+
+/// The domain JSON as last read, kept fresh by the event bridge (which
+/// reads it on every libvirt event anyway) and dropped by every command
+/// that changes the domain. GetDomain answers from it instead of asking
+/// libvirt (five round trips and an XML parse) on every call.
+#[derive(Default)]
+pub struct DomainCache {
+    /// `None`: unknown, read libvirt; `Some(None)`: no domain.
+    json: Mutex<Option<Option<String>>>,
+}
+
+impl DomainCache {
+    fn get(&self) -> Option<Option<String>> {
+        self.json
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Stores what was just read from libvirt.
+    pub fn set(&self, v: Option<String>) {
+        *self
+            .json
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(v);
+    }
+
+    /// Forgets it (the domain is changing).
+    pub fn invalidate(&self) {
+        *self
+            .json
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
+/// [`Handler`] on the launcher's DomainManager.
+pub struct LauncherHandler {
+    manager: Arc<LibvirtDomainManager>,
+    id: Identity,
+    notifier: Notifier,
+    cache: Arc<DomainCache>,
+    /// The VMI last synced (virt-handler's, with its full spec).
+    pub current: Mutex<Option<VirtualMachineInstance>>,
+}
+
+impl LauncherHandler {
+    /// A handler for `id`'s domain.
+    pub fn new(
+        manager: Arc<LibvirtDomainManager>,
+        id: Identity,
+        notifier: Notifier,
+        cache: Arc<DomainCache>,
+    ) -> Self {
+        LauncherHandler {
+            manager,
+            id,
+            notifier,
+            cache,
+            current: Mutex::new(None),
+        }
+    }
+}
+
+fn msg(e: ManagerError) -> String {
+    e.to_string()
+}
+
+impl Handler for LauncherHandler {
+    fn vmi_uid(&self) -> String {
+        self.id.uid.clone()
+    }
+
+    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), String> {
+        if vmi.metadata.name != self.id.name || vmi.namespace() != self.id.namespace {
+            return Err(format!(
+                "VMI {}/{} is not the VMI this launcher runs ({}/{})",
+                vmi.namespace(),
+                vmi.metadata.name,
+                self.id.namespace,
+                self.id.name
+            ));
+        }
+        // virt-handler's VMI is already defaulted and admitted; the
+        // launcher's own defaults and checks are idempotent and cheap.
+        let mut vmi = vmi.clone();
+        let arch = api::Arch::host().map_err(|e| e.to_string())?;
+        api::defaults::apply(&mut vmi, arch);
+        if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
+            return Err(e.to_string());
+        }
+        self.manager.update_context(|ctx| {
+            if let Some([manufacturer, family, product, sku, version]) = &opts.smbios {
+                ctx.smbios = converter::SmbiosOptions {
+                    manufacturer: manufacturer.clone(),
+                    family: family.clone(),
+                    product: product.clone(),
+                    sku: sku.clone(),
+                    version: version.clone(),
+                };
+            }
+            ctx.mem_balloon_stats_period = opts.mem_balloon_stats_period;
+            ctx.free_page_reporting = !opts.free_page_reporting_disabled;
+            ctx.serial_console_log = !opts.serial_console_log_disabled;
+        });
+        self.cache.invalidate();
+        match self.manager.sync_vmi(&vmi) {
+            Ok(_) => {
+                *self
+                    .current
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(vmi);
+                Ok(())
+            }
+            Err(e) => {
+                let m = msg(e);
+                self.notifier.send(Event::K8s {
+                    json: cmd::notify::k8s_event(
+                        &self.id.name,
+                        &self.id.namespace,
+                        &self.id.uid,
+                        "Warning",
+                        "SyncFailed",
+                        &m,
+                    ),
+                });
+                Err(m)
+            }
+        }
+    }
+
+    fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.pause_vmi(vmi).map_err(msg)
+    }
+
+    fn unpause(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.unpause_vmi(vmi).map_err(msg)
+    }
+
+    fn reset(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.reset_vmi(vmi).map_err(msg)
+    }
+
+    fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.soft_reboot_vmi(vmi).map_err(msg)
+    }
+
+    fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.signal_shutdown_vmi(vmi).map_err(msg)
+    }
+
+    fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.kill_vmi(vmi).map_err(msg)
+    }
+
+    fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.delete_vmi(vmi).map_err(msg)
+    }
+
+    fn domain_json(&self) -> Result<Option<String>, String> {
+        if let Some(cached) = self.cache.get() {
+            return Ok(cached);
+        }
+        let fresh = domain_json(&self.manager, &self.id).map_err(msg)?;
+        self.cache.set(fresh.clone());
+        Ok(fresh)
+    }
+
+    fn domain_stats_json(&self) -> Result<Option<String>, String> {
+        let stats = self
+            .manager
+            .with_domain(&self.id.domain_name(), |d| {
+                let active = d.is_active().unwrap_or(false);
+                if !active {
+                    return Ok(None);
+                }
+                let s = virtwrap::stats::collect(d)?;
+                Ok(Some(
+                    serde_json::to_string(&s).unwrap_or_else(|_| "null".into()),
+                ))
+            })
+            .map_err(msg)?;
+        Ok(stats.flatten())
+    }
+
+    fn qemu_version(&self) -> Result<String, String> {
+        self.manager.qemu_version().map_err(msg)
+    }
+}
+
+/// libvirt `virDomainEventType` values used below.
+const EVENT_DEFINED: i32 = 0;
+const EVENT_STARTED: i32 = 2;
+const DETAIL_DEFINED_ADDED: i32 = 0;
+const DETAIL_STARTED_MIGRATED: i32 = 1;
+const EVENT_STOPPED: i32 = 5;
+/// `virDomainState` VIR_DOMAIN_SHUTOFF.
+const STATE_SHUTOFF: u32 = 5;
+
+/// Turns libvirt domain events into notifications, KubeVirt's way: on every
+/// event the domain is re-read; DEFINED/ADDED and STARTED/MIGRATED also send
+/// ADDED first; a domain that no longer exists sends the final MODIFIED
+/// with a deletion timestamp (once); a reconnection sends ERROR, then the
+/// current state. A domain undefined before its STOPPED event could be
+/// re-read still reports Shutoff with the event's reason first (built from
+/// the last spec seen), so virt-handler always learns why the VMI stopped.
+/// Returns when the channel closes.
+pub fn bridge(
+    rx: &Receiver<DomainEvent>,
+    manager: &LibvirtDomainManager,
+    id: &Identity,
+    notifier: &Notifier,
+    cache: &DomainCache,
+) {
+    let name = id.domain_name();
+    let mut first_connect = true;
+    let mut gone_sent = false;
+    // The last domain read and whether it was already reported Shutoff.
+    let mut last: Option<(domain::Domain, bool)> = None;
+    for ev in rx {
+        let mut added = false;
+        let mut stopped_reason = None;
+        match &ev {
+            DomainEvent::Reconnected => {
+                if !first_connect {
+                    notifier.send(Event::Domain {
+                        event_type: EventType::Error,
+                        domain_json: String::new(),
+                        status_json: cmd::notify::error_status(&format!(
+                            "Libvirt reconnect, domain {name}"
+                        )),
+                        last: false,
+                    });
+                }
+                first_connect = false;
+            }
+            DomainEvent::Lifecycle {
+                domain,
+                event,
+                detail,
+            } => {
+                if domain != &name {
+                    continue;
+                }
+                added = (*event == EVENT_DEFINED && *detail == DETAIL_DEFINED_ADDED)
+                    || (*event == EVENT_STARTED && *detail == DETAIL_STARTED_MIGRATED);
+                if *event == EVENT_STOPPED {
+                    // virDomainEventStoppedDetailType is virDomainShutoffReason - 1.
+                    stopped_reason = Some(virtwrap::state::reason(STATE_SHUTOFF, detail + 1));
+                }
+                tracing::debug!(event, detail, "domain lifecycle event");
+            }
+            DomainEvent::Reboot { domain }
+            | DomainEvent::AgentLifecycle { domain, .. }
+            | DomainEvent::DeviceRemoved { domain, .. } => {
+                if domain != &name {
+                    continue;
+                }
+            }
+        }
+        cache.invalidate();
+        let read = read_domain(manager, id);
+        match read {
+            Ok(Some(d)) => {
+                let json = status_json(id, &d.spec, d.state, d.reason);
+                cache.set(Some(json.clone()));
+                gone_sent = false;
+                last = Some((d.spec, d.state == "Shutoff"));
+                if added {
+                    notifier.domain(EventType::Added, json.clone());
+                }
+                notifier.domain(EventType::Modified, json);
+            }
+            Ok(None) => {
+                cache.set(None);
+                if let (Some(reason), Some((spec, false))) = (stopped_reason, &last) {
+                    notifier.domain(
+                        EventType::Modified,
+                        status_json(id, spec, virtwrap::state::lifecycle(STATE_SHUTOFF), reason),
+                    );
+                    last = None;
+                }
+                if !gone_sent && !first_connect_only(&ev) {
+                    notifier.send(Event::Domain {
+                        event_type: EventType::Modified,
+                        domain_json: deleted_json(id),
+                        status_json: String::new(),
+                        last: true,
+                    });
+                    gone_sent = true;
+                }
+            }
+            Err(e) => tracing::warn!("reading the domain for a notification: {e}"),
+        }
+    }
+}
+
+/// A reconnection before any domain exists says nothing about deletion.
+fn first_connect_only(ev: &DomainEvent) -> bool {
+    matches!(ev, DomainEvent::Reconnected)
+}

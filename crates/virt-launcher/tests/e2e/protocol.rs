@@ -1,0 +1,109 @@
+//! virt-handler's protocol end to end: a fake virt-handler written in
+//! Python against the project's .proto files (no shared Rust types) drives
+//! a real launcher in pod mode, with a real guest.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::harness::{alive, guest_vmi, processes_mentioning, repo_root, Launcher, BOOT_TIMEOUT};
+
+fn vmi_json(l: &Launcher, name: &str) -> std::path::PathBuf {
+    let yaml = guest_vmi(name, "virtio");
+    let mut doc: serde_json::Value = serde_yaml_ng::from_str(&yaml).unwrap();
+    doc["metadata"]["uid"] = serde_json::Value::String(l.uid.clone());
+    let p = l.dir.path().join("vmi.json");
+    std::fs::write(&p, doc.to_string()).unwrap();
+    p
+}
+
+fn fake_handler(l: &Launcher, vmi: &std::path::Path, extra: &[&str]) -> std::process::Child {
+    Command::new("python3")
+        .arg(repo_root().join("tests/handler/fake_virt_handler.py"))
+        .arg("--share")
+        .arg(l.dir.path().join("share"))
+        .arg("--vmi")
+        .arg(vmi)
+        .arg("--events")
+        .arg(l.dir.path().join("events.jsonl"))
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 (grpcio-tools: bash .ci/install)")
+}
+
+#[test]
+fn a_foreign_client_drives_sync_stats_pause_unpause_shutdown() {
+    let yaml = guest_vmi("grpc", "virtio");
+    let mut l = Launcher::start_pod_for_handler(&yaml);
+    let vmi = vmi_json(&l, "grpc");
+    let serial = l.serial_log_path();
+    let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
+    let out = h.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        l.log()
+    );
+    // ADDED first, then MODIFIED updates, the final deletion last.
+    let events = stdout
+        .lines()
+        .find(|s| s.starts_with("EVENTS "))
+        .unwrap_or("");
+    assert!(events.starts_with("EVENTS ADDED MODIFIED"), "{events}");
+    assert!(events.ends_with("MODIFIED"), "{events}");
+    assert!(
+        l.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(l.serial().contains("GUEST-SHUTDOWN"));
+    assert!(processes_mentioning(&l.uid).is_empty());
+}
+
+#[test]
+fn a_killed_qemu_is_reported_as_a_crash() {
+    let yaml = guest_vmi("crash", "virtio");
+    let mut l = Launcher::start_pod_for_handler(&yaml);
+    let vmi = vmi_json(&l, "crash");
+    let mut h = fake_handler(&l, &vmi, &["--crash"]);
+    // Wait until the handler is through pause/unpause, then kill QEMU.
+    let mut stdout = h.stdout.take().unwrap();
+    let mut seen = String::new();
+    let start = std::time::Instant::now();
+    while !seen.contains("READY-FOR-CRASH") {
+        assert!(
+            start.elapsed() < BOOT_TIMEOUT,
+            "handler never got ready: {seen}\n{}",
+            l.log()
+        );
+        let mut buf = [0u8; 256];
+        let n = std::io::Read::read(&mut stdout, &mut buf).unwrap();
+        assert!(n > 0, "handler exited: {seen}\n{}", l.log());
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let qemu = l.qemu_pid().expect("qemu pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(qemu as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let st = h.wait().unwrap();
+    assert!(
+        st.success() && rest.contains("OK"),
+        "{seen}{rest}\n--- launcher ---\n{}",
+        l.log()
+    );
+    let ex = l.wait_exit(Duration::from_secs(60));
+    assert_eq!(ex.code(), Some(1), "a crash is a failure exit\n{}", l.log());
+    assert!(
+        l.log().contains("the guest ended abnormally"),
+        "{}",
+        l.log()
+    );
+    assert!(!alive(qemu));
+}

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""A stand-in for virt-handler that shares no code with the launcher.
+
+Its gRPC stubs are generated from the project's .proto files with
+grpcio-tools at run time. It serves the notify socket
+(<share>/domain-notify-pipe.sock), waits for <share>/sockets/launcher-sock,
+then drives the launcher through sync -> stats -> pause -> unpause ->
+shutdown, checking the replies and the notifications the way virt-handler
+reads them (Spec.Name, Status.Status, Status.Reason, ObjectMeta.uid,
+deletionTimestamp on the final event). Exits 0 when every check passed,
+1 with the failed check otherwise; writes the events it received to
+--events as JSON lines.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTO = ROOT / "crates/cmd/proto"
+
+
+def stubs():
+    out = tempfile.mkdtemp(prefix="fake-handler-stubs-")
+    for f in ["cmd.proto", "info.proto", "notify.proto", "notify_info.proto"]:
+        subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO}", f"--python_out={out}",
+                        f"--grpc_python_out={out}", str(PROTO / f)], check=True)
+    sys.path.insert(0, out)
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--share", required=True)
+    ap.add_argument("--vmi", required=True, help="VMI JSON file")
+    ap.add_argument("--events", required=True)
+    ap.add_argument("--crash", action="store_true", help="instead of shutting down, expect a QEMU crash")
+    ap.add_argument("--serial", help="the guest's serial log: wait for GUEST-READY before shutdown "
+                    "(a power button pressed before the guest's acpid runs is lost)")
+    a = ap.parse_args()
+    stubs()
+    import grpc
+    import cmd_pb2, cmd_pb2_grpc, info_pb2, info_pb2_grpc
+    import notify_pb2, notify_pb2_grpc, notify_info_pb2, notify_info_pb2_grpc
+
+    vmi_json = Path(a.vmi).read_bytes()
+    vmi = json.loads(vmi_json)
+    uid = vmi["metadata"]["uid"]
+    dom_name = f'{vmi["metadata"]["namespace"]}_{vmi["metadata"]["name"]}'
+    events = []
+    cond = threading.Condition()
+    log = open(a.events, "w")
+
+    class Notify(notify_pb2_grpc.NotifyServicer):
+        def HandleDomainEvent(self, req, ctx):
+            d = json.loads(req.domainJSON) if req.domainJSON else None
+            st = json.loads(req.statusJSON) if req.statusJSON else None
+            with cond:
+                events.append((req.eventType, d, st))
+                cond.notify_all()
+            log.write(json.dumps({"type": req.eventType, "domain": d, "status": st}) + "\n")
+            log.flush()
+            return notify_pb2.Response(success=True)
+
+        def HandleK8sEvent(self, req, ctx):
+            with cond:
+                events.append(("K8S", json.loads(req.eventJSON), None))
+                cond.notify_all()
+            return notify_pb2.Response(success=True)
+
+    class Info(notify_info_pb2_grpc.NotifyInfoServicer):
+        def Info(self, req, ctx):
+            return notify_info_pb2.NotifyInfoResponse(supportedNotifyVersions=[1])
+
+    sock = os.path.join(a.share, "domain-notify-pipe.sock")
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    notify_pb2_grpc.add_NotifyServicer_to_server(Notify(), server)
+    notify_info_pb2_grpc.add_NotifyInfoServicer_to_server(Info(), server)
+    server.add_insecure_port(f"unix://{sock}")
+    server.start()
+
+    def wait_event(pred, what, timeout=120):
+        deadline = time.time() + timeout
+        with cond:
+            while True:
+                for e in events:
+                    if pred(e):
+                        return e
+                left = deadline - time.time()
+                if left <= 0:
+                    fail(f"no {what} notification within {timeout}s; got {[(t, d and d.get('Status')) for t, d, _ in events]}")
+                cond.wait(left)
+
+    def status_is(state, reason=None):
+        def p(e):
+            t, d, _ = e
+            return (t == "MODIFIED" and d and d["Status"]["Status"] == state
+                    and (reason is None or d["Status"]["Reason"] == reason)
+                    and not d["ObjectMeta"].get("deletionTimestamp"))
+        return p
+
+    launcher_sock = os.path.join(a.share, "sockets", "launcher-sock")
+    deadline = time.time() + 120
+    while not os.path.exists(launcher_sock):
+        if time.time() > deadline:
+            fail("launcher-sock never appeared")
+        time.sleep(0.1)
+    # Go's gRPC (virt-handler) sends ":authority: localhost" on unix
+    # sockets; Python's default would be the socket path, which is not a
+    # valid HTTP/2 authority and is refused by the server's HTTP/2 stack.
+    ch = grpc.insecure_channel(f"unix://{launcher_sock}", options=[("grpc.default_authority", "localhost")])
+    info = info_pb2_grpc.CmdInfoStub(ch).Info(info_pb2.CmdInfoRequest(), timeout=5)
+    if 1 not in info.supportedCmdVersions:
+        fail(f"versions {info.supportedCmdVersions}")
+    c = cmd_pb2_grpc.CmdStub(ch)
+    if not c.Ping(cmd_pb2.EmptyRequest(), timeout=5).success:
+        fail("ping")
+
+    req = cmd_pb2.VMIRequest(
+        vmi=cmd_pb2.VMI(vmiJson=vmi_json),
+        options=cmd_pb2.VirtualMachineOptions(
+            VirtualMachineSMBios=cmd_pb2.SMBios(family="KubeVirt", manufacturer="KubeVirt", product="None"),
+            MemBalloonStatsPeriod=10,
+            clusterConfig=cmd_pb2.ClusterConfig(),
+        ),
+    )
+    r = c.SyncVirtualMachine(req, timeout=120)
+    if not r.success:
+        fail(f"sync: {r.message}")
+    wait_event(lambda e: e[0] == "ADDED" and e[1]["Spec"]["Name"] == dom_name, "ADDED")
+    wait_event(status_is("Running"), "Running")
+
+    d = c.GetDomain(cmd_pb2.EmptyRequest(), timeout=5)
+    dom = json.loads(d.domain)
+    checks = {
+        "Spec.Name": (dom["Spec"]["Name"], dom_name),
+        "Status.Status": (dom["Status"]["Status"], "Running"),
+        "ObjectMeta.uid": (dom["ObjectMeta"].get("uid"), uid),
+        "Spec.Metadata.KubeVirt.UID": (dom["Spec"]["Metadata"]["KubeVirt"]["UID"], uid),
+    }
+    for k, (got, want) in checks.items():
+        if got != want:
+            fail(f"GetDomain {k} = {got!r}, want {want!r}")
+    if "Reason" not in dom["Status"]:
+        fail("GetDomain Status.Reason missing")
+    s = c.GetDomainStats(cmd_pb2.EmptyRequest(), timeout=5)
+    stats = json.loads(s.domainStats)
+    if not s.response.success or stats["Name"] != dom_name or not stats["Cpu"]["TimeSet"]:
+        fail(f"stats: {s}")
+    v = c.GetQemuVersion(cmd_pb2.EmptyRequest(), timeout=5)
+    if not v.version.startswith("QEMU "):
+        fail(f"version {v.version!r}")
+    r = c.FreezeVirtualMachine(cmd_pb2.FreezeRequest(vmi=cmd_pb2.VMI(vmiJson=vmi_json), unfreezeTimeoutSeconds=5), timeout=5)
+    if r.success or not r.message.startswith("not supported yet"):
+        fail(f"freeze: {r}")
+    # Another VMI's UID is refused.
+    other = dict(vmi, metadata=dict(vmi["metadata"], uid="someone-else"))
+    r = c.KillVirtualMachine(cmd_pb2.VMIRequest(vmi=cmd_pb2.VMI(vmiJson=json.dumps(other).encode())), timeout=5)
+    if r.success:
+        fail("a kill for another UID succeeded")
+
+    one = cmd_pb2.VMIRequest(vmi=cmd_pb2.VMI(vmiJson=vmi_json))
+    if not c.PauseVirtualMachine(one, timeout=20).success:
+        fail("pause")
+    wait_event(status_is("Paused", "User"), "Paused/User")
+    if json.loads(c.GetDomain(cmd_pb2.EmptyRequest(), timeout=5).domain)["Status"]["Status"] != "Paused":
+        fail("GetDomain after pause")
+    if not c.UnpauseVirtualMachine(one, timeout=20).success:
+        fail("unpause")
+    n_running = sum(1 for e in events if status_is("Running")(e))
+    wait_event(lambda e: sum(1 for x in events if status_is("Running")(x)) > n_running, "Running again")
+
+    if a.crash:
+        print("READY-FOR-CRASH", flush=True)
+        wait_event(lambda e: e[0] == "MODIFIED" and e[1] and e[1]["Status"]["Status"] in ("Shutoff", "Crashed")
+                   and e[1]["Status"]["Reason"] in ("Crashed", "Failed", "Unknown"), "crash", timeout=120)
+    else:
+        deadline = time.time() + 180
+        while a.serial and b"GUEST-READY" not in (Path(a.serial).read_bytes() if os.path.exists(a.serial) else b""):
+            if time.time() > deadline:
+                fail("the guest never printed GUEST-READY")
+            time.sleep(0.2)
+        if not c.ShutdownVirtualMachine(one, timeout=20).success:
+            fail("shutdown")
+        wait_event(status_is("Shutoff", "Shutdown"), "Shutoff/Shutdown", timeout=120)
+    final = wait_event(lambda e: e[0] == "MODIFIED" and e[1] and e[1]["ObjectMeta"].get("deletionTimestamp"),
+                       "final deletion", timeout=120)
+    if final[1]["Status"] != {**final[1]["Status"], "Status": "NoState", "Reason": "NonExistent"}:
+        fail(f"final status {final[1]['Status']}")
+    if final[1]["ObjectMeta"].get("uid") != uid:
+        fail(f"final ObjectMeta {final[1]['ObjectMeta']}")
+    types = [e[0] for e in events]
+    print("EVENTS " + " ".join(types), flush=True)
+    print("OK", flush=True)
+    server.stop(0)
+
+
+if __name__ == "__main__":
+    main()
