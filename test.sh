@@ -17,6 +17,9 @@ cargo fmt --all --check
 step "lint"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "wire check (our .proto files against KubeVirt's field facts)"
+tests/wire/check
+
 step "test guest"
 tests/guest/build
 
