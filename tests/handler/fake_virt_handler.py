@@ -45,6 +45,9 @@ def main():
     ap.add_argument("--vmi", required=True, help="VMI JSON file")
     ap.add_argument("--events", required=True)
     ap.add_argument("--crash", action="store_true", help="instead of shutting down, expect a QEMU crash")
+    ap.add_argument("--daemon-kill", action="store_true",
+                    help="before shutting down, expect the libvirt daemon to be killed: "
+                    "an ERROR (Libvirt reconnect) notification, then the running domain again")
     ap.add_argument("--serial", help="the guest's serial log: wait for GUEST-READY before shutdown "
                     "(a power button pressed before the guest's acpid runs is lost)")
     a = ap.parse_args()
@@ -89,13 +92,14 @@ def main():
     server.add_insecure_port(f"unix://{sock}")
     server.start()
 
-    def wait_event(pred, what, timeout=120):
+    def wait_event(pred, what, timeout=120, start=0):
+        """The first event from index `start` on that satisfies `pred`, and its index."""
         deadline = time.time() + timeout
         with cond:
             while True:
-                for e in events:
+                for i, e in enumerate(events[start:], start):
                     if pred(e):
-                        return e
+                        return e, i
                 left = deadline - time.time()
                 if left <= 0:
                     fail(f"no {what} notification within {timeout}s; got {[(t, d and d.get('Status')) for t, d, _ in events]}")
@@ -185,6 +189,17 @@ def main():
         wait_event(lambda e: e[0] == "MODIFIED" and e[1] and e[1]["Status"]["Status"] in ("Shutoff", "Crashed")
                    and e[1]["Status"]["Reason"] in ("Crashed", "Failed", "Unknown"), "crash", timeout=120)
     else:
+        if a.daemon_kill:
+            n_before = len(events)
+            print("READY-FOR-DAEMON-KILL", flush=True)
+            _, n_err = wait_event(lambda e: e[0] == "ERROR"
+                                  and "Libvirt reconnect" in (e[2] or {}).get("message", ""),
+                                  "ERROR (Libvirt reconnect)", timeout=120, start=n_before)
+            wait_event(status_is("Running"), "Running after the reconnect", timeout=120,
+                       start=n_err + 1)
+            d = json.loads(c.GetDomain(cmd_pb2.EmptyRequest(), timeout=20).domain)
+            if d["Status"]["Status"] != "Running":
+                fail(f"GetDomain after the daemon restart: {d['Status']}")
         deadline = time.time() + 180
         while a.serial and b"GUEST-READY" not in (Path(a.serial).read_bytes() if os.path.exists(a.serial) else b""):
             if time.time() > deadline:
@@ -193,7 +208,7 @@ def main():
         if not c.ShutdownVirtualMachine(one, timeout=20).success:
             fail("shutdown")
         wait_event(status_is("Shutoff", "Shutdown"), "Shutoff/Shutdown", timeout=120)
-    final = wait_event(lambda e: e[0] == "MODIFIED" and e[1] and e[1]["ObjectMeta"].get("deletionTimestamp"),
+    final, _ = wait_event(lambda e: e[0] == "MODIFIED" and e[1] and e[1]["ObjectMeta"].get("deletionTimestamp"),
                        "final deletion", timeout=120)
     if final[1]["Status"] != {**final[1]["Status"], "Status": "NoState", "Reason": "NonExistent"}:
         fail(f"final status {final[1]['Status']}")

@@ -406,12 +406,22 @@ impl Launcher {
     }
 
     /// Pid (host view) of the daemon called `name`.
+    /// Without a PID namespace of its own (pod mode), the launcher's log
+    /// gives it: the last start of that daemon.
     pub fn daemon_pid(&self, name: &str) -> Option<u32> {
-        let ns = self.pid_ns()?;
-        processes_in_ns(&ns)
-            .into_iter()
-            .find(|(_, c)| c == name)
-            .map(|(p, _)| p)
+        if let Some(ns) = self.pid_ns() {
+            return processes_in_ns(&ns)
+                .into_iter()
+                .find(|(_, c)| c == name)
+                .map(|(p, _)| p);
+        }
+        self.log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["msg"] == "started" && v["daemon"] == name)
+            .filter_map(|v| v["pid"].as_u64().and_then(|p| u32::try_from(p).ok()))
+            .next_back()
+            .filter(|p| alive(*p))
     }
 
     /// How many times the launcher started a daemon (restarts included).

@@ -16,6 +16,24 @@ fn vmi_json(l: &Launcher, name: &str) -> std::path::PathBuf {
     p
 }
 
+/// Reads the handler's stdout until `marker`; returns what was read.
+fn wait_for_marker(stdout: &mut std::process::ChildStdout, marker: &str, l: &Launcher) -> String {
+    let mut seen = String::new();
+    let start = std::time::Instant::now();
+    while !seen.contains(marker) {
+        assert!(
+            start.elapsed() < BOOT_TIMEOUT,
+            "handler never printed {marker}: {seen}\n{}",
+            l.log()
+        );
+        let mut buf = [0u8; 256];
+        let n = std::io::Read::read(stdout, &mut buf).unwrap();
+        assert!(n > 0, "handler exited: {seen}\n{}", l.log());
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    seen
+}
+
 fn fake_handler(l: &Launcher, vmi: &std::path::Path, extra: &[&str]) -> std::process::Child {
     Command::new("python3")
         .arg(repo_root().join("tests/handler/fake_virt_handler.py"))
@@ -71,19 +89,7 @@ fn a_killed_qemu_is_reported_as_a_crash() {
     let mut h = fake_handler(&l, &vmi, &["--crash"]);
     // Wait until the handler is through pause/unpause, then kill QEMU.
     let mut stdout = h.stdout.take().unwrap();
-    let mut seen = String::new();
-    let start = std::time::Instant::now();
-    while !seen.contains("READY-FOR-CRASH") {
-        assert!(
-            start.elapsed() < BOOT_TIMEOUT,
-            "handler never got ready: {seen}\n{}",
-            l.log()
-        );
-        let mut buf = [0u8; 256];
-        let n = std::io::Read::read(&mut stdout, &mut buf).unwrap();
-        assert!(n > 0, "handler exited: {seen}\n{}", l.log());
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
+    let seen = wait_for_marker(&mut stdout, "READY-FOR-CRASH", &l);
     let qemu = l.qemu_pid().expect("qemu pid");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(qemu as i32),
@@ -106,4 +112,55 @@ fn a_killed_qemu_is_reported_as_a_crash() {
         l.log()
     );
     assert!(!alive(qemu));
+}
+
+#[test]
+fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
+    let yaml = guest_vmi("reconnect", "virtio");
+    let mut l = Launcher::start_pod_for_handler(&yaml);
+    let vmi = vmi_json(&l, "reconnect");
+    let serial = l.serial_log_path();
+    let mut h = fake_handler(
+        &l,
+        &vmi,
+        &["--daemon-kill", "--serial", serial.to_str().unwrap()],
+    );
+    let mut stdout = h.stdout.take().unwrap();
+    let seen = wait_for_marker(&mut stdout, "READY-FOR-DAEMON-KILL", &l);
+    let qemu = l.qemu_pid().expect("qemu pid");
+    let daemon = l.daemon_pid("libvirtd").unwrap_or_else(|| {
+        panic!(
+            "no libvirtd in the launcher's PID namespace: {:?}",
+            l.pid_ns().map(|ns| crate::harness::processes_in_ns(&ns))
+        )
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(h.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let st = h.wait().unwrap();
+    assert!(
+        st.success() && rest.contains("OK"),
+        "{seen}{rest}\n{err}\n--- launcher ---\n{}",
+        l.log()
+    );
+    // The same QEMU ran through the daemon's death until the handler shut it down.
+    assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());
+    assert!(
+        l.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(
+        l.daemon_starts() >= 3,
+        "libvirtd was not restarted\n{}",
+        l.log()
+    );
+    assert!(!alive(qemu));
+    assert!(!alive(daemon));
 }
