@@ -23,12 +23,28 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// # Errors
 /// The transport error (no socket, refused, timeout).
 pub async fn unix_channel(path: &Path) -> Result<Channel, tonic::transport::Error> {
+    unix_channel_tracked(path, crate::spin::Spinner::new()).await
+}
+
+/// [`unix_channel`] whose connection `spinner` tracks (see [`crate::spin`]).
+///
+/// # Errors
+/// The transport error (no socket, refused, timeout).
+pub async fn unix_channel_tracked(
+    path: &Path,
+    spinner: std::sync::Arc<crate::spin::Spinner>,
+) -> Result<Channel, tonic::transport::Error> {
     let path: PathBuf = path.to_owned();
     Endpoint::from_static("http://localhost")
         .connect_timeout(CONNECT_TIMEOUT)
         .connect_with_connector(service_fn(move |_: Uri| {
             let path = path.clone();
-            async move { Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(path).await?)) }
+            let spinner = std::sync::Arc::clone(&spinner);
+            async move {
+                Ok::<_, std::io::Error>(TokioIo::new(
+                    spinner.track(UnixStream::connect(path).await?),
+                ))
+            }
         }))
         .await
 }
@@ -62,7 +78,19 @@ impl Client {
     /// # Errors
     /// [`ClientError`].
     pub async fn connect(path: &Path) -> Result<Client, ClientError> {
-        let ch = unix_channel(path)
+        Self::connect_tracked(path, crate::spin::Spinner::new()).await
+    }
+
+    /// [`Client::connect`] with the connection tracked by `spinner`
+    /// (see [`crate::spin`]).
+    ///
+    /// # Errors
+    /// [`ClientError`].
+    pub async fn connect_tracked(
+        path: &Path,
+        spinner: std::sync::Arc<crate::spin::Spinner>,
+    ) -> Result<Client, ClientError> {
+        let ch = unix_channel_tracked(path, spinner)
             .await
             .map_err(|e| ClientError::Connect(path.to_owned(), e))?;
         let info = CmdInfoClient::new(ch.clone())

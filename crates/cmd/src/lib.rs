@@ -10,6 +10,7 @@
 pub mod client;
 pub mod notify;
 pub mod server;
+pub mod spin;
 
 /// Generated protocol code (the generator writes no documentation).
 #[allow(missing_docs, clippy::all)]

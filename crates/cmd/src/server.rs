@@ -105,6 +105,12 @@ pub trait Handler: Send + Sync + 'static {
     /// # Errors
     /// The failure message.
     fn domain_json(&self) -> Result<Option<String>, String>;
+    /// [`Handler::domain_json`] when it can be answered without blocking
+    /// (from memory); `None` sends GetDomain to [`Handler::domain_json`]
+    /// on a blocking thread.
+    fn cached_domain_json(&self) -> Option<Option<String>> {
+        None
+    }
     /// KubeVirt's DomainStats JSON, `None` when no domain runs.
     ///
     /// # Errors
@@ -281,7 +287,10 @@ impl<H: Handler> Cmd for CmdService<H> {
     }
     async fn get_domain(&self, _r: Request<EmptyRequest>) -> R<DomainResponse> {
         let h = Arc::clone(&self.handler);
-        let res = tokio::task::spawn_blocking(move || h.domain_json()).await;
+        let res = match h.cached_domain_json() {
+            Some(d) => Ok(Ok(d)),
+            None => tokio::task::spawn_blocking(move || h.domain_json()).await,
+        };
         reply(match res {
             Ok(Ok(d)) => DomainResponse {
                 response: Some(ok()),
@@ -447,9 +456,13 @@ pub enum ServerError {
 ///
 /// # Errors
 /// [`ServerError`] when the socket cannot be created.
+/// Every connection is tracked by `spinner`: call its
+/// [`crate::spin::Spinner::park`] from the runtime's `on_thread_park` to
+/// answer back-to-back requests without a thread wake-up.
 pub async fn serve<H: Handler>(
     share_dir: &Path,
     handler: Arc<H>,
+    spinner: Arc<crate::spin::Spinner>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<tokio::task::JoinHandle<()>, ServerError> {
     let path = init_socket(share_dir);
@@ -468,7 +481,9 @@ pub async fn serve<H: Handler>(
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let info = CmdInfoServer::new(InfoService);
-    let incoming = UnixListenerStream::new(listener);
+    let incoming = tokio_stream::StreamExt::map(UnixListenerStream::new(listener), move |c| {
+        c.map(|s| spinner.track(s))
+    });
     Ok(tokio::spawn(async move {
         let res = tonic::transport::Server::builder()
             .add_service(info)

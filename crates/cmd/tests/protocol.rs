@@ -81,9 +81,14 @@ fn vmi(uid: &str) -> Option<Vmi> {
 async fn start(dir: &std::path::Path) -> (Arc<Fake>, tokio::sync::oneshot::Sender<()>) {
     let fake = Arc::new(Fake::default());
     let (tx, rx) = tokio::sync::oneshot::channel();
-    server::serve(dir, Arc::clone(&fake), async move {
-        let _ = rx.await;
-    })
+    server::serve(
+        dir,
+        Arc::clone(&fake),
+        cmd::spin::Spinner::new(),
+        async move {
+            let _ = rx.await;
+        },
+    )
     .await
     .unwrap();
     (fake, tx)

@@ -553,8 +553,15 @@ impl Grpc {
         id: Identity,
         cache: Arc<DomainCache>,
     ) -> Result<Grpc, LauncherError> {
+        // Poll virt-handler's connection briefly before sleeping, as Go's
+        // runtime does (cmd::spin): back-to-back calls skip a wake-up.
+        let spinner = cmd::spin::Spinner::new();
+        let parked = Arc::clone(&spinner);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            .on_thread_park(move || {
+                parked.park();
+            })
             .build()
             .map_err(|e| LauncherError::Runtime(format!("cannot start the gRPC runtime: {e}")))?;
         let handle = rt.handle().clone();
@@ -565,7 +572,7 @@ impl Grpc {
         let handler = Arc::new(LauncherHandler::new(manager, id, notifier.clone(), cache));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = rt
-            .block_on(cmd::server::serve(share, handler, async move {
+            .block_on(cmd::server::serve(share, handler, spinner, async move {
                 let _ = stop_rx.await;
             }))
             .map_err(|e| LauncherError::Runtime(e.to_string()))?;

@@ -108,35 +108,52 @@ pub fn deleted_json(id: &Identity) -> String {
 /// The domain JSON as last read, kept fresh by the event bridge (which
 /// reads it on every libvirt event anyway) and dropped by every command
 /// that changes the domain. GetDomain answers from it instead of asking
-/// libvirt (five round trips and an XML parse) on every call.
+/// libvirt (five round trips and an XML parse) on every call. A read that
+/// started before a change never overwrites what the change stored (a
+/// generation counter, bumped by every store and invalidation).
 #[derive(Default)]
 pub struct DomainCache {
-    /// `None`: unknown, read libvirt; `Some(None)`: no domain.
-    json: Mutex<Option<Option<String>>>,
+    /// (generation, value). Value `None`: unknown, read libvirt;
+    /// `Some(None)`: no domain.
+    inner: Mutex<(u64, Option<Option<String>>)>,
 }
 
 impl DomainCache {
-    fn get(&self) -> Option<Option<String>> {
-        self.json
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, Option<Option<String>>)> {
+        self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    }
+
+    /// The cached value, or the generation to pass to [`DomainCache::set_if`]
+    /// after reading libvirt.
+    fn get(&self) -> Result<Option<String>, u64> {
+        let g = self.lock();
+        g.1.clone().ok_or(g.0)
     }
 
     /// Stores what was just read from libvirt.
     pub fn set(&self, v: Option<String>) {
-        *self
-            .json
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(v);
+        let mut g = self.lock();
+        g.0 += 1;
+        g.1 = Some(v);
+    }
+
+    /// Stores `v`, read from libvirt after [`DomainCache::get`] returned
+    /// `generation`, unless something was stored or invalidated since.
+    fn set_if(&self, generation: u64, v: Option<String>) {
+        let mut g = self.lock();
+        if g.0 == generation {
+            g.0 += 1;
+            g.1 = Some(v);
+        }
     }
 
     /// Forgets it (the domain is changing).
     pub fn invalidate(&self) {
-        *self
-            .json
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        let mut g = self.lock();
+        g.0 += 1;
+        g.1 = None;
     }
 }
 
@@ -271,12 +288,17 @@ impl Handler for LauncherHandler {
     }
 
     fn domain_json(&self) -> Result<Option<String>, String> {
-        if let Some(cached) = self.cache.get() {
-            return Ok(cached);
-        }
+        let generation = match self.cache.get() {
+            Ok(cached) => return Ok(cached),
+            Err(generation) => generation,
+        };
         let fresh = domain_json(&self.manager, &self.id).map_err(msg)?;
-        self.cache.set(fresh.clone());
+        self.cache.set_if(generation, fresh.clone());
         Ok(fresh)
+    }
+
+    fn cached_domain_json(&self) -> Option<Option<String>> {
+        self.cache.get().ok()
     }
 
     fn domain_stats_json(&self) -> Result<Option<String>, String> {
@@ -411,4 +433,29 @@ pub fn bridge(
 /// A reconnection before any domain exists says nothing about deletion.
 fn first_connect_only(ev: &DomainEvent) -> bool {
     matches!(ev, DomainEvent::Reconnected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_older_than_a_change_never_overwrites_it() {
+        let c = DomainCache::default();
+        let g = c.get().expect_err("empty at first");
+        // The event bridge stores a fresher state while a GetDomain reads.
+        c.set(Some("new".into()));
+        c.set_if(g, Some("old".into()));
+        assert_eq!(c.get(), Ok(Some("new".into())));
+        // An invalidation in between also wins.
+        c.invalidate();
+        let g = c.get().expect_err("invalidated");
+        c.invalidate();
+        c.set_if(g, Some("old".into()));
+        assert!(c.get().is_err());
+        // An undisturbed read is kept.
+        let g = c.get().expect_err("still empty");
+        c.set_if(g, None);
+        assert_eq!(c.get(), Ok(None));
+    }
 }
