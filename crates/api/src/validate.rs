@@ -46,6 +46,13 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
         }
     }
     let spec = &vmi.spec;
+    if let Some(h) = spec.hostname.as_deref() {
+        // KubeVirt: validateHostNameNotConformingToDNSLabelRules. The
+        // hostname is written into cloud-init meta-data.
+        if let Err(m) = dns1123_label(h) {
+            errs.push(FieldError::new("spec.hostname", format!("{h:?} {m}")));
+        }
+    }
     if let Some(g) = spec.termination_grace_period_seconds {
         if g < 0 {
             errs.push(FieldError::new(

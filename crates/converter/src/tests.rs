@@ -379,9 +379,11 @@ fn every_example_converts_or_names_the_missing_feature() {
         converted,
         [
             "vmi-alpine-efi.yaml",
+            "vmi-arm.yaml",
             "vmi-ephemeral.yaml",
             "vmi-host-disk.yaml",
             "vmi-kernel-boot.yaml",
+            "vmi-nocloud.yaml",
             "vmi-pvc.yaml",
             "vmi-sata.yaml",
         ]
@@ -393,13 +395,90 @@ fn every_example_converts_or_names_the_missing_feature() {
         e,
         "spec.domain.devices.interfaces: network interfaces (pod networking phase 2) is not supported yet"
     );
-    let e = conv(&data("examples/vmi-nocloud.yaml"), Arch::Amd64)
-        .unwrap_err()
-        .to_string();
+}
+
+#[test]
+fn cloud_init_volumes_are_raw_iso_files_at_kubevirts_paths() {
+    let d = conv(&data("examples/vmi-nocloud.yaml"), Arch::Amd64).unwrap();
+    let x = disk(&d, "cloudinitdisk");
+    assert_eq!((x.disk_type.as_str(), x.device.as_str()), ("file", "disk"));
+    assert_eq!(x.target.dev, "vdb");
     assert_eq!(
-        e,
-        "spec.volumes[1].cloudInitNoCloud: cloudInitNoCloud volumes (cloud-init) is not supported yet"
+        x.source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt-ephemeral-disks/cloud-init-data/default/vmi-nocloud/noCloud.iso")
     );
+    let drv = x.driver.as_ref().unwrap();
+    assert_eq!(drv.format.as_deref(), Some("raw"));
+    assert!(x.backing_store.is_none());
+
+    let doc = data("cases/011-nocloud-userdata-base64-and-utf8.yaml")
+        .replace("cloudInitNoCloud", "cloudInitConfigDrive")
+        .replace("namespace: default", "namespace: ns1");
+    let d = conv(&doc, Arch::Amd64).unwrap();
+    assert_eq!(
+        disk(&d, "cloudinit")
+            .source
+            .as_ref()
+            .unwrap()
+            .file
+            .as_deref(),
+        Some("/var/run/kubevirt-ephemeral-disks/cloud-init-data/ns1/b64-test/configdrive.iso")
+    );
+}
+
+#[test]
+fn config_volumes_are_raw_iso_files_at_kubevirts_paths() {
+    let doc = "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: cfg}
+spec:
+  domain:
+    memory: {guest: 64Mi}
+    devices:
+      disks:
+      - {name: cm, disk: {bus: virtio}}
+      - {name: sec, cdrom: {bus: sata}}
+      - {name: dapi, disk: {bus: scsi}}
+      - {name: sa, disk: {}}
+  volumes:
+  - {name: cm, configMap: {name: app-config, volumeLabel: APPCFG}}
+  - {name: sec, secret: {secretName: app-secret}}
+  - name: dapi
+    downwardAPI:
+      fields:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+  - {name: sa, serviceAccount: {serviceAccountName: default}}
+";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    for (name, path, device) in [
+        (
+            "cm",
+            "/var/run/kubevirt-private/config-map-disks/cm.iso",
+            "disk",
+        ),
+        (
+            "sec",
+            "/var/run/kubevirt-private/secret-disks/sec.iso",
+            "cdrom",
+        ),
+        (
+            "dapi",
+            "/var/run/kubevirt-private/downwardapi-disks/dapi.iso",
+            "disk",
+        ),
+        (
+            "sa",
+            "/var/run/kubevirt-private/service-account-disk/service-account.iso",
+            "disk",
+        ),
+    ] {
+        let x = disk(&d, name);
+        assert_eq!(x.disk_type, "file", "{name}");
+        assert_eq!(x.device, device, "{name}");
+        assert_eq!(x.source.as_ref().unwrap().file.as_deref(), Some(path));
+        assert_eq!(x.driver.as_ref().unwrap().format.as_deref(), Some("raw"));
+    }
+    assert!(disk(&d, "sec").readonly.is_some(), "a cdrom is read-only");
 }
 
 #[test]

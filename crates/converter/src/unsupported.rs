@@ -201,7 +201,17 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
         for kind in v.source_kinds() {
             let supported = matches!(
                 kind,
-                "containerDisk" | "emptyDisk" | "persistentVolumeClaim" | "dataVolume" | "hostDisk"
+                "containerDisk"
+                    | "emptyDisk"
+                    | "persistentVolumeClaim"
+                    | "dataVolume"
+                    | "hostDisk"
+                    | "cloudInitNoCloud"
+                    | "cloudInitConfigDrive"
+                    | "configMap"
+                    | "secret"
+                    | "serviceAccount"
+                    | "downwardAPI"
             );
             if !supported {
                 checks.push((true, format!("{p}.{kind}"), kind_feature(kind)));
@@ -216,12 +226,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
 
 fn kind_feature(kind: &str) -> &'static str {
     match kind {
-        "cloudInitNoCloud" => "cloudInitNoCloud volumes (cloud-init)",
-        "cloudInitConfigDrive" => "cloudInitConfigDrive volumes (cloud-init)",
-        "configMap" => "configMap volumes",
-        "secret" => "secret volumes",
-        "serviceAccount" => "serviceAccount volumes",
-        "downwardAPI" => "downwardAPI volumes",
         "downwardMetrics" => "downwardMetrics volumes",
         "ephemeral" => "ephemeral volumes",
         "sysprep" => "sysprep volumes",

@@ -11,14 +11,20 @@
 //! | emptyDisk | create a sparse qcow2 of the capacity rounded down to 1 MiB, or reuse it |
 //! | hostDisk | `Disk`: must exist; `DiskOrCreate`: create a sparse raw file of the capacity |
 //! | persistentVolumeClaim / dataVolume | must exist: `/dev/<vol>` block device, else `vmi-disks/<vol>/disk.img` |
+//! | cloudInitNoCloud / cloudInitConfigDrive | the `cidata` / `config-2` ISO of the first such volume ([`cloudinit`]) |
+//! | configMap / secret / downwardAPI / serviceAccount | an ISO of the mounted directory ([`configdisk`]) |
 //!
 //! Every path is built from validated volume names under the configured
 //! directories; a path component that is a symbolic link is refused, so a
 //! planted link cannot redirect a write outside them. Images are written to
 //! a temporary name and renamed, so a failure leaves nothing half-written.
 
+pub mod cloudinit;
+pub mod configdisk;
+pub mod iso;
 pub mod qemu_img;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
@@ -27,7 +33,8 @@ use std::path::{Path, PathBuf};
 use api::vmi::CacheMode;
 use api::VirtualMachineInstance;
 use converter::disks::{
-    container_disk_image, container_disk_overlay, empty_disk_image, host_disk_image, pvc_image,
+    cloud_init_iso, container_disk_image, container_disk_overlay, empty_disk_image,
+    host_disk_image, pvc_image, ConfigKind,
 };
 use converter::{ConvertContext, ImageFormat, Prepared};
 
@@ -90,6 +97,20 @@ fn io_err(path: &str, op: &'static str, file: &Path) -> impl FnOnce(io::Error) -
     }
 }
 
+/// Where the files of config volumes (configMap, secret, downwardAPI,
+/// serviceAccount) and the secrets referenced by cloud-init volumes are.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ConfigSources {
+    /// KubeVirt's pod: mounted at `<private>/config-map/<vol>/`,
+    /// `<private>/secret/<vol>/`, `<private>/downwardapi/<vol>/` and
+    /// `/var/run/secrets/kubernetes.io/serviceaccount/` (facts 5.1).
+    #[default]
+    Pod,
+    /// Standalone (`--config-volume VOL=DIR`): volume name → directory on
+    /// the host. A volume without an entry is refused by name.
+    Standalone(BTreeMap<String, PathBuf>),
+}
+
 /// Options of [`prepare`].
 #[derive(Clone, Debug)]
 pub struct PrepareOptions {
@@ -102,6 +123,8 @@ pub struct PrepareOptions {
     /// block PVCs: the host's `/dev` must never be taken for them, or a
     /// volume named `sda` would hand the host's disk to the guest.
     pub block_device_dir: Option<PathBuf>,
+    /// Where config volume files and cloud-init secrets come from.
+    pub config_sources: ConfigSources,
 }
 
 impl Default for PrepareOptions {
@@ -110,6 +133,7 @@ impl Default for PrepareOptions {
             disk_memory_limit: DEFAULT_DISK_MEMORY_LIMIT,
             owner: None,
             block_device_dir: None,
+            config_sources: ConfigSources::Pod,
         }
     }
 }
@@ -126,9 +150,16 @@ pub fn prepare(
     opts: &PrepareOptions,
 ) -> Result<Prepared, StorageError> {
     let mut prepared = Prepared::default();
+    if let Some(data) = cloudinit::read(vmi, ctx, &opts.config_sources)? {
+        cloudinit::generate(vmi, ctx, &data, opts.owner)?;
+    }
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         let path = format!("spec.volumes[{i}]");
-        if v.container_disk.is_some() {
+        if let Some(kind) = ConfigKind::of(v) {
+            let field = format!("{path}.{}", kind.field());
+            let src = configdisk::source_dir(ctx, &opts.config_sources, kind, v, &field)?;
+            configdisk::generate(vmi, ctx, i, &src, opts.owner)?;
+        } else if v.container_disk.is_some() {
             let field = format!("{path}.containerDisk");
             let image = PathBuf::from(container_disk_image(ctx, i));
             let info = verify_container_disk(&field, &image, opts)?;
@@ -371,6 +402,23 @@ fn ensure_parent_under(field: &str, root: &str, file: &Path) -> Result<(), Stora
     Ok(())
 }
 
+/// Removes `dir` (a directory below `root`, or absent) and everything in
+/// it, without following links: `dir` itself must not be a link.
+fn remove_tree_under(field: &str, root: &Path, dir: &Path) -> Result<(), StorageError> {
+    if !dir.starts_with(root) || dir == root {
+        return Err(volume_err(
+            field,
+            format!("{} is not below {}", dir.display(), root.display()),
+        ));
+    }
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(dir).map_err(io_err(field, "remove", dir)),
+        Ok(_) => fs::remove_file(dir).map_err(io_err(field, "remove", dir)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err(field, "stat", dir)(e)),
+    }
+}
+
 /// Creates a sparse raw image of `bytes` through a temporary file, so a
 /// full file system never leaves a partial image.
 fn create_sparse(field: &str, image: &Path, bytes: u64) -> Result<(), StorageError> {
@@ -455,6 +503,10 @@ fn choose_cache_modes(
             }
         } else if v.persistent_volume_claim.is_some() || v.data_volume.is_some() {
             vec![pvc_image(ctx, &v.name).into()]
+        } else if v.cloud_init_no_cloud.is_some() || v.cloud_init_config_drive.is_some() {
+            vec![cloud_init_iso(ctx, vmi, v.cloud_init_config_drive.is_some()).into()]
+        } else if let Some(kind) = ConfigKind::of(v) {
+            vec![kind.iso(ctx, &v.name).into()]
         } else {
             continue;
         };
@@ -498,3 +550,5 @@ fn choose_cache_modes(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod volume_tests;
