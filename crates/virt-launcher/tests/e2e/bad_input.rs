@@ -12,7 +12,7 @@ fn volumes() -> &'static str {
 }
 
 /// Runs the launcher on `yaml`; returns (exit code, last stderr line).
-fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
+pub(crate) fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
     require_stack();
     let dir = tempfile::tempdir().unwrap();
     let vmi = dir.path().join("vmi.yaml");
@@ -60,7 +60,7 @@ fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), last)
 }
 
-fn assert_refused(yaml: &str, extra: &[&str], expect: &str) {
+pub(crate) fn assert_refused(yaml: &str, extra: &[&str], expect: &str) {
     let (code, line) = refuse(yaml, extra);
     assert_eq!(code, 2, "{line}");
     assert!(line.starts_with("virt-launcher: "), "{line}");
