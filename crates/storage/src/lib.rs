@@ -125,6 +125,10 @@ pub struct PrepareOptions {
     pub block_device_dir: Option<PathBuf>,
     /// Where config volume files and cloud-init secrets come from.
     pub config_sources: ConfigSources,
+    /// Rebuild cloud-init and config ISOs (true, when the domain is about
+    /// to start); false keeps an existing image (the domain already runs
+    /// and QEMU has it open) and builds only missing ones.
+    pub rebuild_media: bool,
 }
 
 impl Default for PrepareOptions {
@@ -134,6 +138,7 @@ impl Default for PrepareOptions {
             owner: None,
             block_device_dir: None,
             config_sources: ConfigSources::Pod,
+            rebuild_media: true,
         }
     }
 }
@@ -150,15 +155,23 @@ pub fn prepare(
     opts: &PrepareOptions,
 ) -> Result<Prepared, StorageError> {
     let mut prepared = Prepared::default();
-    if let Some(data) = cloudinit::read(vmi, ctx, &opts.config_sources)? {
-        cloudinit::generate(vmi, ctx, &data, opts.owner)?;
+    let keep = |iso: &str| !opts.rebuild_media && Path::new(iso).is_file();
+    if let Some((_, _, kind, _)) = cloudinit::find(vmi) {
+        let iso = cloud_init_iso(ctx, vmi, kind == cloudinit::DataSource::ConfigDrive);
+        if !keep(&iso) {
+            if let Some(data) = cloudinit::read(vmi, ctx, &opts.config_sources)? {
+                cloudinit::generate(vmi, ctx, &data, opts.owner)?;
+            }
+        }
     }
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         let path = format!("spec.volumes[{i}]");
         if let Some(kind) = ConfigKind::of(v) {
-            let field = format!("{path}.{}", kind.field());
-            let src = configdisk::source_dir(ctx, &opts.config_sources, kind, v, &field)?;
-            configdisk::generate(vmi, ctx, i, &src, opts.owner)?;
+            if !keep(&kind.iso(ctx, &v.name)) {
+                let field = format!("{path}.{}", kind.field());
+                let src = configdisk::source_dir(ctx, &opts.config_sources, kind, v, &field)?;
+                configdisk::generate(vmi, ctx, i, &src, opts.owner)?;
+            }
         } else if v.container_disk.is_some() {
             let field = format!("{path}.containerDisk");
             let image = PathBuf::from(container_disk_image(ctx, i));

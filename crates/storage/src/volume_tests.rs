@@ -505,3 +505,33 @@ fn config_disk_links_out_of_the_directory_special_files_and_bad_labels_are_refus
     assert!(err.contains("does not exist"), "{err}");
     assert!(!iso.exists());
 }
+
+#[test]
+fn media_are_rebuilt_on_start_and_kept_while_the_domain_runs() {
+    let e = env();
+    let src = e.root.join("cm");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("k"), "one").unwrap();
+    let v = vmi("  - name: cm\n    configMap: {name: app}\n  - name: ci\n    cloudInitNoCloud: {userData: first}\n");
+    let mut opts = standalone(&[("cm", &src)]);
+    prepare(&v, &e.ctx, &opts).unwrap();
+    let cm_iso = e.root.join("private/config-map-disks/cm.iso");
+    let ci_iso = nocloud_iso(&e, "default", "s");
+    let read = |iso: &Path, f: &str| {
+        let (_t, x) = extract(iso);
+        fs::read(x.join(f)).unwrap()
+    };
+    assert_eq!(read(&cm_iso, "k"), b"one");
+    fs::write(src.join("k"), "two").unwrap();
+    let v2 = vmi("  - name: cm\n    configMap: {name: app}\n  - name: ci\n    cloudInitNoCloud: {userData: second}\n");
+    // Running domain: the images QEMU has open stay as they are.
+    opts.rebuild_media = false;
+    prepare(&v2, &e.ctx, &opts).unwrap();
+    assert_eq!(read(&cm_iso, "k"), b"one");
+    assert_eq!(read(&ci_iso, "user-data"), b"first");
+    // Next start: rebuilt from the current sources.
+    opts.rebuild_media = true;
+    prepare(&v2, &e.ctx, &opts).unwrap();
+    assert_eq!(read(&cm_iso, "k"), b"two");
+    assert_eq!(read(&ci_iso, "user-data"), b"second");
+}

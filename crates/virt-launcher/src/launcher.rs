@@ -754,6 +754,7 @@ fn run_domain(
         owner: None,
         block_device_dir: block_device_dir.map(Path::to_path_buf),
         config_sources: config_sources.clone(),
+        rebuild_media: true,
     };
     let manager = Arc::new(
         LibvirtDomainManager::new(connector.clone(), ctx.clone(), prepare)

@@ -252,6 +252,13 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
         &["--config-volume", "../../etc=/tmp"],
         "--config-volume ../../etc=...: the VMI has no volume named",
     );
+    // Path traversal in a config volume's name: refused before any path is built.
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: ../../etc\n    configMap: {{name: c}}\n")
+            .replace("{name: v}", "{name: ../../etc}"),
+        &["--config-volume", "../../etc=/tmp"],
+        "spec.volumes[1].name: \"../../etc\" must be",
+    );
     // A link out of the directory is found once the runtime exists: still
     // exit 2, the field named, no ISO, the state emptied.
     let dir = tempfile::tempdir().unwrap();
