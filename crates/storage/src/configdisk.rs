@@ -26,7 +26,7 @@ use api::VirtualMachineInstance;
 use converter::disks::ConfigKind;
 use converter::ConvertContext;
 
-use crate::{ensure_parent_under, io_err, volume_err, ConfigSources, StorageError};
+use crate::{ensure_parent_under, io_err, volume_err, ConfigDiskFs, ConfigSources, StorageError};
 
 /// Default volume label of config disks (KubeVirt: `cfgdata`).
 pub const DEFAULT_LABEL: &str = "cfgdata";
@@ -196,7 +196,8 @@ pub fn label(v: &Volume) -> Option<&str> {
         .filter(|l| !l.is_empty())
 }
 
-/// Builds the ISO disk of config volume `v` (the `index`-th) from `src`.
+/// Builds the disk of config volume `v` (the `index`-th) from `src`: an
+/// ISO 9660 image, or a FAT one with [`ConfigDiskFs::Vfat`] (same path).
 ///
 /// # Errors
 /// [`StorageError`] naming the volume field: missing directory, a link
@@ -208,6 +209,7 @@ pub fn generate(
     index: usize,
     src: &Path,
     owner: Option<(u32, u32)>,
+    fs_kind: ConfigDiskFs,
 ) -> Result<PathBuf, StorageError> {
     let v = &vmi.spec.volumes[index];
     let Some(kind) = ConfigKind::of(v) else {
@@ -218,7 +220,11 @@ pub fn generate(
     };
     let field = format!("spec.volumes[{index}].{}", kind.field());
     let label = label(v).unwrap_or(DEFAULT_LABEL);
-    crate::iso::check_label(label).map_err(|m| volume_err(&format!("{field}.volumeLabel"), m))?;
+    match fs_kind {
+        ConfigDiskFs::Iso9660 => crate::iso::check_label(label),
+        ConfigDiskFs::Vfat => crate::fat::check_label(label),
+    }
+    .map_err(|m| volume_err(&format!("{field}.volumeLabel"), m))?;
     let root = match fs::canonicalize(src) {
         Ok(r) if r.is_dir() => r,
         Ok(_) => {
@@ -249,7 +255,11 @@ pub fn generate(
             bytes: 0,
         };
         copy_tree(&field, &root, &root, &stage, 0, &mut budget)?;
-        crate::iso::create(&stage, label, &iso).map_err(|e| volume_err(&field, e.to_string()))?;
+        match fs_kind {
+            ConfigDiskFs::Iso9660 => crate::iso::create(&stage, label, &iso),
+            ConfigDiskFs::Vfat => crate::fat::create(&stage, label, &iso),
+        }
+        .map_err(|e| volume_err(&field, e.to_string()))?;
         crate::finish_file(&field, &iso, 0o640, owner)
     })();
     let cleanup = crate::remove_tree_under(&field, &parent, &stage);

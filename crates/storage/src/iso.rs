@@ -26,12 +26,16 @@ pub const XORRISOFS: &str = "xorrisofs";
 /// Longest ISO 9660 volume identifier (ECMA-119 8.4.6: 32 characters).
 pub const MAX_LABEL: usize = 32;
 
-/// Why an image could not be written.
+/// Why an image (ISO here, FAT in [`crate::fat`]) could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum IsoError {
-    /// `xorrisofs` failed, timed out or is not installed.
-    #[error("{XORRISOFS}: {0} (is the xorriso package installed?)")]
+    /// The writing program failed, timed out or is not installed
+    /// (packages xorriso, dosfstools, mtools).
+    #[error("{0}")]
     Run(#[from] process::RunError),
+    /// Reading the source tree failed.
+    #[error("cannot read {0}: {1}")]
+    Read(PathBuf, std::io::Error),
     /// Renaming the finished image failed.
     #[error("cannot move {0} into place: {1}")]
     Rename(PathBuf, std::io::Error),

@@ -21,6 +21,7 @@
 
 pub mod cloudinit;
 pub mod configdisk;
+pub mod fat;
 pub mod iso;
 pub mod qemu_img;
 
@@ -111,6 +112,16 @@ pub enum ConfigSources {
     Standalone(BTreeMap<String, PathBuf>),
 }
 
+/// The file system of config-volume disks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConfigDiskFs {
+    /// ISO 9660 with Joliet and Rock Ridge, as KubeVirt writes them.
+    #[default]
+    Iso9660,
+    /// FAT ([`fat`]), the launcher's `--config-disk-fs vfat`.
+    Vfat,
+}
+
 /// Options of [`prepare`].
 #[derive(Clone, Debug)]
 pub struct PrepareOptions {
@@ -129,6 +140,8 @@ pub struct PrepareOptions {
     /// to start); false keeps an existing image (the domain already runs
     /// and QEMU has it open) and builds only missing ones.
     pub rebuild_media: bool,
+    /// File system of configMap/secret/downwardAPI/serviceAccount disks.
+    pub config_disk_fs: ConfigDiskFs,
 }
 
 impl Default for PrepareOptions {
@@ -139,6 +152,7 @@ impl Default for PrepareOptions {
             block_device_dir: None,
             config_sources: ConfigSources::Pod,
             rebuild_media: true,
+            config_disk_fs: ConfigDiskFs::Iso9660,
         }
     }
 }
@@ -170,7 +184,7 @@ pub fn prepare(
             if !keep(&kind.iso(ctx, &v.name)) {
                 let field = format!("{path}.{}", kind.field());
                 let src = configdisk::source_dir(ctx, &opts.config_sources, kind, v, &field)?;
-                configdisk::generate(vmi, ctx, i, &src, opts.owner)?;
+                configdisk::generate(vmi, ctx, i, &src, opts.owner, opts.config_disk_fs)?;
             }
         } else if v.container_disk.is_some() {
             let field = format!("{path}.containerDisk");

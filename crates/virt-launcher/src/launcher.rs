@@ -755,6 +755,7 @@ fn run_domain(
         block_device_dir: block_device_dir.map(Path::to_path_buf),
         config_sources: config_sources.clone(),
         rebuild_media: true,
+        config_disk_fs: flags.config_disk_fs.into(),
     };
     let manager = Arc::new(
         LibvirtDomainManager::new(connector.clone(), ctx.clone(), prepare)

@@ -270,3 +270,41 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
         "outside the volume's directory",
     );
 }
+
+#[test]
+fn vfat_config_disk_is_read_by_the_guest() {
+    let src = tempfile::tempdir().unwrap();
+    let ts = src.path().join("..2026_11_30_12_00_00.1");
+    fs::create_dir(&ts).unwrap();
+    fs::write(ts.join("app.conf"), "colour=grün ✓\n").unwrap();
+    fs::write(ts.join("grüße.txt"), "umlaut-name\n").unwrap();
+    symlink("..2026_11_30_12_00_00.1", src.path().join("..data")).unwrap();
+    symlink("..data/app.conf", src.path().join("app.conf")).unwrap();
+    symlink("..data/grüße.txt", src.path().join("grüße.txt")).unwrap();
+
+    let script = "#!/bin/sh\nmkdir -p /cfg\ndev=$(findfs LABEL=FATCFG) || { echo FAT-NOT-FOUND; exit 1; }\nmount -t vfat -o ro,iocharset=utf8 \"$dev\" /cfg || exit 1\necho \"FAT-CONTENT $(cat /cfg/app.conf)\"\necho \"FAT-NAME $(cat /cfg/grüße.txt)\"\nfor f in /cfg/*; do echo \"FAT-FILE ${f#/cfg/}\"; done\n";
+    let y = vmi(
+        "cfg-vfat",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: appcfg\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: appcfg\n    configMap: {{name: app, volumeLabel: FATCFG}}\n",
+            block(script, 8)
+        ),
+    );
+    let arg = format!("appcfg={}", src.path().display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--config-volume", &arg, "--config-disk-fs", "vfat"],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("FAT-CONTENT colour=grün ✓"), "{serial}");
+    assert!(serial.contains("FAT-NAME umlaut-name"), "{serial}");
+    // The name as listed, not only found by a case-insensitive lookup.
+    assert!(serial.contains("FAT-FILE grüße.txt\r\n"), "{serial}");
+    assert!(serial.contains("FAT-FILE app.conf\r\n"), "{serial}");
+    assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
+    shutdown(l);
+}
