@@ -85,6 +85,17 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
                 format!("volume has more than one source: {}", many.join(", ")),
             )),
         }
+        if let Some(e) = &v.ephemeral {
+            if e.persistent_volume_claim
+                .as_ref()
+                .is_none_or(|c| c.claim_name.is_empty())
+            {
+                errs.push(FieldError::new(
+                    format!("{path}.ephemeral.persistentVolumeClaim.claimName"),
+                    "required",
+                ));
+            }
+        }
         if let Some(e) = &v.empty_disk {
             match e.capacity.to_bytes() {
                 Ok(b) if b >= 1 << 20 => {}

@@ -648,9 +648,10 @@ pub struct Volume {
     /// A disk image on the host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_disk: Option<HostDiskSource>,
-    /// Not implemented yet; refused when present.
+    /// A PVC the guest reads through a qcow2 overlay: its writes are
+    /// discarded with the VMI, the PVC is never written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ephemeral: Option<Value>,
+    pub ephemeral: Option<EphemeralSource>,
     /// cloud-init NoCloud data, served to the guest as an ISO labelled `cidata`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_init_no_cloud: Option<CloudInitSource>,
@@ -808,6 +809,15 @@ pub struct PvcSource {
     /// Hot-plugged volume; not implemented yet.
     #[serde(default)]
     pub hotpluggable: bool,
+}
+
+/// `volumes[].ephemeral`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EphemeralSource {
+    /// The claim whose image backs the overlay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim: Option<PvcSource>,
 }
 
 /// `volumes[].dataVolume`.

@@ -61,7 +61,7 @@ pub fn container_disk_image(ctx: &ConvertContext, index: usize) -> String {
     )
 }
 
-/// The writable qcow2 overlay of a containerDisk volume:
+/// The writable qcow2 overlay of a containerDisk or ephemeral volume:
 /// `<ephemeral-disk-dir>/disk-data/<vol>/disk.qcow2`.
 pub fn container_disk_overlay(ctx: &ConvertContext, volume: &str) -> String {
     format!(
@@ -251,6 +251,31 @@ pub fn locate(
                     format_type: fmt.as_str().into(),
                 }),
                 source: Some(file(container_disk_image(ctx, index))),
+            }),
+        });
+    }
+    if v.ephemeral.is_some() {
+        // KubeVirt: a qcow2 overlay in the ephemeral disk directory on the
+        // PVC, read as raw (block device or the claim's disk.img).
+        let block = ctx.prepared.block_volumes.contains(&v.name);
+        let backing = if block {
+            DiskSource {
+                dev: Some(format!("/dev/{}", v.name)),
+                ..DiskSource::default()
+            }
+        } else {
+            file(pvc_image(ctx, &v.name))
+        };
+        return Ok(VolumeLocation {
+            disk_type: "file",
+            format: ImageFormat::Qcow2,
+            source: file(container_disk_overlay(ctx, &v.name)),
+            backing: Some(BackingStore {
+                store_type: Some(if block { "block" } else { "file" }.into()),
+                format: Some(Format {
+                    format_type: ImageFormat::Raw.as_str().into(),
+                }),
+                source: Some(backing),
             }),
         });
     }

@@ -685,3 +685,43 @@ fn kernel_arguments_need_a_kernel() {
     let e = conv(doc, Arch::Amd64).unwrap_err().to_string();
     assert_eq!(e, "spec.domain.firmware.kernelBoot.kernelArgs: kernel arguments need a kernel: set kernelBoot.container");
 }
+
+#[test]
+fn ephemeral_volume_is_a_qcow2_overlay_on_the_claim_read_as_raw() {
+    let doc = "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: eph}
+spec:
+  domain:
+    memory: {guest: 64Mi}
+    devices:
+      disks:
+      - {name: e, disk: {bus: virtio}}
+  volumes:
+  - name: e
+    ephemeral: {persistentVolumeClaim: {claimName: c}}
+";
+    let v = vmi(doc, Arch::Amd64);
+    let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    let d = convert(&v, &ctx).unwrap();
+    let x = disk(&d, "e");
+    assert_eq!(x.disk_type, "file");
+    assert_eq!(x.driver.as_ref().unwrap().format.as_deref(), Some("qcow2"));
+    assert_eq!(x.driver.as_ref().unwrap().discard.as_deref(), Some("unmap"));
+    assert_eq!(
+        x.source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt-ephemeral-disks/disk-data/e/disk.qcow2")
+    );
+    let bs = x.backing_store.as_ref().unwrap();
+    assert_eq!(bs.store_type.as_deref(), Some("file"));
+    assert_eq!(bs.format.as_ref().unwrap().format_type, "raw");
+    assert_eq!(
+        bs.source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt-private/vmi-disks/e/disk.img")
+    );
+    ctx.prepared.block_volumes.insert("e".into());
+    let d = convert(&v, &ctx).unwrap();
+    let bs = disk(&d, "e").backing_store.clone().unwrap();
+    assert_eq!(bs.store_type.as_deref(), Some("block"));
+    assert_eq!(bs.source.unwrap().dev.as_deref(), Some("/dev/e"));
+}

@@ -212,6 +212,7 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
                     | "secret"
                     | "serviceAccount"
                     | "downwardAPI"
+                    | "ephemeral"
             );
             if !supported {
                 checks.push((true, format!("{p}.{kind}"), kind_feature(kind)));
@@ -227,7 +228,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
 fn kind_feature(kind: &str) -> &'static str {
     match kind {
         "downwardMetrics" => "downwardMetrics volumes",
-        "ephemeral" => "ephemeral volumes",
         "sysprep" => "sysprep volumes",
         "memoryDump" => "memoryDump volumes",
         _ => "this volume source",

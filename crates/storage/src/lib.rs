@@ -11,6 +11,7 @@
 //! | emptyDisk | create a sparse qcow2 of the capacity rounded down to 1 MiB, or reuse it |
 //! | hostDisk | `Disk`: must exist; `DiskOrCreate`: create a sparse raw file of the capacity |
 //! | persistentVolumeClaim / dataVolume | must exist: `/dev/<vol>` block device, else `vmi-disks/<vol>/disk.img` |
+//! | ephemeral | the claim as for a PVC (never written), plus the qcow2 overlay `disk-data/<vol>/disk.qcow2` (backing format raw) the guest writes to |
 //! | cloudInitNoCloud / cloudInitConfigDrive | the `cidata` / `config-2` ISO of the first such volume ([`cloudinit`]) |
 //! | configMap / secret / downwardAPI / serviceAccount | an ISO of the mounted directory ([`configdisk`]) |
 //!
@@ -262,6 +263,39 @@ pub fn prepare(
                         ))
                     }
                 }
+            }
+        } else if v.ephemeral.is_some() {
+            // The claim is only ever read: the guest writes to a qcow2
+            // overlay whose backing file is read as raw (`-F raw`), so no
+            // header in the PVC can make QEMU open another file.
+            let field = format!("{path}.ephemeral");
+            let dev = opts.block_device_dir.as_ref().map(|d| d.join(&v.name));
+            let backing = match dev {
+                Some(d) if fs::metadata(&d).is_ok_and(|m| m.file_type().is_block_device()) => {
+                    prepared.block_volumes.insert(v.name.clone());
+                    d
+                }
+                _ => {
+                    let image = PathBuf::from(pvc_image(ctx, &v.name));
+                    if !exists_regular(&field, &image)? {
+                        return Err(volume_err(
+                            &field,
+                            format!("the claim's disk image {} does not exist", image.display()),
+                        ));
+                    }
+                    image
+                }
+            };
+            let overlay = PathBuf::from(container_disk_overlay(ctx, &v.name));
+            if !exists_regular(&field, &overlay)? {
+                ensure_parent_under(&field, &ctx.paths.ephemeral_disk_dir, &overlay)?;
+                qemu_img::create_overlay(&backing, ImageFormat::Raw, &overlay).map_err(
+                    |source| StorageError::QemuImg {
+                        path: field.clone(),
+                        source,
+                    },
+                )?;
+                finish_file(&field, &overlay, 0o640, opts.owner)?;
             }
         } else if v.persistent_volume_claim.is_some() || v.data_volume.is_some() {
             let field = if v.data_volume.is_some() {
@@ -521,6 +555,13 @@ fn choose_cache_modes(
             ]
         } else if v.empty_disk.is_some() {
             vec![empty_disk_image(ctx, &v.name).into()]
+        } else if v.ephemeral.is_some() {
+            let backing = if prepared.block_volumes.contains(&v.name) {
+                PathBuf::from(format!("/dev/{}", v.name))
+            } else {
+                pvc_image(ctx, &v.name).into()
+            };
+            vec![container_disk_overlay(ctx, &v.name).into(), backing]
         } else if prepared.block_volumes.contains(&v.name) {
             vec![PathBuf::from(format!("/dev/{}", v.name))]
         } else if let Some(h) = &v.host_disk {

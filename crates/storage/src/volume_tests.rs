@@ -597,3 +597,51 @@ fn vfat_config_disk_is_a_clean_fat_file_system_with_the_label_and_files() {
         "{err}"
     );
 }
+
+#[test]
+fn ephemeral_volume_gets_a_raw_backed_overlay_and_needs_its_claim() {
+    let e = env();
+    let v = vmi("  - name: eph\n    ephemeral: {persistentVolumeClaim: {claimName: c}}\n");
+    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("spec.volumes[0].ephemeral: the claim's disk image ")
+            && err.ends_with("/private/vmi-disks/eph/disk.img does not exist"),
+        "{err}"
+    );
+    let claim = e.root.join("private/vmi-disks/eph/disk.img");
+    fs::create_dir_all(claim.parent().unwrap()).unwrap();
+    // A qcow2 header inside the claim must not be honoured: it is read as raw.
+    tool(
+        "qemu-img",
+        &[
+            "create",
+            "-f",
+            "qcow2",
+            "-b",
+            "/etc/shadow",
+            "-F",
+            "raw",
+            claim.to_str().unwrap(),
+            "4M",
+        ],
+    );
+    let before = fs::read(&claim).unwrap();
+    prepare(&v, &e.ctx, &PrepareOptions::default()).unwrap();
+    let overlay = e.root.join("ephemeral/disk-data/eph/disk.qcow2");
+    let info = tool(
+        "qemu-img",
+        &[
+            "info",
+            "--output=json",
+            "--force-share",
+            overlay.to_str().unwrap(),
+        ],
+    );
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["format"], "qcow2");
+    assert_eq!(info["backing-filename"], claim.to_str().unwrap());
+    assert_eq!(info["backing-filename-format"], "raw");
+    assert_eq!(fs::read(&claim).unwrap(), before);
+}

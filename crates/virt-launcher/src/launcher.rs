@@ -98,6 +98,10 @@ pub struct RuntimeSettings {
     pub state_dir: PathBuf,
     /// containerDisk volume name → image file on the host.
     pub container_disks: Vec<(String, PathBuf)>,
+    /// Standalone: persistentVolumeClaim, dataVolume or ephemeral volume
+    /// name → raw disk image on the host (`--pvc`), shown to the launcher
+    /// where virt-handler mounts a filesystem-mode claim.
+    pub pvcs: Vec<(String, PathBuf)>,
     /// Standalone: config volume (or cloud-init secret) name → directory
     /// on the host holding its files (`--config-volume`).
     pub config_volumes: Vec<(String, PathBuf)>,
@@ -255,13 +259,14 @@ pub fn run_vmi(
         })?;
         storage::cloudinit::check_inline(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
     }
-    let (images, host_disk_dirs, config_sources) = match settings.mode {
+    let (images, host_disk_dirs, config_sources, pvcs) = match settings.mode {
         Mode::Standalone => (
             container_disk_images(vmi, settings)?,
             host_disk_dirs(vmi)?,
             ConfigSources::Standalone(config_volume_dirs(vmi, settings)?),
+            pvc_images(vmi, settings)?,
         ),
-        Mode::Pod => (Vec::new(), Vec::new(), ConfigSources::Pod),
+        Mode::Pod => (Vec::new(), Vec::new(), ConfigSources::Pod, Vec::new()),
     };
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
@@ -301,6 +306,10 @@ pub fn run_vmi(
         }
         for (dir, target) in &host_disk_dirs {
             mounts.bind_dir(dir, target)?;
+        }
+        for (vol, file, read_only) in &pvcs {
+            let target = PathBuf::from(format!("{PRIVATE_DIR}/vmi-disks/{vol}/disk.img"));
+            mounts.bind_file(file, &target, *read_only)?;
         }
         if process::is_pid1() {
             mounts.mount_proc()?;
@@ -432,6 +441,68 @@ fn config_volume_dirs(
                     v.name
                 )));
             }
+        }
+    }
+    Ok(out)
+}
+
+/// Pairs each persistentVolumeClaim, dataVolume and ephemeral volume with
+/// its raw image on the host (`--pvc`): (volume, absolute path, read-only).
+/// Ephemeral volumes and read-only claims are mounted read-only, so the
+/// guest can never write them. Every such volume needs one; every flag
+/// must name such a volume.
+fn pvc_images(
+    vmi: &VirtualMachineInstance,
+    s: &RuntimeSettings,
+) -> Result<Vec<(String, PathBuf, bool)>, LauncherError> {
+    let mut out: Vec<(String, PathBuf, bool)> = Vec::new();
+    for (name, file) in &s.pvcs {
+        let Some(v) = vmi.spec.volumes.iter().find(|v| &v.name == name) else {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}=...: the VMI has no volume named {name:?}"
+            )));
+        };
+        let read_only = v.ephemeral.is_some()
+            || v.persistent_volume_claim
+                .as_ref()
+                .is_some_and(|p| p.read_only);
+        if v.persistent_volume_claim.is_none() && v.data_volume.is_none() && v.ephemeral.is_none() {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}=...: volume {name:?} is not a persistentVolumeClaim, dataVolume or ephemeral volume"
+            )));
+        }
+        let meta = std::fs::metadata(file)
+            .map_err(|e| LauncherError::Input(format!("--pvc {name}={}: {e}", file.display())))?;
+        if !meta.is_file() {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}={}: not a regular file (a raw disk image)",
+                file.display()
+            )));
+        }
+        if out.iter().any(|(n, _, _)| n == name) {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}=... is given twice"
+            )));
+        }
+        let abs = std::fs::canonicalize(file)
+            .map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
+        out.push((name.clone(), abs, read_only));
+    }
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        let kind = if v.persistent_volume_claim.is_some() {
+            "persistentVolumeClaim"
+        } else if v.data_volume.is_some() {
+            "dataVolume"
+        } else if v.ephemeral.is_some() {
+            "ephemeral"
+        } else {
+            continue;
+        };
+        if !out.iter().any(|(n, _, _)| n == &v.name) {
+            return Err(LauncherError::Input(format!(
+                "spec.volumes[{i}].{kind}: standalone mode has no mounted claims: pass --pvc {}=FILE, a raw disk image",
+                v.name
+            )));
         }
     }
     Ok(out)

@@ -83,6 +83,12 @@ struct RunArgs {
     /// userDataSecretRef / networkDataSecretRef, as VOLUME=DIR (repeatable).
     #[arg(long = "config-volume", value_parser = parse_config_volume)]
     config_volumes: Vec<(String, PathBuf)>,
+    /// Raw disk image for a persistentVolumeClaim, dataVolume or ephemeral
+    /// volume, as VOLUME=FILE (repeatable): shown where virt-handler mounts
+    /// a filesystem-mode claim (`vmi-disks/<vol>/disk.img`); read-only for
+    /// ephemeral volumes and read-only claims.
+    #[arg(long = "pvc", value_parser = parse_container_disk)]
+    pvcs: Vec<(String, PathBuf)>,
     #[command(flatten)]
     flags: LauncherFlags,
 }
@@ -198,6 +204,7 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         state_dir: state_dir(&args.flags, &vmi),
         container_disks: args.container_disks.clone(),
         config_volumes: args.config_volumes.clone(),
+        pvcs: args.pvcs.clone(),
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
     };
@@ -226,6 +233,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         state_dir: state_dir(flags, &vmi),
         container_disks: Vec::new(),
         config_volumes: Vec::new(),
+        pvcs: Vec::new(),
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
     };

@@ -248,6 +248,20 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
         "--config-volume containerdisk=...: volume \"containerdisk\" is not a configMap, secret, downwardAPI, serviceAccount or cloud-init volume",
     );
     assert_refused(
+        &format!(
+            "{BAD_HEAD}  - name: v\n    ephemeral: {{persistentVolumeClaim: {{claimName: c}}}}\n"
+        ),
+        &[],
+        "spec.volumes[1].ephemeral: standalone mode has no mounted claims: pass --pvc v=FILE",
+    );
+    assert_refused(
+        &format!(
+            "{BAD_HEAD}  - name: v\n    ephemeral: {{persistentVolumeClaim: {{claimName: c}}}}\n"
+        ),
+        &["--pvc", "v=/dev/null"],
+        "--pvc v=/dev/null: not a regular file",
+    );
+    assert_refused(
         &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
         &["--config-volume", "../../etc=/tmp"],
         "--config-volume ../../etc=...: the VMI has no volume named",
@@ -306,5 +320,128 @@ fn vfat_config_disk_is_read_by_the_guest() {
     assert!(serial.contains("FAT-FILE grüße.txt\r\n"), "{serial}");
     assert!(serial.contains("FAT-FILE app.conf\r\n"), "{serial}");
     assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
+    shutdown(l);
+}
+
+/// User-data that finds the disk whose virtio serial is `SERIAL` and runs
+/// `body` with `$d` set to its device node.
+fn on_disk_with_serial(serial: &str, body: &str) -> String {
+    format!(
+        "#!/bin/sh\nd=\nfor s in /sys/block/vd*/serial; do [ \"$(cat $s)\" = {serial} ] && d=/dev/$(basename $(dirname $s)); done\n[ -n \"$d\" ] || {{ echo DISK-NOT-FOUND; exit 1; }}\n{body}\n"
+    )
+}
+
+fn sha256(p: &std::path::Path) -> String {
+    let out = std::process::Command::new("sha256sum")
+        .arg(p)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn ephemeral_volume_writes_go_to_the_overlay_never_to_the_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim = dir.path().join("claim.img");
+    let mut content = b"CLAIM-ORIGINAL-DATA".to_vec();
+    content.resize(8 << 20, 0);
+    fs::write(&claim, &content).unwrap();
+    let before = sha256(&claim);
+    let body = "head -c 19 $d; echo\nprintf EPHEMERAL-WRITE-OK | dd of=$d conv=notrunc 2>/dev/null; sync\necho \"EPH-READBACK $(head -c 18 $d)\"";
+    let y = vmi(
+        "eph",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: scratch\n        serial: ephdisk\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: scratch\n    ephemeral:\n      persistentVolumeClaim: {{claimName: my-claim}}\n",
+            block(&on_disk_with_serial("ephdisk", body), 8)
+        ),
+    );
+    let arg = format!("scratch={}", claim.display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--pvc", &arg],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("CLAIM-ORIGINAL-DATA"), "{serial}");
+    assert!(
+        serial.contains("EPH-READBACK EPHEMERAL-WRITE-OK"),
+        "{serial}"
+    );
+    assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains("/var/run/kubevirt-ephemeral-disks/disk-data/scratch/disk.qcow2"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/scratch/disk.img"),
+        "{xml}"
+    );
+    shutdown(l);
+    assert_eq!(sha256(&claim), before, "the claim was written");
+}
+
+#[test]
+fn pvc_writes_survive_a_launcher_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim = dir.path().join("pvc.img");
+    fs::write(&claim, vec![0u8; 8 << 20]).unwrap();
+    let body = "if [ \"$(head -c 16 $d)\" = PVC-PERSIST-MARK ]; then echo PVC-FOUND-MARK; else printf PVC-PERSIST-MARK | dd of=$d conv=notrunc 2>/dev/null; sync; echo PVC-WROTE-MARK; fi";
+    let y = vmi(
+        "pvc",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: data\n        serial: pvcdisk\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: data\n    persistentVolumeClaim: {{claimName: my-claim}}\n",
+            block(&on_disk_with_serial("pvcdisk", body), 8)
+        ),
+    );
+    let arg = format!("data={}", claim.display());
+    let opts = Opts {
+        args: &["--pvc", &arg],
+        ..Opts::default()
+    };
+    let mut first = Launcher::start(&y, &opts);
+    let serial = first.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("PVC-WROTE-MARK"), "{serial}");
+    shutdown(first);
+    assert_eq!(&fs::read(&claim).unwrap()[..16], b"PVC-PERSIST-MARK");
+    let mut second = Launcher::start(&y, &opts);
+    let serial = second.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("PVC-FOUND-MARK"), "{serial}");
+    shutdown(second);
+}
+
+#[test]
+fn kubevirt_vmi_pvc_example_boots_from_a_claim_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim = dir.path().join("disk-alpine.img");
+    fs::copy(crate::harness::guest_image(), &claim).unwrap();
+    let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-pvc.yaml")).unwrap();
+    let arg = format!("pvcdisk={}", claim.display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            container_disks: &[],
+            args: &["--pvc", &arg],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/pvcdisk/disk.img"),
+        "{xml}"
+    );
     shutdown(l);
 }
