@@ -445,3 +445,31 @@ fn kubevirt_vmi_pvc_example_boots_from_a_claim_image() {
     );
     shutdown(l);
 }
+
+#[test]
+fn kubevirt_vmi_host_disk_example_boots_from_the_file_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("disk.img");
+    let len = fs::copy(crate::harness::guest_image(), &img).unwrap();
+    let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-host-disk.yaml"))
+        .unwrap()
+        .replace("/var/data/disk.img", img.to_str().unwrap());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            container_disks: &[],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/host-disk/disk.img"),
+        "{xml}"
+    );
+    shutdown(l);
+    // An existing image is used as it is: DiskOrCreate never resizes it.
+    assert_eq!(fs::metadata(&img).unwrap().len(), len);
+}
