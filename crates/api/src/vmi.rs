@@ -84,9 +84,9 @@ pub struct VmiSpec {
     /// `Paused` starts the domain paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_strategy: Option<String>,
-    /// Not implemented yet; refused when present.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub access_credentials: Option<Value>,
+    /// Credentials put into the guest (SSH keys through cloud-init).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access_credentials: Vec<AccessCredential>,
 }
 
 /// `spec.domain`.
@@ -809,6 +809,64 @@ pub struct PvcSource {
     /// Hot-plugged volume; not implemented yet.
     #[serde(default)]
     pub hotpluggable: bool,
+}
+
+/// `spec.accessCredentials[]`: exactly one of its fields is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessCredential {
+    /// SSH public keys from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_public_key: Option<SshPublicKeyAccessCredential>,
+    /// User passwords set through the guest agent (not implemented yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_password: Option<Value>,
+}
+
+/// `accessCredentials[].sshPublicKey`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SshPublicKeyAccessCredential {
+    /// Where the keys come from.
+    #[serde(default)]
+    pub source: AccessCredentialSource,
+    /// How they reach the guest.
+    #[serde(default)]
+    pub propagation_method: PropagationMethod,
+}
+
+/// `sshPublicKey.source`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessCredentialSource {
+    /// A Secret whose every entry is a public key (mounted at
+    /// `/var/run/kubevirt-private/secret/<secretName>-access-cred/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<AccessCredentialSecret>,
+}
+
+/// `sshPublicKey.source.secret`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessCredentialSecret {
+    /// Secret name.
+    #[serde(default)]
+    pub secret_name: String,
+}
+
+/// `sshPublicKey.propagationMethod`: exactly one is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PropagationMethod {
+    /// Keys go into the NoCloud meta-data (`public-keys`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_cloud: Option<Value>,
+    /// Keys go into the config drive meta-data (`public_keys`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_drive: Option<Value>,
+    /// Keys written by the guest agent (not implemented yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qemu_guest_agent: Option<Value>,
 }
 
 /// `volumes[].ephemeral`.

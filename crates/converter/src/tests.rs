@@ -725,3 +725,37 @@ spec:
     assert_eq!(bs.store_type.as_deref(), Some("block"));
     assert_eq!(bs.source.unwrap().dev.as_deref(), Some("/dev/e"));
 }
+
+#[test]
+fn access_credentials_other_than_cloud_init_ssh_keys_are_refused_by_name() {
+    let base = "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: ac}
+spec:
+  domain:
+    memory: {guest: 64Mi}
+  accessCredentials:
+";
+    let ok = format!("{base}  - sshPublicKey: {{source: {{secret: {{secretName: k}}}}, propagationMethod: {{noCloud: {{}}}}}}\n");
+    conv(&ok, Arch::Amd64).unwrap();
+    let qga = format!("{base}  - sshPublicKey: {{source: {{secret: {{secretName: k}}}}, propagationMethod: {{qemuGuestAgent: {{users: [root]}}}}}}\n");
+    assert_eq!(
+        conv(&qga, Arch::Amd64).unwrap_err().to_string(),
+        "spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent: SSH keys through the guest agent is not supported yet"
+    );
+    let pw = format!("{base}  - userPassword: {{source: {{secret: {{secretName: k}}}}, propagationMethod: {{qemuGuestAgent: {{}}}}}}\n");
+    assert_eq!(
+        conv(&pw, Arch::Amd64).unwrap_err().to_string(),
+        "spec.accessCredentials[0].userPassword: user passwords (guest agent propagation) is not supported yet"
+    );
+    let bad = format!("{base}  - sshPublicKey: {{source: {{secret: {{secretName: ../../etc}}}}, propagationMethod: {{noCloud: {{}}}}}}\n");
+    let err = api::load_vmi(bad.as_bytes(), Arch::Amd64)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "spec.accessCredentials[0].sshPublicKey.source.secret.secretName: \"../../etc\""
+        ),
+        "{err}"
+    );
+}

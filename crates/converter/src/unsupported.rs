@@ -29,11 +29,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "networks (pod networking phase 2)",
         ),
         (
-            spec.access_credentials.is_some(),
-            "spec.accessCredentials".into(),
-            "access credentials",
-        ),
-        (
             dom.chassis.is_some(),
             "spec.domain.chassis".into(),
             "SMBIOS chassis",
@@ -90,6 +85,21 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "video device selection",
         ),
     ];
+    for (i, c) in spec.access_credentials.iter().enumerate() {
+        let p = format!("spec.accessCredentials[{i}]");
+        checks.push((
+            c.user_password.is_some(),
+            format!("{p}.userPassword"),
+            "user passwords (guest agent propagation)",
+        ));
+        if let Some(k) = &c.ssh_public_key {
+            checks.push((
+                k.propagation_method.qemu_guest_agent.is_some(),
+                format!("{p}.sshPublicKey.propagationMethod.qemuGuestAgent"),
+                "SSH keys through the guest agent",
+            ));
+        }
+    }
     if let Some(cpu) = &dom.cpu {
         checks.extend([
             (

@@ -18,16 +18,18 @@
 //!
 //! | source | files | label |
 //! |---|---|---|
-//! | NoCloud | `meta-data` (JSON `{"instance-type"?, "instance-id", "local-hostname"?}`), `user-data`, `network-config` (only with network data) | `cidata` |
-//! | config drive | `openstack/latest/meta_data.json` (JSON `{"instance_type"?, "instance_id": "<name>.<ns>", "hostname"?, "uuid"?}`), `openstack/latest/user_data`, `openstack/latest/network_data.json` (only with network data) | `config-2` |
+//! | NoCloud | `meta-data` (JSON `{"instance-type"?, "instance-id", "local-hostname"?, "public-keys"?}`), `user-data`, `network-config` (only with network data) | `cidata` |
+//! | config drive | `openstack/latest/meta_data.json` (JSON `{"instance_type"?, "instance_id": "<name>.<ns>", "hostname"?, "uuid"?, "public_keys"?}`), `openstack/latest/user_data`, `openstack/latest/network_data.json` (only with network data) | `config-2` |
 //!
 //! KubeVirt writes the ISO after defining the domain, because a config
 //! drive lists the PCI addresses of tagged NICs and host devices; this
 //! launcher has neither yet (both are refused by name), so the ISO is built
 //! with the other volumes before the domain is defined, and its `devices`
-//! list is always absent. SSH keys from access credentials are refused by
-//! name too, so `public-keys` never appears.
+//! list is always absent. SSH keys of access credentials propagated by
+//! `noCloud` / `configDrive` go into `public-keys` / `public_keys`
+//! ([`public_keys`]).
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -270,7 +272,7 @@ pub fn read(
                 ctx.paths.private_dir.trim_end_matches('/'),
                 v.name
             )),
-            ConfigSources::Standalone(map) => map.get(&v.name).cloned().ok_or_else(|| {
+            ConfigSources::Standalone { volumes, .. } => volumes.get(&v.name).cloned().ok_or_else(|| {
                 volume_err(
                     &ref_field,
                     format!(
@@ -312,7 +314,8 @@ pub fn read(
     if user.is_empty() && net.is_empty() {
         return Err(required(&field));
     }
-    let meta_data = meta_data(vmi, kind);
+    let keys = public_keys(vmi, kind, ctx, sources)?;
+    let meta_data = meta_data(vmi, kind, &keys);
     Ok(Some(CloudInitData {
         source: kind,
         volume: v.name.clone(),
@@ -340,6 +343,8 @@ struct NoCloudMeta<'a> {
     instance_id: &'a str,
     #[serde(rename = "local-hostname", skip_serializing_if = "str::is_empty")]
     local_hostname: &'a str,
+    #[serde(rename = "public-keys", skip_serializing_if = "BTreeMap::is_empty")]
+    public_keys: &'a BTreeMap<String, String>,
 }
 
 #[derive(Serialize)]
@@ -351,6 +356,89 @@ struct ConfigDriveMeta<'a> {
     hostname: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
     uuid: &'a str,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    public_keys: &'a BTreeMap<String, String>,
+}
+
+/// The SSH public keys of the access credentials propagated to `kind`
+/// (KubeVirt `resolveSSHPublicKeys`): for each credential in spec order,
+/// every file of its secret directory (`<private>/secret/<secretName>-access-cred/`
+/// in a pod) in name order, skipping subdirectories, Kubernetes' `..`
+/// entries and empty files; keyed `"0"`, `"1"`, ... (a JSON object, so
+/// Go writes the keys sorted as strings, as a `BTreeMap` does).
+///
+/// # Errors
+/// [`StorageError`] naming the credential: an unreadable directory, a
+/// link leading outside it, no directory given in standalone mode.
+pub fn public_keys(
+    vmi: &VirtualMachineInstance,
+    kind: DataSource,
+    ctx: &ConvertContext,
+    sources: &ConfigSources,
+) -> Result<BTreeMap<String, String>, StorageError> {
+    let mut keys = BTreeMap::new();
+    for (i, c) in vmi.spec.access_credentials.iter().enumerate() {
+        let Some(k) = &c.ssh_public_key else { continue };
+        let wanted = match kind {
+            DataSource::NoCloud => k.propagation_method.no_cloud.is_some(),
+            DataSource::ConfigDrive => k.propagation_method.config_drive.is_some(),
+        };
+        let name = k
+            .source
+            .secret
+            .as_ref()
+            .map_or("", |s| s.secret_name.as_str());
+        if !wanted || name.is_empty() {
+            continue;
+        }
+        let field = format!("spec.accessCredentials[{i}].sshPublicKey.source.secret");
+        let dir = match sources {
+            ConfigSources::Pod => PathBuf::from(format!(
+                "{}/secret/{name}-access-cred",
+                ctx.paths.private_dir.trim_end_matches('/')
+            )),
+            ConfigSources::Standalone { secrets, .. } => {
+                secrets.get(name).cloned().ok_or_else(|| {
+                    volume_err(
+                        &field,
+                        format!(
+                            "standalone mode has no mounted secrets: pass --access-credential {name}=DIR, a directory whose files are public keys"
+                        ),
+                    )
+                })?
+            }
+        };
+        let root = fs::canonicalize(&dir).map_err(io_err(&field, "open secret directory", &dir))?;
+        let mut entries: Vec<_> = fs::read_dir(&root)
+            .map_err(io_err(&field, "read directory", &root))?
+            .collect::<Result<_, _>>()
+            .map_err(io_err(&field, "read directory", &root))?;
+        entries.sort_by_key(fs::DirEntry::file_name);
+        for e in entries {
+            let file_name = e.file_name();
+            let ft = e.file_type().map_err(io_err(&field, "stat", &e.path()))?;
+            if ft.is_dir() || file_name.as_encoded_bytes().starts_with(b"..") {
+                continue;
+            }
+            let real = crate::configdisk::resolve_inside(&field, &root, &e.path())?;
+            let meta = fs::metadata(&real).map_err(io_err(&field, "stat", &real))?;
+            if !meta.is_file() || meta.len() > MAX_SECRET_DATA {
+                return Err(volume_err(
+                    &field,
+                    format!("{} is not a public key file", e.path().display()),
+                ));
+            }
+            let data = fs::read(&real).map_err(io_err(&field, "read", &real))?;
+            if data.is_empty() {
+                continue;
+            }
+            keys.insert(
+                keys.len().to_string(),
+                String::from_utf8_lossy(&data).into_owned(),
+            );
+        }
+    }
+    Ok(keys)
 }
 
 /// The meta-data document, byte for byte as Go's `json.Marshal` writes
@@ -359,7 +447,11 @@ struct ConfigDriveMeta<'a> {
 /// instance-id / uuid is `spec.domain.firmware.uuid` (always set after
 /// defaulting); the instance type comes from the annotation
 /// `kubevirt.io/cluster-instancetype-name`, else `kubevirt.io/instancetype-name`.
-pub fn meta_data(vmi: &VirtualMachineInstance, kind: DataSource) -> Vec<u8> {
+pub fn meta_data(
+    vmi: &VirtualMachineInstance,
+    kind: DataSource,
+    public_keys: &BTreeMap<String, String>,
+) -> Vec<u8> {
     let ann = &vmi.metadata.annotations;
     let instance_type = ann
         .get("kubevirt.io/cluster-instancetype-name")
@@ -379,12 +471,14 @@ pub fn meta_data(vmi: &VirtualMachineInstance, kind: DataSource) -> Vec<u8> {
             instance_type,
             instance_id: uuid,
             local_hostname: &host,
+            public_keys,
         }),
         DataSource::ConfigDrive => serde_json::to_string(&ConfigDriveMeta {
             instance_type,
             instance_id: format!("{}.{}", vmi.metadata.name, vmi.namespace()),
             hostname: &host,
             uuid,
+            public_keys,
         }),
     }
     .unwrap_or_default();

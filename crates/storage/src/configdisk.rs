@@ -169,7 +169,7 @@ pub fn source_dir(
 ) -> Result<PathBuf, StorageError> {
     match sources {
         ConfigSources::Pod => Ok(PathBuf::from(kind.source_dir(ctx, &v.name))),
-        ConfigSources::Standalone(map) => map.get(&v.name).cloned().ok_or_else(|| {
+        ConfigSources::Standalone { volumes, .. } => volumes.get(&v.name).cloned().ok_or_else(|| {
             volume_err(
                 field,
                 format!(

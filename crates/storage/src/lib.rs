@@ -108,9 +108,15 @@ pub enum ConfigSources {
     /// `/var/run/secrets/kubernetes.io/serviceaccount/` (facts 5.1).
     #[default]
     Pod,
-    /// Standalone (`--config-volume VOL=DIR`): volume name → directory on
-    /// the host. A volume without an entry is refused by name.
-    Standalone(BTreeMap<String, PathBuf>),
+    /// Standalone: directories on the host. A volume or secret without an
+    /// entry is refused by name.
+    Standalone {
+        /// `--config-volume VOL=DIR`: volume name → directory.
+        volumes: BTreeMap<String, PathBuf>,
+        /// `--access-credential SECRET=DIR`: secret name → directory of an
+        /// access credential's secret (its files are public keys).
+        secrets: BTreeMap<String, PathBuf>,
+    },
 }
 
 /// The file system of config-volume disks.

@@ -117,12 +117,13 @@ fn load(doc: &str) -> api::VirtualMachineInstance {
 
 fn standalone(pairs: &[(&str, &Path)]) -> PrepareOptions {
     PrepareOptions {
-        config_sources: ConfigSources::Standalone(
-            pairs
+        config_sources: ConfigSources::Standalone {
+            volumes: pairs
                 .iter()
                 .map(|(v, d)| ((*v).to_owned(), d.to_path_buf()))
                 .collect(),
-        ),
+            secrets: BTreeMap::new(),
+        },
         ..PrepareOptions::default()
     }
 }
@@ -294,7 +295,12 @@ fn hostname_is_spec_hostname_else_the_name_before_its_first_dot() {
     let mut v = vmi("  - name: c\n    cloudInitNoCloud: {userData: x}\n");
     v.metadata.name = "web.example.com".into();
     assert_eq!(cloudinit::hostname(&v), "web");
-    let md = String::from_utf8(cloudinit::meta_data(&v, cloudinit::DataSource::NoCloud)).unwrap();
+    let md = String::from_utf8(cloudinit::meta_data(
+        &v,
+        cloudinit::DataSource::NoCloud,
+        &BTreeMap::new(),
+    ))
+    .unwrap();
     assert!(md.ends_with(r#","local-hostname":"web"}"#), "{md}");
     v.spec.hostname = Some("h1".into());
     assert_eq!(cloudinit::hostname(&v), "h1");
@@ -644,4 +650,75 @@ fn ephemeral_volume_gets_a_raw_backed_overlay_and_needs_its_claim() {
     assert_eq!(info["backing-filename"], claim.to_str().unwrap());
     assert_eq!(info["backing-filename-format"], "raw");
     assert_eq!(fs::read(&claim).unwrap(), before);
+}
+
+#[test]
+fn ssh_keys_of_access_credentials_go_into_the_meta_data_of_their_data_source() {
+    let e = env();
+    // Secret as kubelet lays it out, with an empty entry (skipped).
+    let keys = e.root.join("keys");
+    let ts = keys.join("..2026_11_30_12_00_00.1");
+    fs::create_dir_all(&ts).unwrap();
+    fs::write(ts.join("a-key"), "ssh-ed25519 AAAAC3Nza a@host\n").unwrap();
+    fs::write(ts.join("b-key"), "ssh-rsa AAAAB3Nza b@host").unwrap();
+    fs::write(ts.join("c-empty"), "").unwrap();
+    symlink("..2026_11_30_12_00_00.1", keys.join("..data")).unwrap();
+    for k in ["a-key", "b-key", "c-empty"] {
+        symlink(format!("..data/{k}"), keys.join(k)).unwrap();
+    }
+    let other = e.root.join("other");
+    fs::create_dir_all(&other).unwrap();
+    fs::write(other.join("k"), "ssh-ed25519 OTHER o@host\n").unwrap();
+    let mut v = vmi("  - name: ci\n    cloudInitNoCloud: {userData: x}\n");
+    let creds = r#"[
+        {"sshPublicKey": {"source": {"secret": {"secretName": "my-keys"}}, "propagationMethod": {"noCloud": {}}}},
+        {"sshPublicKey": {"source": {"secret": {"secretName": "drive-keys"}}, "propagationMethod": {"configDrive": {}}}}
+    ]"#;
+    v.spec.access_credentials = serde_json::from_str(creds).unwrap();
+    let sources = ConfigSources::Standalone {
+        volumes: BTreeMap::new(),
+        secrets: [
+            ("my-keys".to_owned(), keys.clone()),
+            ("drive-keys".to_owned(), other.clone()),
+        ]
+        .into(),
+    };
+    let d = cloudinit::read(&v, &e.ctx, &sources).unwrap().unwrap();
+    let uuid = v
+        .spec
+        .domain
+        .firmware
+        .as_ref()
+        .unwrap()
+        .uuid
+        .clone()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(d.meta_data).unwrap(),
+        format!(
+            r#"{{"instance-id":"{uuid}","local-hostname":"s","public-keys":{{"0":"ssh-ed25519 AAAAC3Nza a@host\n","1":"ssh-rsa AAAAB3Nza b@host"}}}}"#
+        )
+        .replace('\n', "\\n")
+    );
+    // The config drive takes only the credential propagated to it.
+    let keys_cd =
+        cloudinit::public_keys(&v, cloudinit::DataSource::ConfigDrive, &e.ctx, &sources).unwrap();
+    assert_eq!(
+        keys_cd.into_iter().collect::<Vec<_>>(),
+        [("0".to_owned(), "ssh-ed25519 OTHER o@host\n".to_owned())]
+    );
+    // Standalone without the directory: refused by field and flag.
+    let err = cloudinit::read(&v, &e.ctx, &standalone(&[]).config_sources)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "spec.accessCredentials[0].sshPublicKey.source.secret: standalone mode has no mounted secrets: pass --access-credential my-keys=DIR, a directory whose files are public keys"
+    );
+    // A key file that links out of the secret directory is refused.
+    symlink("/etc/passwd", other.join("stolen")).unwrap();
+    let err = cloudinit::public_keys(&v, cloudinit::DataSource::ConfigDrive, &e.ctx, &sources)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("outside the volume's directory"), "{err}");
 }

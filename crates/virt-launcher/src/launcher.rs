@@ -102,6 +102,9 @@ pub struct RuntimeSettings {
     /// name → raw disk image on the host (`--pvc`), shown to the launcher
     /// where virt-handler mounts a filesystem-mode claim.
     pub pvcs: Vec<(String, PathBuf)>,
+    /// Standalone: access credential secret name → directory of its keys
+    /// (`--access-credential`).
+    pub access_credentials: Vec<(String, PathBuf)>,
     /// Standalone: config volume (or cloud-init secret) name → directory
     /// on the host holding its files (`--config-volume`).
     pub config_volumes: Vec<(String, PathBuf)>,
@@ -263,7 +266,10 @@ pub fn run_vmi(
         Mode::Standalone => (
             container_disk_images(vmi, settings)?,
             host_disk_dirs(vmi)?,
-            ConfigSources::Standalone(config_volume_dirs(vmi, settings)?),
+            ConfigSources::Standalone {
+                volumes: config_volume_dirs(vmi, settings)?,
+                secrets: access_credential_dirs(vmi, settings)?,
+            },
             pvc_images(vmi, settings)?,
         ),
         Mode::Pod => (Vec::new(), Vec::new(), ConfigSources::Pod, Vec::new()),
@@ -442,6 +448,60 @@ fn config_volume_dirs(
                 )));
             }
         }
+    }
+    Ok(out)
+}
+
+/// Pairs each access credential secret propagated through cloud-init with
+/// its host directory (`--access-credential SECRET=DIR`, the files are
+/// public keys). Every such secret needs one; every flag must name one.
+fn access_credential_dirs(
+    vmi: &VirtualMachineInstance,
+    s: &RuntimeSettings,
+) -> Result<BTreeMap<String, PathBuf>, LauncherError> {
+    let used: Vec<(usize, &str)> = vmi
+        .spec
+        .access_credentials
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let k = c.ssh_public_key.as_ref()?;
+            let p = &k.propagation_method;
+            (p.no_cloud.is_some() || p.config_drive.is_some())
+                .then(|| {
+                    k.source
+                        .secret
+                        .as_ref()
+                        .map(|s| (i, s.secret_name.as_str()))
+                })
+                .flatten()
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    for (name, dir) in &s.access_credentials {
+        if !used.iter().any(|(_, n)| n == name) {
+            return Err(LauncherError::Input(format!(
+                "--access-credential {name}=...: no sshPublicKey access credential with noCloud or configDrive propagation uses secret {name:?}"
+            )));
+        }
+        if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+            return Err(LauncherError::Input(format!(
+                "--access-credential {name}={}: not a directory",
+                dir.display()
+            )));
+        }
+        let abs = std::fs::canonicalize(dir)
+            .map_err(|e| LauncherError::Input(format!("{}: {e}", dir.display())))?;
+        if out.insert(name.clone(), abs).is_some() {
+            return Err(LauncherError::Input(format!(
+                "--access-credential {name}=... is given twice"
+            )));
+        }
+    }
+    if let Some((i, name)) = used.iter().find(|(_, n)| !out.contains_key(*n)) {
+        return Err(LauncherError::Input(format!(
+            "spec.accessCredentials[{i}].sshPublicKey.source.secret: standalone mode has no mounted secrets: pass --access-credential {name}=DIR, a directory whose files are public keys"
+        )));
     }
     Ok(out)
 }

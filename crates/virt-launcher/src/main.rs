@@ -89,6 +89,11 @@ struct RunArgs {
     /// ephemeral volumes and read-only claims.
     #[arg(long = "pvc", value_parser = parse_container_disk)]
     pvcs: Vec<(String, PathBuf)>,
+    /// Directory of the Secret of an sshPublicKey access credential with
+    /// noCloud or configDrive propagation, as SECRET=DIR (repeatable): its
+    /// files are the public keys written into the cloud-init meta-data.
+    #[arg(long = "access-credential", value_parser = parse_config_volume)]
+    access_credentials: Vec<(String, PathBuf)>,
     #[command(flatten)]
     flags: LauncherFlags,
 }
@@ -205,6 +210,7 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         container_disks: args.container_disks.clone(),
         config_volumes: args.config_volumes.clone(),
         pvcs: args.pvcs.clone(),
+        access_credentials: args.access_credentials.clone(),
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
     };
@@ -234,6 +240,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         container_disks: Vec::new(),
         config_volumes: Vec::new(),
         pvcs: Vec::new(),
+        access_credentials: Vec::new(),
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
     };

@@ -53,7 +53,7 @@ fn shutdown(mut l: Launcher) {
 
 #[test]
 fn nocloud_user_data_runs_and_meta_data_sets_the_hostname() {
-    let script = "#!/bin/sh\necho \"NOCLOUD-MARKER host=$(hostname) iid=$(cat /run/instance-id) src=$(cat /run/cidata/source)\"\necho 'UTF8-MARKER Grüße – 日本語 ✓'\n";
+    let script = "#!/bin/sh\necho \"NOCLOUD-MARKER host=$(hostname) iid=$(cat /run/instance-id) src=$(cat /run/cidata/source)\"\necho 'UTF8-MARKER Grüße – 日本語 ✓'\necho \"META $(cat /run/cidata/meta-data)\"\n";
     let y = vmi(
         "ci-nocloud.example",
         "      - name: cloudinit\n        disk: {bus: virtio}",
@@ -61,8 +61,26 @@ fn nocloud_user_data_runs_and_meta_data_sets_the_hostname() {
             "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}",
             block(script, 8)
         ),
+    )
+    .replace(
+        "  terminationGracePeriodSeconds: 5\n",
+        "  terminationGracePeriodSeconds: 5\n  accessCredentials:\n  - sshPublicKey:\n      source: {secret: {secretName: my-keys}}\n      propagationMethod: {noCloud: {}}\n",
     );
-    let mut l = Launcher::start(&y, &Opts::default());
+    // The access credential's secret: one public key.
+    let keys = tempfile::tempdir().unwrap();
+    fs::write(
+        keys.path().join("key1"),
+        "ssh-ed25519 AAAAC3NzaE2E e2e@test",
+    )
+    .unwrap();
+    let arg = format!("my-keys={}", keys.path().display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--access-credential", &arg],
+            ..Opts::default()
+        },
+    );
     let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     assert!(
         serial.contains(
@@ -265,6 +283,11 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
         &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
         &["--config-volume", "../../etc=/tmp"],
         "--config-volume ../../etc=...: the VMI has no volume named",
+    );
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    cloudInitNoCloud: {{userData: x}}\n  accessCredentials:\n  - sshPublicKey: {{source: {{secret: {{secretName: k}}}}, propagationMethod: {{noCloud: {{}}}}}}\n"),
+        &[],
+        "spec.accessCredentials[0].sshPublicKey.source.secret: standalone mode has no mounted secrets: pass --access-credential k=DIR",
     );
     // Path traversal in a config volume's name: refused before any path is built.
     assert_refused(
