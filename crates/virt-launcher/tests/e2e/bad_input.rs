@@ -198,9 +198,13 @@ fn host_block_devices_are_never_taken_for_a_pvc() {
     let (code, line) = refuse(&y, &["--no-disk"]);
     assert_eq!(code, 2, "{line}");
     assert!(
-        line.contains("spec.volumes[0].persistentVolumeClaim: no disk image"),
+        line.contains("spec.volumes[0].persistentVolumeClaim: standalone mode has no mounted claims: pass --pvc vda=FILE"),
         "{line}"
     );
+    // Not even when asked for explicitly: --pvc takes regular files only.
+    let (code, line) = refuse(&y, &["--no-disk", "--pvc", "vda=/dev/vda"]);
+    assert_eq!(code, 2, "{line}");
+    assert!(line.contains("--pvc vda=/dev/vda: "), "{line}");
 }
 
 #[test]
