@@ -46,6 +46,48 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
         }
     }
     let spec = &vmi.spec;
+    if let Some(h) = spec.hostname.as_deref() {
+        // KubeVirt: validateHostNameNotConformingToDNSLabelRules. The
+        // hostname is written into cloud-init meta-data.
+        if let Err(m) = dns1123_label(h) {
+            errs.push(FieldError::new("spec.hostname", format!("{h:?} {m}")));
+        }
+    }
+    for (i, c) in spec.access_credentials.iter().enumerate() {
+        let path = format!("spec.accessCredentials[{i}]");
+        match (&c.ssh_public_key, &c.user_password) {
+            (Some(_), Some(_)) | (None, None) => errs.push(FieldError::new(
+                path.clone(),
+                "exactly one of sshPublicKey and userPassword is required",
+            )),
+            _ => {}
+        }
+        if let Some(k) = &c.ssh_public_key {
+            // The secret name becomes a directory name (<name>-access-cred).
+            let name = k
+                .source
+                .secret
+                .as_ref()
+                .map_or("", |s| s.secret_name.as_str());
+            if let Err(m) = dns1123_subdomain(name, 253) {
+                errs.push(FieldError::new(
+                    format!("{path}.sshPublicKey.source.secret.secretName"),
+                    format!("{name:?} {m}"),
+                ));
+            }
+            let m = &k.propagation_method;
+            let n = [&m.no_cloud, &m.config_drive, &m.qemu_guest_agent]
+                .iter()
+                .filter(|x| x.is_some())
+                .count();
+            if n != 1 {
+                errs.push(FieldError::new(
+                    format!("{path}.sshPublicKey.propagationMethod"),
+                    "exactly one of noCloud, configDrive and qemuGuestAgent is required",
+                ));
+            }
+        }
+    }
     if let Some(g) = spec.termination_grace_period_seconds {
         if g < 0 {
             errs.push(FieldError::new(
@@ -77,6 +119,17 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
                 path.clone(),
                 format!("volume has more than one source: {}", many.join(", ")),
             )),
+        }
+        if let Some(e) = &v.ephemeral {
+            if e.persistent_volume_claim
+                .as_ref()
+                .is_none_or(|c| c.claim_name.is_empty())
+            {
+                errs.push(FieldError::new(
+                    format!("{path}.ephemeral.persistentVolumeClaim.claimName"),
+                    "required",
+                ));
+            }
         }
         if let Some(e) = &v.empty_disk {
             match e.capacity.to_bytes() {

@@ -84,9 +84,9 @@ pub struct VmiSpec {
     /// `Paused` starts the domain paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_strategy: Option<String>,
-    /// Not implemented yet; refused when present.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub access_credentials: Option<Value>,
+    /// Credentials put into the guest (SSH keys through cloud-init).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access_credentials: Vec<AccessCredential>,
 }
 
 /// `spec.domain`.
@@ -648,31 +648,32 @@ pub struct Volume {
     /// A disk image on the host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_disk: Option<HostDiskSource>,
-    /// Not implemented yet; refused when present.
+    /// A PVC the guest reads through a qcow2 overlay: its writes are
+    /// discarded with the VMI, the PVC is never written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ephemeral: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub ephemeral: Option<EphemeralSource>,
+    /// cloud-init NoCloud data, served to the guest as an ISO labelled `cidata`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cloud_init_no_cloud: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub cloud_init_no_cloud: Option<CloudInitSource>,
+    /// cloud-init OpenStack config drive data, an ISO labelled `config-2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cloud_init_config_drive: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub cloud_init_config_drive: Option<CloudInitSource>,
+    /// A ConfigMap's files, served as an ISO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_map: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub config_map: Option<ConfigMapSource>,
+    /// A Secret's files, served as an ISO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub secret: Option<SecretSource>,
+    /// The pod's service account token, CA and namespace, served as an ISO.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_account: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub service_account: Option<ServiceAccountSource>,
+    /// Downward API files (pod labels, annotations, ...), served as an ISO.
     #[serde(
         default,
         rename = "downwardAPI",
         skip_serializing_if = "Option::is_none"
     )]
-    pub downward_api: Option<Value>,
+    pub downward_api: Option<DownwardApiSource>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub downward_metrics: Option<Value>,
@@ -682,6 +683,94 @@ pub struct Volume {
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_dump: Option<Value>,
+}
+
+/// A reference to a Secret in the VMI's namespace (`LocalObjectReference`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretRef {
+    /// Secret name.
+    #[serde(default)]
+    pub name: String,
+}
+
+/// `volumes[].cloudInitNoCloud` and `volumes[].cloudInitConfigDrive` (the
+/// two share their fields in KubeVirt). Inline text wins over base64
+/// (`readRawOrBase64Data`); a secret reference is read from the secret
+/// mounted at `/var/run/kubevirt-private/secret/<volume>/` (files
+/// `userdata` or `userData`, `networkdata` or `networkData`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloudInitSource {
+    /// User data as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_data: Option<String>,
+    /// User data, base64 (standard alphabet, padded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_data_base64: Option<String>,
+    /// User data from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_data_secret_ref: Option<SecretRef>,
+    /// Network configuration as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_data: Option<String>,
+    /// Network configuration, base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_data_base64: Option<String>,
+    /// Network configuration from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_data_secret_ref: Option<SecretRef>,
+}
+
+/// `volumes[].configMap`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigMapSource {
+    /// ConfigMap name.
+    #[serde(default)]
+    pub name: String,
+    /// The pod starts even when the ConfigMap is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+    /// ISO volume label (default `cfgdata`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_label: Option<String>,
+}
+
+/// `volumes[].secret`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretSource {
+    /// Secret name.
+    #[serde(default)]
+    pub secret_name: String,
+    /// The pod starts even when the Secret is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+    /// ISO volume label (default `cfgdata`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_label: Option<String>,
+}
+
+/// `volumes[].serviceAccount`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceAccountSource {
+    /// Service account name.
+    #[serde(default)]
+    pub service_account_name: String,
+}
+
+/// `volumes[].downwardAPI`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DownwardApiSource {
+    /// Kubernetes `DownwardAPIVolumeFile`s (kubelet writes them; kept verbatim).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<Value>,
+    /// ISO volume label (default `cfgdata`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_label: Option<String>,
 }
 
 /// `volumes[].containerDisk`.
@@ -720,6 +809,73 @@ pub struct PvcSource {
     /// Hot-plugged volume; not implemented yet.
     #[serde(default)]
     pub hotpluggable: bool,
+}
+
+/// `spec.accessCredentials[]`: exactly one of its fields is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessCredential {
+    /// SSH public keys from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_public_key: Option<SshPublicKeyAccessCredential>,
+    /// User passwords set through the guest agent (not implemented yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_password: Option<Value>,
+}
+
+/// `accessCredentials[].sshPublicKey`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SshPublicKeyAccessCredential {
+    /// Where the keys come from.
+    #[serde(default)]
+    pub source: AccessCredentialSource,
+    /// How they reach the guest.
+    #[serde(default)]
+    pub propagation_method: PropagationMethod,
+}
+
+/// `sshPublicKey.source`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessCredentialSource {
+    /// A Secret whose every entry is a public key (mounted at
+    /// `/var/run/kubevirt-private/secret/<secretName>-access-cred/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<AccessCredentialSecret>,
+}
+
+/// `sshPublicKey.source.secret`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessCredentialSecret {
+    /// Secret name.
+    #[serde(default)]
+    pub secret_name: String,
+}
+
+/// `sshPublicKey.propagationMethod`: exactly one is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PropagationMethod {
+    /// Keys go into the NoCloud meta-data (`public-keys`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_cloud: Option<Value>,
+    /// Keys go into the config drive meta-data (`public_keys`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_drive: Option<Value>,
+    /// Keys written by the guest agent (not implemented yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qemu_guest_agent: Option<Value>,
+}
+
+/// `volumes[].ephemeral`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EphemeralSource {
+    /// The claim whose image backs the overlay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim: Option<PvcSource>,
 }
 
 /// `volumes[].dataVolume`.

@@ -61,7 +61,7 @@ pub fn container_disk_image(ctx: &ConvertContext, index: usize) -> String {
     )
 }
 
-/// The writable qcow2 overlay of a containerDisk volume:
+/// The writable qcow2 overlay of a containerDisk or ephemeral volume:
 /// `<ephemeral-disk-dir>/disk-data/<vol>/disk.qcow2`.
 pub fn container_disk_overlay(ctx: &ConvertContext, volume: &str) -> String {
     format!(
@@ -111,6 +111,98 @@ pub fn host_disk_image(
     ))
 }
 
+/// The cloud-init ISO of a VMI: `<ephemeral-disk-dir>/cloud-init-data/<namespace>/<name>/noCloud.iso`
+/// (NoCloud) or `.../configdrive.iso` (config drive), KubeVirt's
+/// `cloudinit.GetIsoFilePath`. Namespace and name are validated DNS names.
+pub fn cloud_init_iso(
+    ctx: &ConvertContext,
+    vmi: &VirtualMachineInstance,
+    config_drive: bool,
+) -> String {
+    format!(
+        "{}/{}",
+        cloud_init_dir(ctx, vmi),
+        if config_drive {
+            "configdrive.iso"
+        } else {
+            "noCloud.iso"
+        }
+    )
+}
+
+/// The per-VMI cloud-init directory: `<ephemeral-disk-dir>/cloud-init-data/<namespace>/<name>`.
+pub fn cloud_init_dir(ctx: &ConvertContext, vmi: &VirtualMachineInstance) -> String {
+    format!(
+        "{}/cloud-init-data/{}/{}",
+        ctx.paths.ephemeral_disk_dir.trim_end_matches('/'),
+        vmi.namespace(),
+        vmi.metadata.name
+    )
+}
+
+/// The kinds of config volumes KubeVirt turns into ISO disks (facts 5.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigKind {
+    /// `configMap`: source `<private>/config-map/<vol>/`, disk `<private>/config-map-disks/<vol>.iso`.
+    ConfigMap,
+    /// `secret`: source `<private>/secret/<vol>/`, disk `<private>/secret-disks/<vol>.iso`.
+    Secret,
+    /// `downwardAPI`: source `<private>/downwardapi/<vol>/`, disk `<private>/downwardapi-disks/<vol>.iso`.
+    DownwardApi,
+    /// `serviceAccount`: source `/var/run/secrets/kubernetes.io/serviceaccount/`,
+    /// disk `<private>/service-account-disk/service-account.iso`.
+    ServiceAccount,
+}
+
+impl ConfigKind {
+    /// The config source of `v`, if it has one.
+    pub fn of(v: &Volume) -> Option<ConfigKind> {
+        if v.config_map.is_some() {
+            Some(ConfigKind::ConfigMap)
+        } else if v.secret.is_some() {
+            Some(ConfigKind::Secret)
+        } else if v.downward_api.is_some() {
+            Some(ConfigKind::DownwardApi)
+        } else if v.service_account.is_some() {
+            Some(ConfigKind::ServiceAccount)
+        } else {
+            None
+        }
+    }
+
+    /// The VMI field name of the source (`configMap`, ...).
+    pub fn field(self) -> &'static str {
+        match self {
+            ConfigKind::ConfigMap => "configMap",
+            ConfigKind::Secret => "secret",
+            ConfigKind::DownwardApi => "downwardAPI",
+            ConfigKind::ServiceAccount => "serviceAccount",
+        }
+    }
+
+    /// Where the pod mounts the source directory of volume `volume`.
+    pub fn source_dir(self, ctx: &ConvertContext, volume: &str) -> String {
+        let p = ctx.paths.private_dir.trim_end_matches('/');
+        match self {
+            ConfigKind::ConfigMap => format!("{p}/config-map/{volume}"),
+            ConfigKind::Secret => format!("{p}/secret/{volume}"),
+            ConfigKind::DownwardApi => format!("{p}/downwardapi/{volume}"),
+            ConfigKind::ServiceAccount => "/var/run/secrets/kubernetes.io/serviceaccount".into(),
+        }
+    }
+
+    /// The ISO image of volume `volume`.
+    pub fn iso(self, ctx: &ConvertContext, volume: &str) -> String {
+        let p = ctx.paths.private_dir.trim_end_matches('/');
+        match self {
+            ConfigKind::ConfigMap => format!("{p}/config-map-disks/{volume}.iso"),
+            ConfigKind::Secret => format!("{p}/secret-disks/{volume}.iso"),
+            ConfigKind::DownwardApi => format!("{p}/downwardapi-disks/{volume}.iso"),
+            ConfigKind::ServiceAccount => format!("{p}/service-account-disk/service-account.iso"),
+        }
+    }
+}
+
 /// Resolves the location of volume `v` (the `index`-th in `spec.volumes`).
 ///
 /// # Errors
@@ -118,6 +210,7 @@ pub fn host_disk_image(
 /// earlier by [`crate::unsupported::check`]), `Invalid` for bad host paths.
 pub fn locate(
     ctx: &ConvertContext,
+    vmi: &VirtualMachineInstance,
     index: usize,
     v: &Volume,
 ) -> Result<VolumeLocation, ConvertError> {
@@ -125,6 +218,22 @@ pub fn locate(
         file: Some(f),
         ..DiskSource::default()
     };
+    let raw_file = |f: String| VolumeLocation {
+        disk_type: "file",
+        format: ImageFormat::Raw,
+        source: file(f),
+        backing: None,
+    };
+    if v.cloud_init_no_cloud.is_some() || v.cloud_init_config_drive.is_some() {
+        return Ok(raw_file(cloud_init_iso(
+            ctx,
+            vmi,
+            v.cloud_init_config_drive.is_some(),
+        )));
+    }
+    if let Some(kind) = ConfigKind::of(v) {
+        return Ok(raw_file(kind.iso(ctx, &v.name)));
+    }
     if v.container_disk.is_some() {
         let fmt = ctx
             .prepared
@@ -142,6 +251,31 @@ pub fn locate(
                     format_type: fmt.as_str().into(),
                 }),
                 source: Some(file(container_disk_image(ctx, index))),
+            }),
+        });
+    }
+    if v.ephemeral.is_some() {
+        // KubeVirt: a qcow2 overlay in the ephemeral disk directory on the
+        // PVC, read as raw (block device or the claim's disk.img).
+        let block = ctx.prepared.block_volumes.contains(&v.name);
+        let backing = if block {
+            DiskSource {
+                dev: Some(format!("/dev/{}", v.name)),
+                ..DiskSource::default()
+            }
+        } else {
+            file(pvc_image(ctx, &v.name))
+        };
+        return Ok(VolumeLocation {
+            disk_type: "file",
+            format: ImageFormat::Qcow2,
+            source: file(container_disk_overlay(ctx, &v.name)),
+            backing: Some(BackingStore {
+                store_type: Some(if block { "block" } else { "file" }.into()),
+                format: Some(Format {
+                    format_type: ImageFormat::Raw.as_str().into(),
+                }),
+                source: Some(backing),
             }),
         });
     }
@@ -319,7 +453,7 @@ pub fn convert(
         };
         match volumes.get(d.name.as_str()) {
             Some((vi, v)) => {
-                let loc = locate(ctx, *vi, v)?;
+                let loc = locate(ctx, vmi, *vi, v)?;
                 disk.disk_type = loc.disk_type.into();
                 driver.format = Some(loc.format.as_str().into());
                 disk.source = Some(loc.source);

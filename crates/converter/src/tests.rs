@@ -379,9 +379,11 @@ fn every_example_converts_or_names_the_missing_feature() {
         converted,
         [
             "vmi-alpine-efi.yaml",
+            "vmi-arm.yaml",
             "vmi-ephemeral.yaml",
             "vmi-host-disk.yaml",
             "vmi-kernel-boot.yaml",
+            "vmi-nocloud.yaml",
             "vmi-pvc.yaml",
             "vmi-sata.yaml",
         ]
@@ -393,13 +395,90 @@ fn every_example_converts_or_names_the_missing_feature() {
         e,
         "spec.domain.devices.interfaces: network interfaces (pod networking phase 2) is not supported yet"
     );
-    let e = conv(&data("examples/vmi-nocloud.yaml"), Arch::Amd64)
-        .unwrap_err()
-        .to_string();
+}
+
+#[test]
+fn cloud_init_volumes_are_raw_iso_files_at_kubevirts_paths() {
+    let d = conv(&data("examples/vmi-nocloud.yaml"), Arch::Amd64).unwrap();
+    let x = disk(&d, "cloudinitdisk");
+    assert_eq!((x.disk_type.as_str(), x.device.as_str()), ("file", "disk"));
+    assert_eq!(x.target.dev, "vdb");
     assert_eq!(
-        e,
-        "spec.volumes[1].cloudInitNoCloud: cloudInitNoCloud volumes (cloud-init) is not supported yet"
+        x.source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt-ephemeral-disks/cloud-init-data/default/vmi-nocloud/noCloud.iso")
     );
+    let drv = x.driver.as_ref().unwrap();
+    assert_eq!(drv.format.as_deref(), Some("raw"));
+    assert!(x.backing_store.is_none());
+
+    let doc = data("cases/011-nocloud-userdata-base64-and-utf8.yaml")
+        .replace("cloudInitNoCloud", "cloudInitConfigDrive")
+        .replace("namespace: default", "namespace: ns1");
+    let d = conv(&doc, Arch::Amd64).unwrap();
+    assert_eq!(
+        disk(&d, "cloudinit")
+            .source
+            .as_ref()
+            .unwrap()
+            .file
+            .as_deref(),
+        Some("/var/run/kubevirt-ephemeral-disks/cloud-init-data/ns1/b64-test/configdrive.iso")
+    );
+}
+
+#[test]
+fn config_volumes_are_raw_iso_files_at_kubevirts_paths() {
+    let doc = "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: cfg}
+spec:
+  domain:
+    memory: {guest: 64Mi}
+    devices:
+      disks:
+      - {name: cm, disk: {bus: virtio}}
+      - {name: sec, cdrom: {bus: sata}}
+      - {name: dapi, disk: {bus: scsi}}
+      - {name: sa, disk: {}}
+  volumes:
+  - {name: cm, configMap: {name: app-config, volumeLabel: APPCFG}}
+  - {name: sec, secret: {secretName: app-secret}}
+  - name: dapi
+    downwardAPI:
+      fields:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+  - {name: sa, serviceAccount: {serviceAccountName: default}}
+";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    for (name, path, device) in [
+        (
+            "cm",
+            "/var/run/kubevirt-private/config-map-disks/cm.iso",
+            "disk",
+        ),
+        (
+            "sec",
+            "/var/run/kubevirt-private/secret-disks/sec.iso",
+            "cdrom",
+        ),
+        (
+            "dapi",
+            "/var/run/kubevirt-private/downwardapi-disks/dapi.iso",
+            "disk",
+        ),
+        (
+            "sa",
+            "/var/run/kubevirt-private/service-account-disk/service-account.iso",
+            "disk",
+        ),
+    ] {
+        let x = disk(&d, name);
+        assert_eq!(x.disk_type, "file", "{name}");
+        assert_eq!(x.device, device, "{name}");
+        assert_eq!(x.source.as_ref().unwrap().file.as_deref(), Some(path));
+        assert_eq!(x.driver.as_ref().unwrap().format.as_deref(), Some("raw"));
+    }
+    assert!(disk(&d, "sec").readonly.is_some(), "a cdrom is read-only");
 }
 
 #[test]
@@ -605,4 +684,78 @@ fn kernel_arguments_need_a_kernel() {
     let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: k}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    firmware: {kernelBoot: {kernelArgs: console=ttyS0}}\n";
     let e = conv(doc, Arch::Amd64).unwrap_err().to_string();
     assert_eq!(e, "spec.domain.firmware.kernelBoot.kernelArgs: kernel arguments need a kernel: set kernelBoot.container");
+}
+
+#[test]
+fn ephemeral_volume_is_a_qcow2_overlay_on_the_claim_read_as_raw() {
+    let doc = "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: eph}
+spec:
+  domain:
+    memory: {guest: 64Mi}
+    devices:
+      disks:
+      - {name: e, disk: {bus: virtio}}
+  volumes:
+  - name: e
+    ephemeral: {persistentVolumeClaim: {claimName: c}}
+";
+    let v = vmi(doc, Arch::Amd64);
+    let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    let d = convert(&v, &ctx).unwrap();
+    let x = disk(&d, "e");
+    assert_eq!(x.disk_type, "file");
+    assert_eq!(x.driver.as_ref().unwrap().format.as_deref(), Some("qcow2"));
+    assert_eq!(x.driver.as_ref().unwrap().discard.as_deref(), Some("unmap"));
+    assert_eq!(
+        x.source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt-ephemeral-disks/disk-data/e/disk.qcow2")
+    );
+    let bs = x.backing_store.as_ref().unwrap();
+    assert_eq!(bs.store_type.as_deref(), Some("file"));
+    assert_eq!(bs.format.as_ref().unwrap().format_type, "raw");
+    assert_eq!(
+        bs.source.as_ref().unwrap().file.as_deref(),
+        Some("/var/run/kubevirt-private/vmi-disks/e/disk.img")
+    );
+    ctx.prepared.block_volumes.insert("e".into());
+    let d = convert(&v, &ctx).unwrap();
+    let bs = disk(&d, "e").backing_store.clone().unwrap();
+    assert_eq!(bs.store_type.as_deref(), Some("block"));
+    assert_eq!(bs.source.unwrap().dev.as_deref(), Some("/dev/e"));
+}
+
+#[test]
+fn access_credentials_other_than_cloud_init_ssh_keys_are_refused_by_name() {
+    let base = "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: ac}
+spec:
+  domain:
+    memory: {guest: 64Mi}
+  accessCredentials:
+";
+    let ok = format!("{base}  - sshPublicKey: {{source: {{secret: {{secretName: k}}}}, propagationMethod: {{noCloud: {{}}}}}}\n");
+    conv(&ok, Arch::Amd64).unwrap();
+    let qga = format!("{base}  - sshPublicKey: {{source: {{secret: {{secretName: k}}}}, propagationMethod: {{qemuGuestAgent: {{users: [root]}}}}}}\n");
+    assert_eq!(
+        conv(&qga, Arch::Amd64).unwrap_err().to_string(),
+        "spec.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent: SSH keys through the guest agent is not supported yet"
+    );
+    let pw = format!("{base}  - userPassword: {{source: {{secret: {{secretName: k}}}}, propagationMethod: {{qemuGuestAgent: {{}}}}}}\n");
+    assert_eq!(
+        conv(&pw, Arch::Amd64).unwrap_err().to_string(),
+        "spec.accessCredentials[0].userPassword: user passwords (guest agent propagation) is not supported yet"
+    );
+    let bad = format!("{base}  - sshPublicKey: {{source: {{secret: {{secretName: ../../etc}}}}, propagationMethod: {{noCloud: {{}}}}}}\n");
+    let err = api::load_vmi(bad.as_bytes(), Arch::Amd64)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "spec.accessCredentials[0].sshPublicKey.source.secret.secretName: \"../../etc\""
+        ),
+        "{err}"
+    );
 }

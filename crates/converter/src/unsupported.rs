@@ -29,11 +29,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "networks (pod networking phase 2)",
         ),
         (
-            spec.access_credentials.is_some(),
-            "spec.accessCredentials".into(),
-            "access credentials",
-        ),
-        (
             dom.chassis.is_some(),
             "spec.domain.chassis".into(),
             "SMBIOS chassis",
@@ -90,6 +85,21 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "video device selection",
         ),
     ];
+    for (i, c) in spec.access_credentials.iter().enumerate() {
+        let p = format!("spec.accessCredentials[{i}]");
+        checks.push((
+            c.user_password.is_some(),
+            format!("{p}.userPassword"),
+            "user passwords (guest agent propagation)",
+        ));
+        if let Some(k) = &c.ssh_public_key {
+            checks.push((
+                k.propagation_method.qemu_guest_agent.is_some(),
+                format!("{p}.sshPublicKey.propagationMethod.qemuGuestAgent"),
+                "SSH keys through the guest agent",
+            ));
+        }
+    }
     if let Some(cpu) = &dom.cpu {
         checks.extend([
             (
@@ -201,7 +211,18 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
         for kind in v.source_kinds() {
             let supported = matches!(
                 kind,
-                "containerDisk" | "emptyDisk" | "persistentVolumeClaim" | "dataVolume" | "hostDisk"
+                "containerDisk"
+                    | "emptyDisk"
+                    | "persistentVolumeClaim"
+                    | "dataVolume"
+                    | "hostDisk"
+                    | "cloudInitNoCloud"
+                    | "cloudInitConfigDrive"
+                    | "configMap"
+                    | "secret"
+                    | "serviceAccount"
+                    | "downwardAPI"
+                    | "ephemeral"
             );
             if !supported {
                 checks.push((true, format!("{p}.{kind}"), kind_feature(kind)));
@@ -216,14 +237,7 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
 
 fn kind_feature(kind: &str) -> &'static str {
     match kind {
-        "cloudInitNoCloud" => "cloudInitNoCloud volumes (cloud-init)",
-        "cloudInitConfigDrive" => "cloudInitConfigDrive volumes (cloud-init)",
-        "configMap" => "configMap volumes",
-        "secret" => "secret volumes",
-        "serviceAccount" => "serviceAccount volumes",
-        "downwardAPI" => "downwardAPI volumes",
         "downwardMetrics" => "downwardMetrics volumes",
-        "ephemeral" => "ephemeral volumes",
         "sysprep" => "sysprep volumes",
         "memoryDump" => "memoryDump volumes",
         _ => "this volume source",

@@ -11,14 +11,22 @@
 //! | emptyDisk | create a sparse qcow2 of the capacity rounded down to 1 MiB, or reuse it |
 //! | hostDisk | `Disk`: must exist; `DiskOrCreate`: create a sparse raw file of the capacity |
 //! | persistentVolumeClaim / dataVolume | must exist: `/dev/<vol>` block device, else `vmi-disks/<vol>/disk.img` |
+//! | ephemeral | the claim as for a PVC (never written), plus the qcow2 overlay `disk-data/<vol>/disk.qcow2` (backing format raw) the guest writes to |
+//! | cloudInitNoCloud / cloudInitConfigDrive | the `cidata` / `config-2` ISO of the first such volume ([`cloudinit`]) |
+//! | configMap / secret / downwardAPI / serviceAccount | an ISO of the mounted directory ([`configdisk`]) |
 //!
 //! Every path is built from validated volume names under the configured
 //! directories; a path component that is a symbolic link is refused, so a
 //! planted link cannot redirect a write outside them. Images are written to
 //! a temporary name and renamed, so a failure leaves nothing half-written.
 
+pub mod cloudinit;
+pub mod configdisk;
+pub mod fat;
+pub mod iso;
 pub mod qemu_img;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
@@ -27,7 +35,8 @@ use std::path::{Path, PathBuf};
 use api::vmi::CacheMode;
 use api::VirtualMachineInstance;
 use converter::disks::{
-    container_disk_image, container_disk_overlay, empty_disk_image, host_disk_image, pvc_image,
+    cloud_init_iso, container_disk_image, container_disk_overlay, empty_disk_image,
+    host_disk_image, pvc_image, ConfigKind,
 };
 use converter::{ConvertContext, ImageFormat, Prepared};
 
@@ -90,6 +99,36 @@ fn io_err(path: &str, op: &'static str, file: &Path) -> impl FnOnce(io::Error) -
     }
 }
 
+/// Where the files of config volumes (configMap, secret, downwardAPI,
+/// serviceAccount) and the secrets referenced by cloud-init volumes are.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ConfigSources {
+    /// KubeVirt's pod: mounted at `<private>/config-map/<vol>/`,
+    /// `<private>/secret/<vol>/`, `<private>/downwardapi/<vol>/` and
+    /// `/var/run/secrets/kubernetes.io/serviceaccount/` (facts 5.1).
+    #[default]
+    Pod,
+    /// Standalone: directories on the host. A volume or secret without an
+    /// entry is refused by name.
+    Standalone {
+        /// `--config-volume VOL=DIR`: volume name → directory.
+        volumes: BTreeMap<String, PathBuf>,
+        /// `--access-credential SECRET=DIR`: secret name → directory of an
+        /// access credential's secret (its files are public keys).
+        secrets: BTreeMap<String, PathBuf>,
+    },
+}
+
+/// The file system of config-volume disks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConfigDiskFs {
+    /// ISO 9660 with Joliet and Rock Ridge, as KubeVirt writes them.
+    #[default]
+    Iso9660,
+    /// FAT ([`fat`]), the launcher's `--config-disk-fs vfat`.
+    Vfat,
+}
+
 /// Options of [`prepare`].
 #[derive(Clone, Debug)]
 pub struct PrepareOptions {
@@ -102,6 +141,14 @@ pub struct PrepareOptions {
     /// block PVCs: the host's `/dev` must never be taken for them, or a
     /// volume named `sda` would hand the host's disk to the guest.
     pub block_device_dir: Option<PathBuf>,
+    /// Where config volume files and cloud-init secrets come from.
+    pub config_sources: ConfigSources,
+    /// Rebuild cloud-init and config ISOs (true, when the domain is about
+    /// to start); false keeps an existing image (the domain already runs
+    /// and QEMU has it open) and builds only missing ones.
+    pub rebuild_media: bool,
+    /// File system of configMap/secret/downwardAPI/serviceAccount disks.
+    pub config_disk_fs: ConfigDiskFs,
 }
 
 impl Default for PrepareOptions {
@@ -110,6 +157,9 @@ impl Default for PrepareOptions {
             disk_memory_limit: DEFAULT_DISK_MEMORY_LIMIT,
             owner: None,
             block_device_dir: None,
+            config_sources: ConfigSources::Pod,
+            rebuild_media: true,
+            config_disk_fs: ConfigDiskFs::Iso9660,
         }
     }
 }
@@ -126,9 +176,24 @@ pub fn prepare(
     opts: &PrepareOptions,
 ) -> Result<Prepared, StorageError> {
     let mut prepared = Prepared::default();
+    let keep = |iso: &str| !opts.rebuild_media && Path::new(iso).is_file();
+    if let Some((_, _, kind, _)) = cloudinit::find(vmi) {
+        let iso = cloud_init_iso(ctx, vmi, kind == cloudinit::DataSource::ConfigDrive);
+        if !keep(&iso) {
+            if let Some(data) = cloudinit::read(vmi, ctx, &opts.config_sources)? {
+                cloudinit::generate(vmi, ctx, &data, opts.owner)?;
+            }
+        }
+    }
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         let path = format!("spec.volumes[{i}]");
-        if v.container_disk.is_some() {
+        if let Some(kind) = ConfigKind::of(v) {
+            if !keep(&kind.iso(ctx, &v.name)) {
+                let field = format!("{path}.{}", kind.field());
+                let src = configdisk::source_dir(ctx, &opts.config_sources, kind, v, &field)?;
+                configdisk::generate(vmi, ctx, i, &src, opts.owner, opts.config_disk_fs)?;
+            }
+        } else if v.container_disk.is_some() {
             let field = format!("{path}.containerDisk");
             let image = PathBuf::from(container_disk_image(ctx, i));
             let info = verify_container_disk(&field, &image, opts)?;
@@ -204,6 +269,39 @@ pub fn prepare(
                         ))
                     }
                 }
+            }
+        } else if v.ephemeral.is_some() {
+            // The claim is only ever read: the guest writes to a qcow2
+            // overlay whose backing file is read as raw (`-F raw`), so no
+            // header in the PVC can make QEMU open another file.
+            let field = format!("{path}.ephemeral");
+            let dev = opts.block_device_dir.as_ref().map(|d| d.join(&v.name));
+            let backing = match dev {
+                Some(d) if fs::metadata(&d).is_ok_and(|m| m.file_type().is_block_device()) => {
+                    prepared.block_volumes.insert(v.name.clone());
+                    d
+                }
+                _ => {
+                    let image = PathBuf::from(pvc_image(ctx, &v.name));
+                    if !exists_regular(&field, &image)? {
+                        return Err(volume_err(
+                            &field,
+                            format!("the claim's disk image {} does not exist", image.display()),
+                        ));
+                    }
+                    image
+                }
+            };
+            let overlay = PathBuf::from(container_disk_overlay(ctx, &v.name));
+            if !exists_regular(&field, &overlay)? {
+                ensure_parent_under(&field, &ctx.paths.ephemeral_disk_dir, &overlay)?;
+                qemu_img::create_overlay(&backing, ImageFormat::Raw, &overlay).map_err(
+                    |source| StorageError::QemuImg {
+                        path: field.clone(),
+                        source,
+                    },
+                )?;
+                finish_file(&field, &overlay, 0o640, opts.owner)?;
             }
         } else if v.persistent_volume_claim.is_some() || v.data_volume.is_some() {
             let field = if v.data_volume.is_some() {
@@ -371,6 +469,23 @@ fn ensure_parent_under(field: &str, root: &str, file: &Path) -> Result<(), Stora
     Ok(())
 }
 
+/// Removes `dir` (a directory below `root`, or absent) and everything in
+/// it, without following links: `dir` itself must not be a link.
+fn remove_tree_under(field: &str, root: &Path, dir: &Path) -> Result<(), StorageError> {
+    if !dir.starts_with(root) || dir == root {
+        return Err(volume_err(
+            field,
+            format!("{} is not below {}", dir.display(), root.display()),
+        ));
+    }
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(dir).map_err(io_err(field, "remove", dir)),
+        Ok(_) => fs::remove_file(dir).map_err(io_err(field, "remove", dir)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err(field, "stat", dir)(e)),
+    }
+}
+
 /// Creates a sparse raw image of `bytes` through a temporary file, so a
 /// full file system never leaves a partial image.
 fn create_sparse(field: &str, image: &Path, bytes: u64) -> Result<(), StorageError> {
@@ -446,6 +561,13 @@ fn choose_cache_modes(
             ]
         } else if v.empty_disk.is_some() {
             vec![empty_disk_image(ctx, &v.name).into()]
+        } else if v.ephemeral.is_some() {
+            let backing = if prepared.block_volumes.contains(&v.name) {
+                PathBuf::from(format!("/dev/{}", v.name))
+            } else {
+                pvc_image(ctx, &v.name).into()
+            };
+            vec![container_disk_overlay(ctx, &v.name).into(), backing]
         } else if prepared.block_volumes.contains(&v.name) {
             vec![PathBuf::from(format!("/dev/{}", v.name))]
         } else if let Some(h) = &v.host_disk {
@@ -455,6 +577,10 @@ fn choose_cache_modes(
             }
         } else if v.persistent_volume_claim.is_some() || v.data_volume.is_some() {
             vec![pvc_image(ctx, &v.name).into()]
+        } else if v.cloud_init_no_cloud.is_some() || v.cloud_init_config_drive.is_some() {
+            vec![cloud_init_iso(ctx, vmi, v.cloud_init_config_drive.is_some()).into()]
+        } else if let Some(kind) = ConfigKind::of(v) {
+            vec![kind.iso(ctx, &v.name).into()]
         } else {
             continue;
         };
@@ -498,3 +624,5 @@ fn choose_cache_modes(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod volume_tests;

@@ -9,13 +9,13 @@ use converter::{ConvertContext, ImageFormat, VirtType};
 
 use crate::*;
 
-struct Env {
+pub(crate) struct Env {
     _dir: tempfile::TempDir,
-    root: std::path::PathBuf,
-    ctx: ConvertContext,
+    pub(crate) root: std::path::PathBuf,
+    pub(crate) ctx: ConvertContext,
 }
 
-fn env() -> Env {
+pub(crate) fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Qemu);
@@ -32,7 +32,7 @@ fn env() -> Env {
     }
 }
 
-fn vmi(volumes: &str) -> api::VirtualMachineInstance {
+pub(crate) fn vmi(volumes: &str) -> api::VirtualMachineInstance {
     let doc = format!(
         "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: s}}\nspec:\n  domain: {{memory: {{guest: 64Mi}}}}\n  volumes:\n{volumes}"
     );

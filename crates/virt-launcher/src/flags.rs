@@ -95,9 +95,32 @@ pub struct LauncherFlags {
     /// libvirt's QEMU capability cache, shared between runs (ours).
     #[arg(long, default_value = "/var/cache/virt-launcher/libvirt")]
     pub libvirt_cache_dir: std::path::PathBuf,
+    /// File system of configMap/secret/downwardAPI/serviceAccount disks:
+    /// iso9660 (KubeVirt's) or vfat (ours; no Unix modes). The image path is
+    /// KubeVirt's `<vol>.iso` either way.
+    #[arg(long, value_enum, default_value = "iso9660")]
+    pub config_disk_fs: ConfigDiskFsFlag,
     /// Log verbosity (KubeVirt's -v; VIRT_LAUNCHER_LOG_VERBOSITY overrides).
     #[arg(short = 'v', default_value_t = 2)]
     pub verbosity: u32,
+}
+
+/// Values of `--config-disk-fs`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigDiskFsFlag {
+    /// ISO 9660 with Joliet and Rock Ridge (KubeVirt's format).
+    Iso9660,
+    /// FAT, written by mkfs.vfat and mcopy.
+    Vfat,
+}
+
+impl From<ConfigDiskFsFlag> for storage::ConfigDiskFs {
+    fn from(f: ConfigDiskFsFlag) -> Self {
+        match f {
+            ConfigDiskFsFlag::Iso9660 => storage::ConfigDiskFs::Iso9660,
+            ConfigDiskFsFlag::Vfat => storage::ConfigDiskFs::Vfat,
+        }
+    }
 }
 
 /// Parses a Go `time.ParseDuration` string: a sequence of decimal numbers

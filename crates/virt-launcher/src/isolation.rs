@@ -210,6 +210,20 @@ impl Mounts {
         source: &Path,
         target: &Path,
     ) -> Result<(), IsolationError> {
+        self.bind_file(source, target, true)
+    }
+
+    /// Bind-mounts file `source` over `target` (an empty file is created
+    /// as the mount point), read-only when `read_only`.
+    ///
+    /// # Errors
+    /// [`IsolationError`] from the file creation or mount.
+    pub fn bind_file(
+        &mut self,
+        source: &Path,
+        target: &Path,
+        read_only: bool,
+    ) -> Result<(), IsolationError> {
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent).map_err(io_err("mkdir", parent))?;
         }
@@ -219,7 +233,7 @@ impl Mounts {
             .write(true)
             .open(target)
             .map_err(io_err("create", target))?;
-        self.bind(source, target, true)
+        self.bind(source, target, read_only)
     }
 
     fn bind(

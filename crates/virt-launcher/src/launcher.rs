@@ -10,6 +10,7 @@
 //!    then kill after the grace period);
 //! 6. stop the daemons, undo the mounts, remove the state, exit.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock};
@@ -19,7 +20,7 @@ use api::{Arch, VirtualMachineInstance};
 use converter::{ConvertContext, ConvertError, VirtType};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use storage::PrepareOptions;
+use storage::{ConfigSources, PrepareOptions};
 use virtwrap::config::{DaemonConfig, DaemonKind};
 use virtwrap::manager::Connector;
 use virtwrap::supervisor::{DaemonSpec, Supervisor};
@@ -97,6 +98,16 @@ pub struct RuntimeSettings {
     pub state_dir: PathBuf,
     /// containerDisk volume name → image file on the host.
     pub container_disks: Vec<(String, PathBuf)>,
+    /// Standalone: persistentVolumeClaim, dataVolume or ephemeral volume
+    /// name → raw disk image on the host (`--pvc`), shown to the launcher
+    /// where virt-handler mounts a filesystem-mode claim.
+    pub pvcs: Vec<(String, PathBuf)>,
+    /// Standalone: access credential secret name → directory of its keys
+    /// (`--access-credential`).
+    pub access_credentials: Vec<(String, PathBuf)>,
+    /// Standalone: config volume (or cloud-init secret) name → directory
+    /// on the host holding its files (`--config-volume`).
+    pub config_volumes: Vec<(String, PathBuf)>,
     /// Keep the state directory after exit.
     pub keep_state: bool,
     /// Shared libvirt capability cache (QEMU probing costs seconds per start).
@@ -249,10 +260,19 @@ pub fn run_vmi(
             ConvertError::Host(m) => LauncherError::Runtime(m),
             other => LauncherError::Input(other.to_string()),
         })?;
+        storage::cloudinit::check_inline(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
     }
-    let (images, host_disk_dirs) = match settings.mode {
-        Mode::Standalone => (container_disk_images(vmi, settings)?, host_disk_dirs(vmi)?),
-        Mode::Pod => (Vec::new(), Vec::new()),
+    let (images, host_disk_dirs, config_sources, pvcs) = match settings.mode {
+        Mode::Standalone => (
+            container_disk_images(vmi, settings)?,
+            host_disk_dirs(vmi)?,
+            ConfigSources::Standalone {
+                volumes: config_volume_dirs(vmi, settings)?,
+                secrets: access_credential_dirs(vmi, settings)?,
+            },
+            pvc_images(vmi, settings)?,
+        ),
+        Mode::Pod => (Vec::new(), Vec::new(), ConfigSources::Pod, Vec::new()),
     };
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
@@ -293,12 +313,25 @@ pub fn run_vmi(
         for (dir, target) in &host_disk_dirs {
             mounts.bind_dir(dir, target)?;
         }
+        for (vol, file, read_only) in &pvcs {
+            let target = PathBuf::from(format!("{PRIVATE_DIR}/vmi-disks/{vol}/disk.img"));
+            mounts.bind_file(file, &target, *read_only)?;
+        }
         if process::is_pid1() {
             mounts.mount_proc()?;
         }
         // A panic must not skip the clean-up below (daemons, mounts, state).
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_in_runtime(vmi, sync, flags, &ctx, &daemon, settings.mode, started)
+            run_in_runtime(
+                vmi,
+                sync,
+                flags,
+                &ctx,
+                &daemon,
+                settings.mode,
+                &config_sources,
+                started,
+            )
         }))
         .unwrap_or_else(|p| {
             let what = p
@@ -342,6 +375,195 @@ fn host_disk_dirs(vmi: &VirtualMachineInstance) -> Result<Vec<(PathBuf, PathBuf)
             dir.to_owned(),
             PathBuf::from(format!("{PRIVATE_DIR}/vmi-disks/{}", v.name)),
         ));
+    }
+    Ok(out)
+}
+
+/// Pairs each config volume, and the cloud-init volume whose data is in a
+/// secret, with its host directory (`--config-volume`): standalone mode has
+/// no kubelet to mount them. Every such volume needs one; every flag must
+/// name such a volume.
+fn config_volume_dirs(
+    vmi: &VirtualMachineInstance,
+    s: &RuntimeSettings,
+) -> Result<BTreeMap<String, PathBuf>, LauncherError> {
+    let mut out = BTreeMap::new();
+    for (name, dir) in &s.config_volumes {
+        let Some(v) = vmi.spec.volumes.iter().find(|v| &v.name == name) else {
+            return Err(LauncherError::Input(format!(
+                "--config-volume {name}=...: the VMI has no volume named {name:?}"
+            )));
+        };
+        let takes_dir = converter::disks::ConfigKind::of(v).is_some()
+            || v.cloud_init_no_cloud.is_some()
+            || v.cloud_init_config_drive.is_some();
+        if !takes_dir {
+            return Err(LauncherError::Input(format!(
+                "--config-volume {name}=...: volume {name:?} is not a configMap, secret, downwardAPI, serviceAccount or cloud-init volume"
+            )));
+        }
+        let meta = std::fs::metadata(dir).map_err(|e| {
+            LauncherError::Input(format!("--config-volume {name}={}: {e}", dir.display()))
+        })?;
+        if !meta.is_dir() {
+            return Err(LauncherError::Input(format!(
+                "--config-volume {name}={}: not a directory",
+                dir.display()
+            )));
+        }
+        let abs = std::fs::canonicalize(dir)
+            .map_err(|e| LauncherError::Input(format!("{}: {e}", dir.display())))?;
+        if out.insert(name.clone(), abs).is_some() {
+            return Err(LauncherError::Input(format!(
+                "--config-volume {name}=... is given twice"
+            )));
+        }
+    }
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        if let Some(kind) = converter::disks::ConfigKind::of(v) {
+            if !out.contains_key(&v.name) {
+                return Err(LauncherError::Input(format!(
+                    "spec.volumes[{i}].{}: standalone mode has no mounted {} volumes: pass --config-volume {}=DIR with the directory holding its files",
+                    kind.field(),
+                    kind.field(),
+                    v.name
+                )));
+            }
+        }
+    }
+    if let Some((i, v, kind, src)) = storage::cloudinit::find(vmi) {
+        let field = if src.user_data_secret_ref.is_some() {
+            Some("userDataSecretRef")
+        } else if src.network_data_secret_ref.is_some() {
+            Some("networkDataSecretRef")
+        } else {
+            None
+        };
+        if let Some(f) = field {
+            if !out.contains_key(&v.name) {
+                return Err(LauncherError::Input(format!(
+                    "spec.volumes[{i}].{}.{f}: standalone mode has no mounted secrets: pass --config-volume {}=DIR, a directory with the file userdata (or networkdata)",
+                    kind.field(),
+                    v.name
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Pairs each access credential secret propagated through cloud-init with
+/// its host directory (`--access-credential SECRET=DIR`, the files are
+/// public keys). Every such secret needs one; every flag must name one.
+fn access_credential_dirs(
+    vmi: &VirtualMachineInstance,
+    s: &RuntimeSettings,
+) -> Result<BTreeMap<String, PathBuf>, LauncherError> {
+    let used: Vec<(usize, &str)> = vmi
+        .spec
+        .access_credentials
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let k = c.ssh_public_key.as_ref()?;
+            let p = &k.propagation_method;
+            (p.no_cloud.is_some() || p.config_drive.is_some())
+                .then(|| {
+                    k.source
+                        .secret
+                        .as_ref()
+                        .map(|s| (i, s.secret_name.as_str()))
+                })
+                .flatten()
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    for (name, dir) in &s.access_credentials {
+        if !used.iter().any(|(_, n)| n == name) {
+            return Err(LauncherError::Input(format!(
+                "--access-credential {name}=...: no sshPublicKey access credential with noCloud or configDrive propagation uses secret {name:?}"
+            )));
+        }
+        if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+            return Err(LauncherError::Input(format!(
+                "--access-credential {name}={}: not a directory",
+                dir.display()
+            )));
+        }
+        let abs = std::fs::canonicalize(dir)
+            .map_err(|e| LauncherError::Input(format!("{}: {e}", dir.display())))?;
+        if out.insert(name.clone(), abs).is_some() {
+            return Err(LauncherError::Input(format!(
+                "--access-credential {name}=... is given twice"
+            )));
+        }
+    }
+    if let Some((i, name)) = used.iter().find(|(_, n)| !out.contains_key(*n)) {
+        return Err(LauncherError::Input(format!(
+            "spec.accessCredentials[{i}].sshPublicKey.source.secret: standalone mode has no mounted secrets: pass --access-credential {name}=DIR, a directory whose files are public keys"
+        )));
+    }
+    Ok(out)
+}
+
+/// Pairs each persistentVolumeClaim, dataVolume and ephemeral volume with
+/// its raw image on the host (`--pvc`): (volume, absolute path, read-only).
+/// Ephemeral volumes and read-only claims are mounted read-only, so the
+/// guest can never write them. Every such volume needs one; every flag
+/// must name such a volume.
+fn pvc_images(
+    vmi: &VirtualMachineInstance,
+    s: &RuntimeSettings,
+) -> Result<Vec<(String, PathBuf, bool)>, LauncherError> {
+    let mut out: Vec<(String, PathBuf, bool)> = Vec::new();
+    for (name, file) in &s.pvcs {
+        let Some(v) = vmi.spec.volumes.iter().find(|v| &v.name == name) else {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}=...: the VMI has no volume named {name:?}"
+            )));
+        };
+        let read_only = v.ephemeral.is_some()
+            || v.persistent_volume_claim
+                .as_ref()
+                .is_some_and(|p| p.read_only);
+        if v.persistent_volume_claim.is_none() && v.data_volume.is_none() && v.ephemeral.is_none() {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}=...: volume {name:?} is not a persistentVolumeClaim, dataVolume or ephemeral volume"
+            )));
+        }
+        let meta = std::fs::metadata(file)
+            .map_err(|e| LauncherError::Input(format!("--pvc {name}={}: {e}", file.display())))?;
+        if !meta.is_file() {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}={}: not a regular file (a raw disk image)",
+                file.display()
+            )));
+        }
+        if out.iter().any(|(n, _, _)| n == name) {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}=... is given twice"
+            )));
+        }
+        let abs = std::fs::canonicalize(file)
+            .map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
+        out.push((name.clone(), abs, read_only));
+    }
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        let kind = if v.persistent_volume_claim.is_some() {
+            "persistentVolumeClaim"
+        } else if v.data_volume.is_some() {
+            "dataVolume"
+        } else if v.ephemeral.is_some() {
+            "ephemeral"
+        } else {
+            continue;
+        };
+        if !out.iter().any(|(n, _, _)| n == &v.name) {
+            return Err(LauncherError::Input(format!(
+                "spec.volumes[{i}].{kind}: standalone mode has no mounted claims: pass --pvc {}=FILE, a raw disk image",
+                v.name
+            )));
+        }
     }
     Ok(out)
 }
@@ -442,6 +664,7 @@ fn run_in_runtime(
     ctx: &ConvertContext,
     daemon: &DaemonKind,
     mode: Mode,
+    config_sources: &ConfigSources,
     started: Instant,
 ) -> Result<(), LauncherError> {
     initialize_dirs(vmi, flags)?;
@@ -503,6 +726,7 @@ fn run_in_runtime(
         daemon,
         &sup,
         block_device_dir,
+        config_sources,
         started,
     );
     sup.stop(Duration::from_secs(5));
@@ -646,6 +870,7 @@ fn run_domain(
     daemon: &DaemonKind,
     sup: &Supervisor,
     block_device_dir: Option<&Path>,
+    config_sources: &ConfigSources,
     started: Instant,
 ) -> Result<(), LauncherError> {
     // Before any connection: libvirt delivers events through this loop.
@@ -659,6 +884,9 @@ fn run_domain(
         disk_memory_limit: flags.disk_memory_limit,
         owner: None,
         block_device_dir: block_device_dir.map(Path::to_path_buf),
+        config_sources: config_sources.clone(),
+        rebuild_media: true,
+        config_disk_fs: flags.config_disk_fs.into(),
     };
     let manager = Arc::new(
         LibvirtDomainManager::new(connector.clone(), ctx.clone(), prepare)

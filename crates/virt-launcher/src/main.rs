@@ -78,6 +78,22 @@ struct RunArgs {
     /// Image file for a containerDisk volume, as VOLUME=FILE (repeatable).
     #[arg(long = "container-disk", value_parser = parse_container_disk)]
     container_disks: Vec<(String, PathBuf)>,
+    /// Directory holding the files of a configMap, secret, downwardAPI or
+    /// serviceAccount volume, or the secret of a cloud-init volume's
+    /// userDataSecretRef / networkDataSecretRef, as VOLUME=DIR (repeatable).
+    #[arg(long = "config-volume", value_parser = parse_config_volume)]
+    config_volumes: Vec<(String, PathBuf)>,
+    /// Raw disk image for a persistentVolumeClaim, dataVolume or ephemeral
+    /// volume, as VOLUME=FILE (repeatable): shown where virt-handler mounts
+    /// a filesystem-mode claim (`vmi-disks/<vol>/disk.img`); read-only for
+    /// ephemeral volumes and read-only claims.
+    #[arg(long = "pvc", value_parser = parse_container_disk)]
+    pvcs: Vec<(String, PathBuf)>,
+    /// Directory of the Secret of an sshPublicKey access credential with
+    /// noCloud or configDrive propagation, as SECRET=DIR (repeatable): its
+    /// files are the public keys written into the cloud-init meta-data.
+    #[arg(long = "access-credential", value_parser = parse_config_volume)]
+    access_credentials: Vec<(String, PathBuf)>,
     #[command(flatten)]
     flags: LauncherFlags,
 }
@@ -86,6 +102,13 @@ fn parse_container_disk(s: &str) -> Result<(String, PathBuf), String> {
     match s.split_once('=') {
         Some((v, f)) if !v.is_empty() && !f.is_empty() => Ok((v.to_owned(), PathBuf::from(f))),
         _ => Err(format!("{s:?} is not VOLUME=FILE")),
+    }
+}
+
+fn parse_config_volume(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((v, d)) if !v.is_empty() && !d.is_empty() => Ok((v.to_owned(), PathBuf::from(d))),
+        _ => Err(format!("{s:?} is not VOLUME=DIR")),
     }
 }
 
@@ -185,6 +208,9 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         mode: Mode::Standalone,
         state_dir: state_dir(&args.flags, &vmi),
         container_disks: args.container_disks.clone(),
+        config_volumes: args.config_volumes.clone(),
+        pvcs: args.pvcs.clone(),
+        access_credentials: args.access_credentials.clone(),
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
     };
@@ -212,6 +238,9 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         mode: Mode::Pod,
         state_dir: state_dir(flags, &vmi),
         container_disks: Vec::new(),
+        config_volumes: Vec::new(),
+        pvcs: Vec::new(),
+        access_credentials: Vec::new(),
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
     };

@@ -232,12 +232,25 @@ impl LibvirtDomainManager {
     /// # Errors
     /// [`ManagerError::Storage`] or [`ManagerError::Convert`].
     pub fn convert(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
+        self.convert_with(vmi, true)
+    }
+
+    /// Like [`Self::convert`]; `start` false (the domain already runs)
+    /// keeps existing cloud-init and config ISOs instead of rebuilding them:
+    /// KubeVirt builds them only when it starts the domain.
+    fn convert_with(
+        &self,
+        vmi: &VirtualMachineInstance,
+        start: bool,
+    ) -> Result<domain::Domain, ManagerError> {
         let mut ctx = self
             .ctx
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        ctx.prepared = storage::prepare(vmi, &ctx, &self.prepare)?;
+        let mut opts = self.prepare.clone();
+        opts.rebuild_media &= start;
+        ctx.prepared = storage::prepare(vmi, &ctx, &opts)?;
         Ok(converter::convert(vmi, &ctx)?)
     }
 
@@ -310,7 +323,13 @@ impl LibvirtDomainManager {
 
 impl DomainManager for LibvirtDomainManager {
     fn sync_vmi(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
-        let spec = self.convert(vmi)?;
+        let active = self.with_conn(|conn| {
+            Ok(match Self::lookup(conn, vmi)? {
+                Some(d) => ACTIVE.contains(&d.get_state()?.0),
+                None => false,
+            })
+        })?;
+        let spec = self.convert_with(vmi, !active)?;
         let xml = spec.to_xml()?;
         if xml.contains('\0') {
             // The converter refuses such text field by field; never hand

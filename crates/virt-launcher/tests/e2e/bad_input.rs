@@ -12,7 +12,7 @@ fn volumes() -> &'static str {
 }
 
 /// Runs the launcher on `yaml`; returns (exit code, last stderr line).
-fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
+pub(crate) fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
     require_stack();
     let dir = tempfile::tempdir().unwrap();
     let vmi = dir.path().join("vmi.yaml");
@@ -60,7 +60,7 @@ fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), last)
 }
 
-fn assert_refused(yaml: &str, extra: &[&str], expect: &str) {
+pub(crate) fn assert_refused(yaml: &str, extra: &[&str], expect: &str) {
     let (code, line) = refuse(yaml, extra);
     assert_eq!(code, 2, "{line}");
     assert!(line.starts_with("virt-launcher: "), "{line}");
@@ -198,9 +198,13 @@ fn host_block_devices_are_never_taken_for_a_pvc() {
     let (code, line) = refuse(&y, &["--no-disk"]);
     assert_eq!(code, 2, "{line}");
     assert!(
-        line.contains("spec.volumes[0].persistentVolumeClaim: no disk image"),
+        line.contains("spec.volumes[0].persistentVolumeClaim: standalone mode has no mounted claims: pass --pvc vda=FILE"),
         "{line}"
     );
+    // Not even when asked for explicitly: --pvc takes regular files only.
+    let (code, line) = refuse(&y, &["--no-disk", "--pvc", "vda=/dev/vda"]);
+    assert_eq!(code, 2, "{line}");
+    assert!(line.contains("--pvc vda=/dev/vda: "), "{line}");
 }
 
 #[test]

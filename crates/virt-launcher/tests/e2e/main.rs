@@ -17,3 +17,4 @@ mod harness;
 mod lifecycle;
 mod manager;
 mod protocol;
+mod volumes;

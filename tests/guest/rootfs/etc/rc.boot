@@ -2,7 +2,8 @@
 # /etc/rc.boot: the test guest's whole boot sequence (busybox init sysinit).
 # Built into the initramfs by tests/guest/build. Serial-console protocol
 # (/dev/ttyS0), one line each, in this order:
-#   GUEST-USERDATA-DONE exit=<n>     only when the NoCloud seed has #! user-data
+#   GUEST-USERDATA-DONE exit=<n>     only when the seed (NoCloud or config
+#                                    drive) has #! user-data
 #   GUEST-READY hostname=<h> ip=<ip|none> uptime=<s>
 #                                    boot done; qemu-ga (if the port exists)
 #                                    holds its virtio port open
@@ -71,8 +72,12 @@ else
     log "no org.qemu.guest_agent.0 port; qemu-ga not started"
 fi
 
-# ---- NoCloud seed: an iso9660 or vfat volume labelled cidata/CIDATA
-find_seed() { findfs LABEL=cidata 2>/dev/null || findfs LABEL=CIDATA 2>/dev/null; }
+# ---- cloud-init seed: NoCloud (an iso9660 or vfat volume labelled
+# cidata/CIDATA: meta-data, user-data, network-config at its root) or an
+# OpenStack config drive (labelled config-2: openstack/latest/meta_data.json,
+# user_data, network_data.json). Either is copied to /run/cidata/ under the
+# NoCloud names, plus "source" (nocloud|configdrive).
+find_label() { findfs "LABEL=$1" 2>/dev/null || findfs "LABEL=$2" 2>/dev/null; }
 # SCSI disks/cdroms (type 0/5) not yet bound to sd/sr: their block devices
 # are still to come (scan=sync makes this rare; 2 s at most)
 scsi_pending() {
@@ -85,26 +90,46 @@ scsi_pending() {
 i=0
 while scsi_pending && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
 [ $i -eq 0 ] || log "waited $i x 0.1 s for SCSI disks/cdroms"
-seed=$(find_seed)
 yaml_value() { # KEY FILE: value of KEY in YAML or one-line JSON meta-data
     grep -o "\"\{0,1\}$1\"\{0,1\}[[:space:]]*:[[:space:]]*[^,}#]*" "$2" | head -n 1 |
         sed 's/^[^:]*:[[:space:]]*//' | tr -d "\"'\r "
 }
-if [ -n "$seed" ]; then
-    if mount -o ro -t iso9660 "$seed" /mnt 2>/dev/null ||
-        mount -o ro -t vfat "$seed" /mnt 2>/dev/null; then
+mount_seed() { # DEVICE
+    mount -o ro -t iso9660 "$1" /mnt 2>/dev/null || mount -o ro -t vfat "$1" /mnt 2>/dev/null
+}
+md=/run/cidata/meta-data
+if seed=$(find_label cidata CIDATA) && [ -n "$seed" ]; then
+    if mount_seed "$seed"; then
         for f in meta-data user-data network-config vendor-data; do
             [ -f "/mnt/$f" ] && cp "/mnt/$f" "/run/cidata/$f"
         done
         umount /mnt
+        echo nocloud >/run/cidata/source
         log "cidata seed on $seed"
     else
         log "cidata seed on $seed could not be mounted"
     fi
+elif seed=$(find_label config-2 CONFIG-2) && [ -n "$seed" ]; then
+    if mount_seed "$seed"; then
+        d=/mnt/openstack/latest
+        [ -f "$d/meta_data.json" ] && cp "$d/meta_data.json" /run/cidata/meta_data.json
+        [ -f "$d/user_data" ] && cp "$d/user_data" /run/cidata/user-data
+        [ -f "$d/network_data.json" ] && cp "$d/network_data.json" /run/cidata/network-config
+        umount /mnt
+        echo configdrive >/run/cidata/source
+        log "config-2 seed on $seed"
+        # OpenStack meta-data names: hostname, uuid
+        if [ -f /run/cidata/meta_data.json ]; then
+            h=$(yaml_value hostname /run/cidata/meta_data.json)
+            u=$(yaml_value uuid /run/cidata/meta_data.json)
+            printf 'instance-id: %s\nlocal-hostname: %s\n' "$u" "$h" >"$md"
+        fi
+    else
+        log "config-2 seed on $seed could not be mounted"
+    fi
 else
-    log "no cidata seed"
+    log "no cidata or config-2 seed"
 fi
-md=/run/cidata/meta-data
 if [ -f "$md" ]; then
     iid=$(yaml_value instance-id "$md")
     [ -n "$iid" ] && echo "$iid" >/run/instance-id

@@ -1,0 +1,724 @@
+//! cloud-init and config disks, checked by reading the real ISO images back
+//! with `isoinfo` (genisoimage) and `xorriso` (both from .ci/install).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::tests::{env, vmi, Env};
+use crate::*;
+
+fn tool_bytes(prog: &str, args: &[&str]) -> Vec<u8> {
+    let mut cmd = Command::new(prog);
+    cmd.args(args);
+    match process::run(cmd, std::time::Duration::from_secs(30), 16 << 20) {
+        Ok(out) => out.stdout,
+        Err(process::RunError::Spawn { source, .. }) => {
+            panic!("{prog} is required for the ISO checks (bash .ci/install): {source}")
+        }
+        Err(e) => panic!("{prog} {args:?}: {e}"),
+    }
+}
+
+fn tool(prog: &str, args: &[&str]) -> String {
+    String::from_utf8_lossy(&tool_bytes(prog, args)).into_owned()
+}
+
+/// `isoinfo -d`: the primary volume descriptor and the extensions found.
+struct IsoInfo {
+    volume_id: String,
+    joliet: bool,
+    rock_ridge: bool,
+}
+
+fn isoinfo(iso: &Path) -> IsoInfo {
+    let d = tool("isoinfo", &["-d", "-i", iso.to_str().unwrap()]);
+    IsoInfo {
+        volume_id: d
+            .lines()
+            .find_map(|l| l.strip_prefix("Volume id: "))
+            .unwrap_or_else(|| panic!("no volume id in {d}"))
+            .trim()
+            .to_owned(),
+        joliet: d.contains("Joliet with UCS level 3 found"),
+        rock_ridge: d.contains("Rock Ridge signatures version 1 found"),
+    }
+}
+
+/// Names in the Joliet tree (`isoinfo -J -f`, which prints them in
+/// ISO 8859-1), sorted.
+fn joliet_names(iso: &Path) -> Vec<String> {
+    let latin1: String = tool_bytes("isoinfo", &["-J", "-f", "-i", iso.to_str().unwrap()])
+        .into_iter()
+        .map(char::from)
+        .collect();
+    let mut v: Vec<String> = latin1.lines().map(str::to_owned).collect();
+    v.sort();
+    v
+}
+
+/// Extracts the image (Rock Ridge names and modes) with xorriso.
+fn extract(iso: &Path) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("x");
+    tool(
+        "xorriso",
+        &[
+            "-osirrox",
+            "on",
+            "-indev",
+            iso.to_str().unwrap(),
+            "-extract",
+            "/",
+            out.to_str().unwrap(),
+        ],
+    );
+    (t, out)
+}
+
+/// Every file below `dir`: relative path → (mode & 0o777, content; dirs empty).
+fn tree(dir: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
+    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, (u32, Vec<u8>)>) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let mode = m.permissions().mode() & 0o777;
+            if m.is_dir() {
+                out.insert(format!("{rel}/"), (mode, Vec::new()));
+                walk(root, &p, out);
+            } else {
+                assert!(m.is_file(), "{rel} is not a regular file in the image");
+                out.insert(rel, (mode, fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn case_011() -> (String, Vec<u8>) {
+    let root = format!("{}/../../tests/data/cases", env!("CARGO_MANIFEST_DIR"));
+    (
+        fs::read_to_string(format!("{root}/011-nocloud-userdata-base64-and-utf8.yaml")).unwrap(),
+        fs::read(format!(
+            "{root}/011-nocloud-userdata-base64-and-utf8.user-data"
+        ))
+        .unwrap(),
+    )
+}
+
+fn load(doc: &str) -> api::VirtualMachineInstance {
+    api::load_vmi(doc.as_bytes(), api::Arch::Amd64).unwrap()
+}
+
+fn standalone(pairs: &[(&str, &Path)]) -> PrepareOptions {
+    PrepareOptions {
+        config_sources: ConfigSources::Standalone {
+            volumes: pairs
+                .iter()
+                .map(|(v, d)| ((*v).to_owned(), d.to_path_buf()))
+                .collect(),
+            secrets: BTreeMap::new(),
+        },
+        ..PrepareOptions::default()
+    }
+}
+
+fn nocloud_iso(e: &Env, ns: &str, name: &str) -> PathBuf {
+    e.root
+        .join(format!("ephemeral/cloud-init-data/{ns}/{name}/noCloud.iso"))
+}
+
+#[test]
+fn case_011_base64_user_data_with_utf8_is_byte_identical_in_a_cidata_iso() {
+    let e = env();
+    let (doc, expected) = case_011();
+    let v = load(&doc);
+    let data = cloudinit::read(&v, &e.ctx, &ConfigSources::Pod)
+        .unwrap()
+        .unwrap();
+    cloudinit::generate(&v, &e.ctx, &data, None).unwrap();
+    let iso = nocloud_iso(&e, "default", "b64-test");
+    let info = isoinfo(&iso);
+    assert_eq!(info.volume_id, "cidata");
+    assert!(
+        info.joliet && info.rock_ridge,
+        "Joliet and Rock Ridge expected"
+    );
+    assert_eq!(
+        joliet_names(&iso),
+        ["/meta-data", "/network-config", "/user-data"]
+    );
+    let (_t, x) = extract(&iso);
+    let files = tree(&x);
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        ["meta-data", "network-config", "user-data"]
+    );
+    assert_eq!(
+        files["user-data"].1, expected,
+        "user-data must be byte-identical"
+    );
+    assert_eq!(
+        String::from_utf8(files["meta-data"].1.clone()).unwrap(),
+        r#"{"instance-id":"9b0d1c2e-3f40-4a51-8b62-7c83d94ea5f6","local-hostname":"b64-test"}"#
+    );
+    assert_eq!(
+        String::from_utf8(files["network-config"].1.clone()).unwrap(),
+        "version: 1\nconfig:\n- type: physical\n  name: eth0\n  subnets:\n  - type: dhcp\n"
+    );
+    // KubeVirt writes the data files 0600 and removes them after the ISO is built.
+    assert_eq!(files["user-data"].0, 0o600);
+    assert!(!e
+        .root
+        .join("ephemeral/cloud-init-data/default/b64-test/data")
+        .exists());
+    assert!(!iso.with_extension("iso.staging").exists());
+}
+
+#[test]
+fn case_011_bad_base64_and_missing_data_are_refused_without_an_iso() {
+    let e = env();
+    let (doc, _) = case_011();
+    let good = "I2Nsb3VkLWNvbmZpZwpob3N0bmFtZTogcHLDvGZ1bmctdm0Kd3JpdGVfZmlsZXM6Ci0gcGF0aDogL2V0Yy9tb3RkCiAgY29udGVudDogIkdyw7zDn2Ug4oCTIOaXpeacrOiqniDinJNcbiIK";
+    for bad in [
+        "I2Nsb3VkLWNvbmZpZwo",           // missing padding
+        "\"I2Nsb3VkLWNvbmZpZwo=\\n#!\"", // garbage after the data
+        "I2Nsb3VkLWNvbmZpZwo_",          // URL-safe alphabet
+    ] {
+        let v = load(&doc.replace(good, bad));
+        let err = storage_err(&e, &v);
+        assert!(
+            err.starts_with("spec.volumes[1].cloudInitNoCloud.userDataBase64: is not valid base64"),
+            "{bad}: {err}"
+        );
+        assert!(cloudinit::check_inline(&v).is_err(), "{bad}");
+        assert!(!nocloud_iso(&e, "default", "b64-test").exists(), "{bad}");
+    }
+    let empty = doc
+        .replace(good, "\"\"")
+        .replace("      networkData: |\n        version: 1\n        config:\n        - type: physical\n          name: eth0\n          subnets:\n          - type: dhcp\n", "      userData: \"\"\n      networkData: \"\"\n");
+    let err = storage_err(&e, &load(&empty));
+    assert_eq!(
+        err,
+        "spec.volumes[1].cloudInitNoCloud: userDataBase64, userData, networkDataBase64 or networkData is required for a cloud-init data source"
+    );
+    assert!(!nocloud_iso(&e, "default", "b64-test").exists());
+}
+
+/// Preparation stops at the cloud-init volume (the case's containerDisk
+/// comes later and is never reached).
+fn storage_err(e: &Env, v: &api::VirtualMachineInstance) -> String {
+    prepare(v, &e.ctx, &PrepareOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn inline_user_data_wins_over_base64_and_go_base64_rules_hold() {
+    let (doc, _) = case_011();
+    let v = load(&doc.replace(
+        "    cloudInitNoCloud:\n",
+        "    cloudInitNoCloud:\n      userData: \"#!/bin/sh\\necho raw\\n\"\n",
+    ));
+    let e = env();
+    let d = cloudinit::read(&v, &e.ctx, &ConfigSources::Pod)
+        .unwrap()
+        .unwrap();
+    assert_eq!(d.user_data, b"#!/bin/sh\necho raw\n");
+    // Go's StdEncoding ignores line breaks and accepts non-zero trailing bits.
+    assert_eq!(cloudinit::decode_base64("aGVs\r\nbG8=").unwrap(), b"hello");
+    assert_eq!(cloudinit::decode_base64("aGVsbG9=").unwrap(), b"hello");
+    assert!(cloudinit::decode_base64("aGVsbG8").is_err());
+    assert!(cloudinit::decode_base64("aGVs bG8=").is_err());
+}
+
+#[test]
+fn config_drive_has_the_openstack_layout_and_kubevirts_meta_data() {
+    let e = env();
+    let v = vmi("  - name: cd\n    cloudInitConfigDrive:\n      userData: \"#!/bin/sh\\necho hi\\n\"\n      networkDataBase64: eyJsaW5rcyI6W119\n");
+    let mut v = v;
+    v.spec.hostname = Some("myhost".into());
+    v.metadata
+        .annotations
+        .insert("kubevirt.io/instancetype-name".into(), "u1.small<&>".into());
+    prepare(&v, &e.ctx, &PrepareOptions::default()).unwrap();
+    let iso = e
+        .root
+        .join("ephemeral/cloud-init-data/default/s/configdrive.iso");
+    let info = isoinfo(&iso);
+    assert_eq!(info.volume_id, "config-2");
+    assert!(info.joliet && info.rock_ridge);
+    let (_t, x) = extract(&iso);
+    let files = tree(&x);
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        [
+            "openstack/",
+            "openstack/latest/",
+            "openstack/latest/meta_data.json",
+            "openstack/latest/network_data.json",
+            "openstack/latest/user_data",
+        ]
+    );
+    let uuid = v
+        .spec
+        .domain
+        .firmware
+        .as_ref()
+        .unwrap()
+        .uuid
+        .clone()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(files["openstack/latest/meta_data.json"].1.clone()).unwrap(),
+        format!(
+            r#"{{"instance_type":"u1.small\u003c\u0026\u003e","instance_id":"s.default","hostname":"myhost","uuid":"{uuid}"}}"#
+        )
+    );
+    assert_eq!(
+        files["openstack/latest/user_data"].1,
+        b"#!/bin/sh\necho hi\n"
+    );
+    assert_eq!(
+        files["openstack/latest/network_data.json"].1,
+        br#"{"links":[]}"#
+    );
+}
+
+#[test]
+fn hostname_is_spec_hostname_else_the_name_before_its_first_dot() {
+    let mut v = vmi("  - name: c\n    cloudInitNoCloud: {userData: x}\n");
+    v.metadata.name = "web.example.com".into();
+    assert_eq!(cloudinit::hostname(&v), "web");
+    let md = String::from_utf8(cloudinit::meta_data(
+        &v,
+        cloudinit::DataSource::NoCloud,
+        &BTreeMap::new(),
+    ))
+    .unwrap();
+    assert!(md.ends_with(r#","local-hostname":"web"}"#), "{md}");
+    v.spec.hostname = Some("h1".into());
+    assert_eq!(cloudinit::hostname(&v), "h1");
+}
+
+#[test]
+fn oversize_inline_user_data_is_refused_and_512_kib_come_through_a_secret() {
+    let e = env();
+    let big = "a".repeat(2049);
+    let v = vmi(&format!(
+        "  - name: ci\n    cloudInitNoCloud: {{userData: {big}}}\n"
+    ));
+    let err = cloudinit::check_inline(&v).unwrap_err().to_string();
+    assert!(
+        err.starts_with("spec.volumes[0].cloudInitNoCloud.userData: 2049 bytes exceed KubeVirt's 2048-byte limit"),
+        "{err}"
+    );
+    let ok = vmi(&format!(
+        "  - name: ci\n    cloudInitNoCloud: {{userData: {}}}\n",
+        &big[..2048]
+    ));
+    cloudinit::check_inline(&ok).unwrap();
+
+    // 512 KiB of non-ASCII user data from a secret laid out as Kubernetes does.
+    let secret = e.root.join("secret-src");
+    let data_dir = secret.join("..2026_11_30_12_00_00.1");
+    fs::create_dir_all(&data_dir).unwrap();
+    let mut user = b"#cloud-config\n# ".to_vec();
+    while user.len() < 512 * 1024 {
+        user.extend_from_slice("ünïcödé ✓ 日本語\n".as_bytes());
+    }
+    fs::write(data_dir.join("userdata"), &user).unwrap();
+    symlink("..2026_11_30_12_00_00.1", secret.join("..data")).unwrap();
+    symlink("..data/userdata", secret.join("userdata")).unwrap();
+    let v =
+        vmi("  - name: ci\n    cloudInitNoCloud:\n      userDataSecretRef: {name: my-secret}\n");
+    cloudinit::check_inline(&v).unwrap();
+    // Standalone without a directory: refused, naming the field and the flag.
+    let err = prepare(&v, &e.ctx, &standalone(&[]))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "spec.volumes[0].cloudInitNoCloud.userDataSecretRef: standalone mode has no mounted secrets: pass --config-volume ci=DIR, a directory with the file userdata (or networkdata)"
+    );
+    prepare(&v, &e.ctx, &standalone(&[("ci", &secret)])).unwrap();
+    let iso = nocloud_iso(&e, "default", "s");
+    assert_eq!(isoinfo(&iso).volume_id, "cidata");
+    let (_t, x) = extract(&iso);
+    assert_eq!(fs::read(x.join("user-data")).unwrap(), user);
+
+    // A secret file that is a link out of the secret directory is refused.
+    let evil = e.root.join("evil-secret");
+    fs::create_dir_all(&evil).unwrap();
+    symlink("/etc/passwd", evil.join("userData")).unwrap();
+    let err = prepare(&v, &e.ctx, &standalone(&[("ci", &evil)]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("outside the volume's directory"), "{err}");
+}
+
+/// A ConfigMap directory as kubelet writes it: keys are links into a
+/// timestamped directory through `..data`.
+fn kubelet_dir(root: &Path, files: &[(&str, &[u8], u32)]) -> PathBuf {
+    let d = root.join("cm-src");
+    let ts = d.join("..2026_11_30_12_00_00.123");
+    fs::create_dir_all(&ts).unwrap();
+    for (name, content, mode) in files {
+        let p = ts.join(name);
+        fs::write(&p, content).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(*mode)).unwrap();
+        symlink(format!("..data/{name}"), d.join(name)).unwrap();
+    }
+    symlink("..2026_11_30_12_00_00.123", d.join("..data")).unwrap();
+    d
+}
+
+#[test]
+fn config_map_disk_keeps_content_modes_and_label_and_follows_links_inside() {
+    let e = env();
+    let src = kubelet_dir(
+        &e.root,
+        &[
+            ("app.conf", b"key=value\n", 0o644),
+            ("run.sh", b"#!/bin/sh\necho run\n", 0o755),
+            ("grüße.txt", "Grüße ✓\n".as_bytes(), 0o600),
+        ],
+    );
+    let v = vmi("  - name: cm\n    configMap: {name: app, volumeLabel: APPCFG}\n");
+    prepare(&v, &e.ctx, &standalone(&[("cm", &src)])).unwrap();
+    let iso = e.root.join("private/config-map-disks/cm.iso");
+    let info = isoinfo(&iso);
+    assert_eq!(info.volume_id, "APPCFG");
+    assert!(info.joliet && info.rock_ridge);
+    assert!(joliet_names(&iso).contains(&"/grüße.txt".to_owned()));
+    let (_t, x) = extract(&iso);
+    let files = tree(&x);
+    for (name, content, mode) in [
+        ("app.conf", &b"key=value\n"[..], 0o644),
+        ("run.sh", &b"#!/bin/sh\necho run\n"[..], 0o755),
+        ("grüße.txt", "Grüße ✓\n".as_bytes(), 0o600),
+    ] {
+        assert_eq!(files[name], (mode, content.to_vec()), "{name}");
+        // KubeVirt grafts every entry, kubelet's ..data included.
+        assert_eq!(files[&format!("..data/{name}")].1, content, "{name}");
+    }
+    assert!(!e.root.join("private/config-map-disks/cm.iso.tree").exists());
+}
+
+#[test]
+fn secret_downward_api_and_service_account_disks_use_their_paths_and_default_label() {
+    let e = env();
+    let sec = e.root.join("sec");
+    let dapi = e.root.join("dapi");
+    let sa = e.root.join("sa");
+    for (d, f) in [(&sec, "password"), (&dapi, "labels"), (&sa, "token")] {
+        fs::create_dir_all(d).unwrap();
+        fs::write(d.join(f), f).unwrap();
+    }
+    let v = vmi("  - name: sec\n    secret: {secretName: s}\n  - name: dapi\n    downwardAPI: {fields: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}\n  - name: sa\n    serviceAccount: {serviceAccountName: default}\n");
+    prepare(
+        &v,
+        &e.ctx,
+        &standalone(&[("sec", &sec), ("dapi", &dapi), ("sa", &sa)]),
+    )
+    .unwrap();
+    for (iso, file) in [
+        ("private/secret-disks/sec.iso", "password"),
+        ("private/downwardapi-disks/dapi.iso", "labels"),
+        ("private/service-account-disk/service-account.iso", "token"),
+    ] {
+        let iso = e.root.join(iso);
+        assert_eq!(isoinfo(&iso).volume_id, "cfgdata", "{}", iso.display());
+        let (_t, x) = extract(&iso);
+        assert_eq!(fs::read(x.join(file)).unwrap(), file.as_bytes());
+    }
+    // Without a directory in standalone mode: refused by name.
+    let err = prepare(&v, &e.ctx, &standalone(&[("sec", &sec)]))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "spec.volumes[1].downwardAPI: standalone mode has no mounted downwardAPI volumes: pass --config-volume dapi=DIR with the directory holding its files"
+    );
+}
+
+#[test]
+fn config_disk_links_out_of_the_directory_special_files_and_bad_labels_are_refused() {
+    let e = env();
+    let v = vmi("  - name: cm\n    configMap: {name: app}\n");
+    let iso = e.root.join("private/config-map-disks/cm.iso");
+
+    let out = e.root.join("out");
+    fs::create_dir_all(&out).unwrap();
+    symlink("/etc/shadow", out.join("shadow")).unwrap();
+    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &out)]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("spec.volumes[0].configMap: ")
+            && err.contains("/etc/shadow, outside the volume's directory"),
+        "{err}"
+    );
+    assert!(!iso.exists());
+
+    let up = e.root.join("up");
+    fs::create_dir_all(up.join("sub")).unwrap();
+    symlink("../../out", up.join("sub/escape")).unwrap();
+    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &up)]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("outside the volume's directory"), "{err}");
+
+    let cyc = e.root.join("cyc");
+    fs::create_dir_all(&cyc).unwrap();
+    symlink(".", cyc.join("loop")).unwrap();
+    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &cyc)]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("(a link cycle?)"), "{err}");
+
+    let fifo = e.root.join("fifo");
+    fs::create_dir_all(&fifo).unwrap();
+    nix::unistd::mkfifo(
+        &fifo.join("p"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &fifo)]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is not a regular file or directory"), "{err}");
+
+    let ok = e.root.join("ok");
+    fs::create_dir_all(&ok).unwrap();
+    let long = vmi("  - name: cm\n    configMap: {name: app, volumeLabel: ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456}\n");
+    let err = prepare(&long, &e.ctx, &standalone(&[("cm", &ok)]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("spec.volumes[0].configMap.volumeLabel: \"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456\" must have 1 to 32 characters"),
+        "{err}"
+    );
+    let missing = e.root.join("missing");
+    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &missing)]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!iso.exists());
+}
+
+#[test]
+fn media_are_rebuilt_on_start_and_kept_while_the_domain_runs() {
+    let e = env();
+    let src = e.root.join("cm");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("k"), "one").unwrap();
+    let v = vmi("  - name: cm\n    configMap: {name: app}\n  - name: ci\n    cloudInitNoCloud: {userData: first}\n");
+    let mut opts = standalone(&[("cm", &src)]);
+    prepare(&v, &e.ctx, &opts).unwrap();
+    let cm_iso = e.root.join("private/config-map-disks/cm.iso");
+    let ci_iso = nocloud_iso(&e, "default", "s");
+    let read = |iso: &Path, f: &str| {
+        let (_t, x) = extract(iso);
+        fs::read(x.join(f)).unwrap()
+    };
+    assert_eq!(read(&cm_iso, "k"), b"one");
+    fs::write(src.join("k"), "two").unwrap();
+    let v2 = vmi("  - name: cm\n    configMap: {name: app}\n  - name: ci\n    cloudInitNoCloud: {userData: second}\n");
+    // Running domain: the images QEMU has open stay as they are.
+    opts.rebuild_media = false;
+    prepare(&v2, &e.ctx, &opts).unwrap();
+    assert_eq!(read(&cm_iso, "k"), b"one");
+    assert_eq!(read(&ci_iso, "user-data"), b"first");
+    // Next start: rebuilt from the current sources.
+    opts.rebuild_media = true;
+    prepare(&v2, &e.ctx, &opts).unwrap();
+    assert_eq!(read(&cm_iso, "k"), b"two");
+    assert_eq!(read(&ci_iso, "user-data"), b"second");
+}
+
+#[test]
+fn vfat_config_disk_is_a_clean_fat_file_system_with_the_label_and_files() {
+    let e = env();
+    let src = kubelet_dir(
+        &e.root,
+        &[
+            ("app.conf", b"key=value\n", 0o644),
+            ("grüße.txt", "Grüße ✓\n".as_bytes(), 0o600),
+        ],
+    );
+    let v = vmi("  - name: cm\n    configMap: {name: app, volumeLabel: APPCFG}\n");
+    let opts = PrepareOptions {
+        config_disk_fs: ConfigDiskFs::Vfat,
+        ..standalone(&[("cm", &src)])
+    };
+    prepare(&v, &e.ctx, &opts).unwrap();
+    let img = e.root.join("private/config-map-disks/cm.iso");
+    let p = img.to_str().unwrap();
+    // fsck.fat -n exits non-zero on any inconsistency.
+    tool("fsck.fat", &["-n", p]);
+    assert_eq!(
+        tool("blkid", &["-o", "value", "-s", "TYPE", p]).trim(),
+        "vfat"
+    );
+    assert_eq!(
+        tool("blkid", &["-o", "value", "-s", "LABEL", p]).trim(),
+        "APPCFG"
+    );
+    let out = e.root.join("fat-out");
+    fs::create_dir_all(&out).unwrap();
+    let mut cmd = Command::new("mcopy");
+    cmd.env("LC_ALL", "C.UTF-8")
+        .env("MTOOLS_SKIP_CHECK", "1")
+        .args(["-s", "-n", "-i", p, "::/*"])
+        .arg(&out);
+    process::run(cmd, std::time::Duration::from_secs(30), 1 << 20).unwrap();
+    assert_eq!(fs::read(out.join("app.conf")).unwrap(), b"key=value\n");
+    // mtools lowercases a non-ASCII short name differently from Linux; the
+    // guest's view of the name is checked end to end
+    // (volumes::vfat_config_disk_is_read_by_the_guest). Content by name:
+    let mut cmd = Command::new("mtype");
+    cmd.env("LC_ALL", "C.UTF-8")
+        .env("MTOOLS_SKIP_CHECK", "1")
+        .args(["-i", p, "::/grüße.txt"]);
+    let typed = process::run(cmd, std::time::Duration::from_secs(30), 1 << 20).unwrap();
+    assert_eq!(typed.stdout, "Grüße ✓\n".as_bytes());
+    assert_eq!(
+        fs::read(out.join("..data/app.conf")).unwrap(),
+        b"key=value\n"
+    );
+
+    // FAT labels are at most 11 characters.
+    let long = vmi("  - name: cm\n    configMap: {name: app, volumeLabel: TWELVECHARSX}\n");
+    let err = prepare(&long, &e.ctx, &opts).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "spec.volumes[0].configMap.volumeLabel: \"TWELVECHARSX\" must have 1 to 11 characters"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn ephemeral_volume_gets_a_raw_backed_overlay_and_needs_its_claim() {
+    let e = env();
+    let v = vmi("  - name: eph\n    ephemeral: {persistentVolumeClaim: {claimName: c}}\n");
+    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("spec.volumes[0].ephemeral: the claim's disk image ")
+            && err.ends_with("/private/vmi-disks/eph/disk.img does not exist"),
+        "{err}"
+    );
+    let claim = e.root.join("private/vmi-disks/eph/disk.img");
+    fs::create_dir_all(claim.parent().unwrap()).unwrap();
+    // A qcow2 header inside the claim must not be honoured: it is read as raw.
+    tool(
+        "qemu-img",
+        &[
+            "create",
+            "-f",
+            "qcow2",
+            "-b",
+            "/etc/shadow",
+            "-F",
+            "raw",
+            claim.to_str().unwrap(),
+            "4M",
+        ],
+    );
+    let before = fs::read(&claim).unwrap();
+    prepare(&v, &e.ctx, &PrepareOptions::default()).unwrap();
+    let overlay = e.root.join("ephemeral/disk-data/eph/disk.qcow2");
+    let info = tool(
+        "qemu-img",
+        &[
+            "info",
+            "--output=json",
+            "--force-share",
+            overlay.to_str().unwrap(),
+        ],
+    );
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["format"], "qcow2");
+    assert_eq!(info["backing-filename"], claim.to_str().unwrap());
+    assert_eq!(info["backing-filename-format"], "raw");
+    assert_eq!(fs::read(&claim).unwrap(), before);
+}
+
+#[test]
+fn ssh_keys_of_access_credentials_go_into_the_meta_data_of_their_data_source() {
+    let e = env();
+    // Secret as kubelet lays it out, with an empty entry (skipped).
+    let keys = e.root.join("keys");
+    let ts = keys.join("..2026_11_30_12_00_00.1");
+    fs::create_dir_all(&ts).unwrap();
+    fs::write(ts.join("a-key"), "ssh-ed25519 AAAAC3Nza a@host\n").unwrap();
+    fs::write(ts.join("b-key"), "ssh-rsa AAAAB3Nza b@host").unwrap();
+    fs::write(ts.join("c-empty"), "").unwrap();
+    symlink("..2026_11_30_12_00_00.1", keys.join("..data")).unwrap();
+    for k in ["a-key", "b-key", "c-empty"] {
+        symlink(format!("..data/{k}"), keys.join(k)).unwrap();
+    }
+    let other = e.root.join("other");
+    fs::create_dir_all(&other).unwrap();
+    fs::write(other.join("k"), "ssh-ed25519 OTHER o@host\n").unwrap();
+    let mut v = vmi("  - name: ci\n    cloudInitNoCloud: {userData: x}\n");
+    let creds = r#"[
+        {"sshPublicKey": {"source": {"secret": {"secretName": "my-keys"}}, "propagationMethod": {"noCloud": {}}}},
+        {"sshPublicKey": {"source": {"secret": {"secretName": "drive-keys"}}, "propagationMethod": {"configDrive": {}}}}
+    ]"#;
+    v.spec.access_credentials = serde_json::from_str(creds).unwrap();
+    let sources = ConfigSources::Standalone {
+        volumes: BTreeMap::new(),
+        secrets: [
+            ("my-keys".to_owned(), keys.clone()),
+            ("drive-keys".to_owned(), other.clone()),
+        ]
+        .into(),
+    };
+    let d = cloudinit::read(&v, &e.ctx, &sources).unwrap().unwrap();
+    let uuid = v
+        .spec
+        .domain
+        .firmware
+        .as_ref()
+        .unwrap()
+        .uuid
+        .clone()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(d.meta_data).unwrap(),
+        format!(
+            r#"{{"instance-id":"{uuid}","local-hostname":"s","public-keys":{{"0":"ssh-ed25519 AAAAC3Nza a@host\n","1":"ssh-rsa AAAAB3Nza b@host"}}}}"#
+        )
+        .replace('\n', "\\n")
+    );
+    // The config drive takes only the credential propagated to it.
+    let keys_cd =
+        cloudinit::public_keys(&v, cloudinit::DataSource::ConfigDrive, &e.ctx, &sources).unwrap();
+    assert_eq!(
+        keys_cd.into_iter().collect::<Vec<_>>(),
+        [("0".to_owned(), "ssh-ed25519 OTHER o@host\n".to_owned())]
+    );
+    // Standalone without the directory: refused by field and flag.
+    let err = cloudinit::read(&v, &e.ctx, &standalone(&[]).config_sources)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "spec.accessCredentials[0].sshPublicKey.source.secret: standalone mode has no mounted secrets: pass --access-credential my-keys=DIR, a directory whose files are public keys"
+    );
+    // A key file that links out of the secret directory is refused.
+    symlink("/etc/passwd", other.join("stolen")).unwrap();
+    let err = cloudinit::public_keys(&v, cloudinit::DataSource::ConfigDrive, &e.ctx, &sources)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("outside the volume's directory"), "{err}");
+}

@@ -1,0 +1,498 @@
+//! Volumes a real guest reads: cloud-init NoCloud and config drive ISOs
+//! (the test guest's init mounts them, takes its hostname from the
+//! meta-data and runs `#!` user-data, whose output reaches the serial
+//! console), and config disks, which the user-data mounts and prints.
+
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+
+use crate::bad_input::assert_refused;
+use crate::harness::{repo_root, Launcher, Opts, BOOT_TIMEOUT};
+
+/// The test guest with one more disk, `extra_disk` (YAML list item), and
+/// one more volume, `extra_volume`.
+fn vmi(name: &str, extra_disk: &str, extra_volume: &str) -> String {
+    format!(
+        "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: {name}
+  namespace: e2e
+spec:
+  terminationGracePeriodSeconds: 5
+  domain:
+    firmware: {{uuid: 5f1c3a44-8d2e-4b6f-9a10-0c2d3e4f5a6b}}
+    memory: {{guest: 128Mi}}
+    devices:
+      disks:
+      - name: containerdisk
+        bootOrder: 1
+        disk: {{bus: virtio}}
+{extra_disk}
+  volumes:
+  - name: containerdisk
+    containerDisk: {{image: test-guest}}
+{extra_volume}"
+    )
+}
+
+/// Indents a `#!/bin/sh` script as a YAML block scalar under `userData: |`.
+fn block(script: &str, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    script
+        .lines()
+        .map(|l| format!("{pad}{l}\n"))
+        .collect::<String>()
+}
+
+fn shutdown(mut l: Launcher) {
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    let st = l.wait_exit(std::time::Duration::from_secs(120));
+    assert!(st.success(), "launcher exit {st}\n{}", l.log());
+}
+
+#[test]
+fn nocloud_user_data_runs_and_meta_data_sets_the_hostname() {
+    let script = "#!/bin/sh\necho \"NOCLOUD-MARKER host=$(hostname) iid=$(cat /run/instance-id) src=$(cat /run/cidata/source)\"\necho 'UTF8-MARKER Grüße – 日本語 ✓'\necho \"META $(cat /run/cidata/meta-data)\"\n";
+    let y = vmi(
+        "ci-nocloud.example",
+        "      - name: cloudinit\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}",
+            block(script, 8)
+        ),
+    )
+    .replace(
+        "  terminationGracePeriodSeconds: 5\n",
+        "  terminationGracePeriodSeconds: 5\n  accessCredentials:\n  - sshPublicKey:\n      source: {secret: {secretName: my-keys}}\n      propagationMethod: {noCloud: {}}\n",
+    );
+    // The access credential's secret: one public key.
+    let keys = tempfile::tempdir().unwrap();
+    fs::write(
+        keys.path().join("key1"),
+        "ssh-ed25519 AAAAC3NzaE2E e2e@test",
+    )
+    .unwrap();
+    let arg = format!("my-keys={}", keys.path().display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--access-credential", &arg],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(
+        serial.contains(
+            "NOCLOUD-MARKER host=ci-nocloud iid=5f1c3a44-8d2e-4b6f-9a10-0c2d3e4f5a6b src=nocloud"
+        ),
+        "{serial}"
+    );
+    assert!(serial.contains("UTF8-MARKER Grüße – 日本語 ✓"), "{serial}");
+    assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
+    assert!(
+        serial.contains("GUEST-READY hostname=ci-nocloud "),
+        "{serial}"
+    );
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains(
+            "/var/run/kubevirt-ephemeral-disks/cloud-init-data/e2e/ci-nocloud.example/noCloud.iso"
+        ),
+        "{xml}"
+    );
+    // The data files are gone once the ISO is built (as in KubeVirt).
+    let dir = l
+        .state
+        .join("ephemeral/cloud-init-data/e2e/ci-nocloud.example");
+    assert!(dir.join("noCloud.iso").is_file());
+    assert!(!dir.join("data").exists());
+    shutdown(l);
+}
+
+#[test]
+fn config_drive_user_data_runs_and_meta_data_sets_the_hostname() {
+    let script = "#!/bin/sh\necho \"CONFIGDRIVE-MARKER host=$(hostname) src=$(cat /run/cidata/source)\"\ncat /run/cidata/meta_data.json; echo\n";
+    let y = vmi(
+        "ci-configdrive",
+        "      - name: cloudinit\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitConfigDrive:\n      userDataBase64: {}\n",
+            base64_std(script.as_bytes())
+        ),
+    )
+    .replace(
+        "  terminationGracePeriodSeconds: 5\n",
+        "  terminationGracePeriodSeconds: 5\n  hostname: drive-host\n",
+    );
+    let mut l = Launcher::start(&y, &Opts::default());
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(
+        serial.contains("CONFIGDRIVE-MARKER host=drive-host src=configdrive"),
+        "{serial}"
+    );
+    assert!(
+        serial.contains(r#"{"instance_id":"ci-configdrive.e2e","hostname":"drive-host","uuid":"5f1c3a44-8d2e-4b6f-9a10-0c2d3e4f5a6b"}"#),
+        "{serial}"
+    );
+    assert!(
+        serial.contains("GUEST-READY hostname=drive-host "),
+        "{serial}"
+    );
+    assert!(l
+        .state
+        .join("ephemeral/cloud-init-data/e2e/ci-configdrive/configdrive.iso")
+        .is_file());
+    shutdown(l);
+}
+
+/// Standard base64 (the test's own encoder, checked against `base64`).
+fn base64_std(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in data.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(char::from(A[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn kubevirt_vmi_nocloud_example_boots_with_the_test_guest() {
+    let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-nocloud.yaml")).unwrap();
+    let mut l = Launcher::start(&y, &Opts::default());
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(
+        serial.contains("printed from cloud-init userdata"),
+        "{serial}"
+    );
+    assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
+    assert!(
+        serial.contains("GUEST-READY hostname=vmi-nocloud "),
+        "{serial}"
+    );
+    shutdown(l);
+}
+
+#[test]
+fn config_map_disk_is_read_by_the_guest_with_its_label_and_modes() {
+    // A ConfigMap directory as kubelet lays it out.
+    let src = tempfile::tempdir().unwrap();
+    let ts = src.path().join("..2026_11_30_12_00_00.1");
+    fs::create_dir(&ts).unwrap();
+    fs::write(ts.join("app.conf"), "colour=blau ✓\n").unwrap();
+    fs::write(ts.join("run.sh"), "#!/bin/sh\necho from-config-map\n").unwrap();
+    fs::set_permissions(ts.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(ts.join("app.conf"), fs::Permissions::from_mode(0o640)).unwrap();
+    symlink("..2026_11_30_12_00_00.1", src.path().join("..data")).unwrap();
+    symlink("..data/app.conf", src.path().join("app.conf")).unwrap();
+    symlink("..data/run.sh", src.path().join("run.sh")).unwrap();
+
+    let script = "#!/bin/sh\nmkdir -p /cfg\ndev=$(findfs LABEL=APPCFG) || { echo CFG-NOT-FOUND; exit 1; }\nmount -t iso9660 -o ro \"$dev\" /cfg || exit 1\necho \"CFG-CONTENT $(cat /cfg/app.conf)\"\necho \"CFG-MODES $(stat -c %a /cfg/app.conf) $(stat -c %a /cfg/run.sh)\"\necho \"CFG-RUN $(/cfg/run.sh)\"\n";
+    let y = vmi(
+        "cfg-disk",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: appcfg\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: appcfg\n    configMap: {{name: app, volumeLabel: APPCFG}}\n",
+            block(script, 8)
+        ),
+    );
+    let arg = format!("appcfg={}", src.path().display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--config-volume", &arg],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("CFG-CONTENT colour=blau ✓"), "{serial}");
+    assert!(serial.contains("CFG-MODES 640 755"), "{serial}");
+    assert!(serial.contains("CFG-RUN from-config-map"), "{serial}");
+    assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains("/var/run/kubevirt-private/config-map-disks/appcfg.iso"),
+        "{xml}"
+    );
+    shutdown(l);
+}
+
+const BAD_HEAD: &str = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: bad, namespace: e2e}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    devices:\n      disks:\n      - {name: containerdisk}\n      - {name: v}\n  volumes:\n  - name: containerdisk\n    containerDisk: {image: x}\n";
+
+#[test]
+fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    cloudInitNoCloud: {{userDataBase64: I2Nsb3VkLWNvbmZpZwo_}}\n"),
+        &[],
+        "spec.volumes[1].cloudInitNoCloud.userDataBase64: is not valid base64",
+    );
+    assert_refused(
+        &format!(
+            "{BAD_HEAD}  - name: v\n    cloudInitNoCloud: {{userData: {}}}\n",
+            "x".repeat(3000)
+        ),
+        &[],
+        "spec.volumes[1].cloudInitNoCloud.userData: 3000 bytes exceed KubeVirt's 2048-byte limit",
+    );
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    cloudInitNoCloud: {{userData: \"\"}}\n"),
+        &[],
+        "spec.volumes[1].cloudInitNoCloud: userDataBase64, userData, networkDataBase64 or networkData is required",
+    );
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    cloudInitConfigDrive: {{userDataSecretRef: {{name: s}}}}\n"),
+        &[],
+        "spec.volumes[1].cloudInitConfigDrive.userDataSecretRef: standalone mode has no mounted secrets: pass --config-volume v=DIR",
+    );
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    secret: {{secretName: s}}\n"),
+        &[],
+        "spec.volumes[1].secret: standalone mode has no mounted secret volumes: pass --config-volume v=DIR",
+    );
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
+        &["--config-volume", "containerdisk=/tmp"],
+        "--config-volume containerdisk=...: volume \"containerdisk\" is not a configMap, secret, downwardAPI, serviceAccount or cloud-init volume",
+    );
+    assert_refused(
+        &format!(
+            "{BAD_HEAD}  - name: v\n    ephemeral: {{persistentVolumeClaim: {{claimName: c}}}}\n"
+        ),
+        &[],
+        "spec.volumes[1].ephemeral: standalone mode has no mounted claims: pass --pvc v=FILE",
+    );
+    assert_refused(
+        &format!(
+            "{BAD_HEAD}  - name: v\n    ephemeral: {{persistentVolumeClaim: {{claimName: c}}}}\n"
+        ),
+        &["--pvc", "v=/dev/null"],
+        "--pvc v=/dev/null: not a regular file",
+    );
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
+        &["--config-volume", "../../etc=/tmp"],
+        "--config-volume ../../etc=...: the VMI has no volume named",
+    );
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    cloudInitNoCloud: {{userData: x}}\n  accessCredentials:\n  - sshPublicKey: {{source: {{secret: {{secretName: k}}}}, propagationMethod: {{noCloud: {{}}}}}}\n"),
+        &[],
+        "spec.accessCredentials[0].sshPublicKey.source.secret: standalone mode has no mounted secrets: pass --access-credential k=DIR",
+    );
+    // Path traversal in a config volume's name: refused before any path is built.
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: ../../etc\n    configMap: {{name: c}}\n")
+            .replace("{name: v}", "{name: ../../etc}"),
+        &["--config-volume", "../../etc=/tmp"],
+        "spec.volumes[1].name: \"../../etc\" must be",
+    );
+    // A link out of the directory is found once the runtime exists: still
+    // exit 2, the field named, no ISO, the state emptied.
+    let dir = tempfile::tempdir().unwrap();
+    symlink("/etc/shadow", dir.path().join("shadow")).unwrap();
+    let arg = format!("v={}", dir.path().display());
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
+        &["--config-volume", &arg],
+        "outside the volume's directory",
+    );
+}
+
+#[test]
+fn vfat_config_disk_is_read_by_the_guest() {
+    let src = tempfile::tempdir().unwrap();
+    let ts = src.path().join("..2026_11_30_12_00_00.1");
+    fs::create_dir(&ts).unwrap();
+    fs::write(ts.join("app.conf"), "colour=grün ✓\n").unwrap();
+    fs::write(ts.join("grüße.txt"), "umlaut-name\n").unwrap();
+    symlink("..2026_11_30_12_00_00.1", src.path().join("..data")).unwrap();
+    symlink("..data/app.conf", src.path().join("app.conf")).unwrap();
+    symlink("..data/grüße.txt", src.path().join("grüße.txt")).unwrap();
+
+    let script = "#!/bin/sh\nmkdir -p /cfg\ndev=$(findfs LABEL=FATCFG) || { echo FAT-NOT-FOUND; exit 1; }\nmount -t vfat -o ro,iocharset=utf8 \"$dev\" /cfg || exit 1\necho \"FAT-CONTENT $(cat /cfg/app.conf)\"\necho \"FAT-NAME $(cat /cfg/grüße.txt)\"\nfor f in /cfg/*; do echo \"FAT-FILE ${f#/cfg/}\"; done\n";
+    let y = vmi(
+        "cfg-vfat",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: appcfg\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: appcfg\n    configMap: {{name: app, volumeLabel: FATCFG}}\n",
+            block(script, 8)
+        ),
+    );
+    let arg = format!("appcfg={}", src.path().display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--config-volume", &arg, "--config-disk-fs", "vfat"],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("FAT-CONTENT colour=grün ✓"), "{serial}");
+    assert!(serial.contains("FAT-NAME umlaut-name"), "{serial}");
+    // The name as listed, not only found by a case-insensitive lookup.
+    assert!(serial.contains("FAT-FILE grüße.txt\r\n"), "{serial}");
+    assert!(serial.contains("FAT-FILE app.conf\r\n"), "{serial}");
+    assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
+    shutdown(l);
+}
+
+/// User-data that finds the disk whose virtio serial is `SERIAL` and runs
+/// `body` with `$d` set to its device node.
+fn on_disk_with_serial(serial: &str, body: &str) -> String {
+    format!(
+        "#!/bin/sh\nd=\nfor s in /sys/block/vd*/serial; do [ \"$(cat $s)\" = {serial} ] && d=/dev/$(basename $(dirname $s)); done\n[ -n \"$d\" ] || {{ echo DISK-NOT-FOUND; exit 1; }}\n{body}\n"
+    )
+}
+
+fn sha256(p: &std::path::Path) -> String {
+    let out = std::process::Command::new("sha256sum")
+        .arg(p)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn ephemeral_volume_writes_go_to_the_overlay_never_to_the_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim = dir.path().join("claim.img");
+    let mut content = b"CLAIM-ORIGINAL-DATA".to_vec();
+    content.resize(8 << 20, 0);
+    fs::write(&claim, &content).unwrap();
+    let before = sha256(&claim);
+    let body = "head -c 19 $d; echo\nprintf EPHEMERAL-WRITE-OK | dd of=$d conv=notrunc 2>/dev/null; sync\necho \"EPH-READBACK $(head -c 18 $d)\"";
+    let y = vmi(
+        "eph",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: scratch\n        serial: ephdisk\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: scratch\n    ephemeral:\n      persistentVolumeClaim: {{claimName: my-claim}}\n",
+            block(&on_disk_with_serial("ephdisk", body), 8)
+        ),
+    );
+    let arg = format!("scratch={}", claim.display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--pvc", &arg],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("CLAIM-ORIGINAL-DATA"), "{serial}");
+    assert!(
+        serial.contains("EPH-READBACK EPHEMERAL-WRITE-OK"),
+        "{serial}"
+    );
+    assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains("/var/run/kubevirt-ephemeral-disks/disk-data/scratch/disk.qcow2"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/scratch/disk.img"),
+        "{xml}"
+    );
+    shutdown(l);
+    assert_eq!(sha256(&claim), before, "the claim was written");
+}
+
+#[test]
+fn pvc_writes_survive_a_launcher_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim = dir.path().join("pvc.img");
+    fs::write(&claim, vec![0u8; 8 << 20]).unwrap();
+    let body = "if [ \"$(head -c 16 $d)\" = PVC-PERSIST-MARK ]; then echo PVC-FOUND-MARK; else printf PVC-PERSIST-MARK | dd of=$d conv=notrunc 2>/dev/null; sync; echo PVC-WROTE-MARK; fi";
+    let y = vmi(
+        "pvc",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: data\n        serial: pvcdisk\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: data\n    persistentVolumeClaim: {{claimName: my-claim}}\n",
+            block(&on_disk_with_serial("pvcdisk", body), 8)
+        ),
+    );
+    let arg = format!("data={}", claim.display());
+    let opts = Opts {
+        args: &["--pvc", &arg],
+        ..Opts::default()
+    };
+    let mut first = Launcher::start(&y, &opts);
+    let serial = first.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("PVC-WROTE-MARK"), "{serial}");
+    shutdown(first);
+    assert_eq!(&fs::read(&claim).unwrap()[..16], b"PVC-PERSIST-MARK");
+    let mut second = Launcher::start(&y, &opts);
+    let serial = second.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("PVC-FOUND-MARK"), "{serial}");
+    shutdown(second);
+}
+
+#[test]
+fn kubevirt_vmi_pvc_example_boots_from_a_claim_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let claim = dir.path().join("disk-alpine.img");
+    fs::copy(crate::harness::guest_image(), &claim).unwrap();
+    let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-pvc.yaml")).unwrap();
+    let arg = format!("pvcdisk={}", claim.display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            container_disks: &[],
+            args: &["--pvc", &arg],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/pvcdisk/disk.img"),
+        "{xml}"
+    );
+    shutdown(l);
+}
+
+#[test]
+fn kubevirt_vmi_host_disk_example_boots_from_the_file_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("disk.img");
+    let len = fs::copy(crate::harness::guest_image(), &img).unwrap();
+    let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-host-disk.yaml"))
+        .unwrap()
+        .replace("/var/data/disk.img", img.to_str().unwrap());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            container_disks: &[],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/host-disk/disk.img"),
+        "{xml}"
+    );
+    shutdown(l);
+    // An existing image is used as it is: DiskOrCreate never resizes it.
+    assert_eq!(fs::metadata(&img).unwrap().len(), len);
+}
