@@ -289,8 +289,11 @@ pub fn run_vmi(
             LauncherError::Runtime(format!("mkdir {}: {e}", settings.cache_dir.display()))
         })?;
         mounts.bind_dir(&settings.cache_dir, Path::new("/var/cache/libvirt"))?;
-        mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
         if settings.mode == Mode::Standalone {
+            // In a pod this directory is the pod's own, with kubelet's
+            // mounts of config volumes, secrets and claims below it: never
+            // hide it there.
+            mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
             mounts.bind_dir(
                 &state.subdir("share")?,
                 Path::new(&flags.kubevirt_share_dir),

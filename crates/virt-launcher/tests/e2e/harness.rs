@@ -109,6 +109,10 @@ pub struct Opts<'a> {
     /// virt-handler's directories on tmpfs and the container disk mounted
     /// where virt-handler mounts it.
     pub pod: bool,
+    /// Pod mode: kubelet's mounts below the pod's private directory, as
+    /// (path relative to `/var/run/kubevirt-private`, host directory),
+    /// mounted read-only.
+    pub pod_mounts: &'a [(&'a str, &'a Path)],
 }
 
 impl Default for Opts<'_> {
@@ -118,6 +122,7 @@ impl Default for Opts<'_> {
             args: &[],
             pod: false,
             handler: false,
+            pod_mounts: &[],
         }
     }
 }
@@ -130,11 +135,21 @@ mount --make-rprivate /
 for d in /var/run/kubevirt /var/run/kubevirt-ephemeral-disks; do mkdir -p $d; mount -t tmpfs tmpfs $d; done
 # virt-handler's view of the share dir: a host directory the test can reach.
 if [ -n "${POD_SHARE:-}" ]; then mount --bind "$POD_SHARE" /var/run/kubevirt; fi
+# The pod's private directory (an emptyDir) with kubelet's volume mounts below it.
+mkdir -p /var/run/kubevirt-private "$POD_PRIVATE"
+mount --bind "$POD_PRIVATE" /var/run/kubevirt-private
+for m in ${POD_MOUNTS:-}; do
+    mkdir -p "/var/run/kubevirt-private/${m%%=*}"
+    mount --bind -o ro "${m#*=}" "/var/run/kubevirt-private/${m%%=*}"
+done
 mkdir -p /var/run/kubevirt/container-disks
 : > /var/run/kubevirt/container-disks/disk_0.img
 mount --bind -o ro "$POD_IMAGE" /var/run/kubevirt/container-disks/disk_0.img
 exec "$@"
 "#;
+
+/// The wrapper that plays the pod around the launcher (see [`POD_SCRIPT`]).
+pub const POD_WRAPPER: &[&str] = &["unshare", "-m", "sh", "-c", POD_SCRIPT, "sh"];
 
 static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -158,7 +173,7 @@ impl Launcher {
                 pod: true,
                 ..Opts::default()
             },
-            &["unshare", "-m", "sh", "-c", POD_SCRIPT, "sh"],
+            POD_WRAPPER,
         )
     }
 
@@ -171,7 +186,7 @@ impl Launcher {
                 handler: true,
                 ..Opts::default()
             },
-            &["unshare", "-m", "sh", "-c", POD_SCRIPT, "sh"],
+            POD_WRAPPER,
         )
     }
 
@@ -208,6 +223,17 @@ impl Launcher {
             }
             None => Command::new(launcher_bin()),
         };
+        if opts.pod {
+            let private = dir.path().join("pod-private");
+            fs::create_dir_all(&private).expect("pod private dir");
+            let mounts: Vec<String> = opts
+                .pod_mounts
+                .iter()
+                .map(|(rel, host)| format!("{rel}={}", host.display()))
+                .collect();
+            cmd.env("POD_PRIVATE", &private)
+                .env("POD_MOUNTS", mounts.join(" "));
+        }
         if opts.pod && opts.handler {
             // virt-handler will send the VMI: only its identity on the command line.
             let doc: serde_json::Value = serde_yaml_ng::from_str(yaml).expect("yaml");
@@ -262,8 +288,14 @@ impl Launcher {
     }
 
     pub fn serial_log_path(&self) -> PathBuf {
-        self.state
-            .join(format!("private/{}/virt-serial0-log", self.uid))
+        // Pod mode: the pod's private directory, not the state directory.
+        let pod = self.dir.path().join("pod-private");
+        let private = if pod.is_dir() {
+            pod
+        } else {
+            self.state.join("private")
+        };
+        private.join(format!("{}/virt-serial0-log", self.uid))
     }
 
     pub fn serial(&self) -> String {

@@ -185,6 +185,17 @@ fn kubevirt_vmi_nocloud_example_boots_with_the_test_guest() {
 
 #[test]
 fn config_map_disk_is_read_by_the_guest_with_its_label_and_modes() {
+    config_map_disk_is_read(false);
+}
+
+#[test]
+fn pod_mode_reads_a_config_map_that_kubelet_mounted_in_the_private_directory() {
+    // In a pod, kubelet mounts the ConfigMap under /var/run/kubevirt-private;
+    // the launcher must see it there, not hide it behind its own state.
+    config_map_disk_is_read(true);
+}
+
+fn config_map_disk_is_read(pod: bool) {
     // A ConfigMap directory as kubelet lays it out.
     let src = tempfile::tempdir().unwrap();
     let ts = src.path().join("..2026_11_30_12_00_00.1");
@@ -207,13 +218,25 @@ fn config_map_disk_is_read_by_the_guest_with_its_label_and_modes() {
         ),
     );
     let arg = format!("appcfg={}", src.path().display());
-    let mut l = Launcher::start(
-        &y,
-        &Opts {
-            args: &["--config-volume", &arg],
-            ..Opts::default()
-        },
-    );
+    let mut l = if pod {
+        Launcher::start_wrapped(
+            &y,
+            &Opts {
+                pod: true,
+                pod_mounts: &[("config-map/appcfg", src.path())],
+                ..Opts::default()
+            },
+            crate::harness::POD_WRAPPER,
+        )
+    } else {
+        Launcher::start(
+            &y,
+            &Opts {
+                args: &["--config-volume", &arg],
+                ..Opts::default()
+            },
+        )
+    };
     let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     assert!(serial.contains("CFG-CONTENT colour=blau ✓"), "{serial}");
     assert!(serial.contains("CFG-MODES 640 755"), "{serial}");
@@ -226,6 +249,11 @@ fn config_map_disk_is_read_by_the_guest_with_its_label_and_modes() {
         "{xml}"
     );
     shutdown(l);
+    // kubelet's mount was only read.
+    assert_eq!(
+        fs::read_to_string(ts.join("app.conf")).unwrap(),
+        "colour=blau ✓\n"
+    );
 }
 
 const BAD_HEAD: &str = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: bad, namespace: e2e}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    devices:\n      disks:\n      - {name: containerdisk}\n      - {name: v}\n  volumes:\n  - name: containerdisk\n    containerDisk: {image: x}\n";
