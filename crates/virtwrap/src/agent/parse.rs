@@ -235,17 +235,18 @@ pub struct InterfaceStatus {
     pub interface_name: String,
 }
 
-/// The guest's load averages (`guest-get-load`, qemu-ga 10+).
+/// The guest's load averages (`guest-get-load`, qemu-ga 10+:
+/// `{load1m, load5m, load15m}`, all required).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GuestLoad {
     /// 1-minute load average.
-    #[serde(default)]
+    #[serde(rename = "load1m")]
     pub load1: f64,
     /// 5-minute load average.
-    #[serde(default)]
+    #[serde(rename = "load5m")]
     pub load5: f64,
     /// 15-minute load average.
-    #[serde(default)]
+    #[serde(rename = "load15m")]
     pub load15: f64,
 }
 
@@ -608,24 +609,36 @@ pub fn exec_status(reply: &str) -> Result<ExecStatus, ParseError> {
 mod tests {
     use super::*;
 
-    /// Recorded from the test guest's qemu-ga 10 (tests/guest/build) through
-    /// `virsh qemu-agent-command`.
-    const REAL_OSINFO: &str = r##"{"return":{"name":"Debian GNU/Linux","kernel-release":"6.1.0-28-amd64","version":"12 (bookworm)","pretty-name":"Debian GNU/Linux 12 (bookworm)","version-id":"12","kernel-version":"#1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1 (2024-11-22)","machine":"x86_64","id":"debian"}}"##;
+    // Recorded from the test guest's qemu-ga 10.0.2 (tests/guest/build)
+    // with `virsh qemu-agent-command`.
+    const REAL_OSINFO: &str = r##"{"return":{"name":"Busybox Guest","kernel-release":"6.1.0-57-cloud-amd64","version":"0.1 (Debian 12 bookworm packages)","pretty-name":"Busybox Guest 0.1 (Debian 12 kernel 6.1.0-57-cloud-amd64)","version-id":"0.1","kernel-version":"#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-26)","machine":"x86_64","id":"busybox-guest"}}"##;
+    const REAL_INTERFACES: &str = r#"{"return":[{"name":"lo","ip-addresses":[{"ip-address-type":"ipv4","ip-address":"127.0.0.1","prefix":8},{"ip-address-type":"ipv6","ip-address":"::1","prefix":128}],"statistics":{"tx-packets":0,"tx-errs":0,"rx-bytes":0,"rx-dropped":0,"rx-packets":0,"rx-errs":0,"tx-bytes":0,"tx-dropped":0},"hardware-address":"00:00:00:00:00:00"}]}"#;
+    const REAL_LOAD: &str =
+        r#"{"return":{"load15m":0.0302734375,"load5m":0.09130859375,"load1m":0.330078125}}"#;
 
     #[test]
     fn os_info_maps_every_field_to_kubevirt_names() {
         let os = os_info(REAL_OSINFO).unwrap();
-        assert_eq!(os.name, "Debian GNU/Linux");
-        assert_eq!(os.kernel_release, "6.1.0-28-amd64");
-        assert_eq!(os.version_id, "12");
+        assert_eq!(os.name, "Busybox Guest");
+        assert_eq!(os.kernel_release, "6.1.0-57-cloud-amd64");
+        assert_eq!(os.version_id, "0.1");
         assert_eq!(os.machine, "x86_64");
         let j = serde_json::to_value(&os).unwrap();
-        assert_eq!(j["prettyName"], "Debian GNU/Linux 12 (bookworm)");
+        assert_eq!(
+            j["prettyName"],
+            "Busybox Guest 0.1 (Debian 12 kernel 6.1.0-57-cloud-amd64)"
+        );
         assert_eq!(
             j["kernelVersion"].as_str().unwrap().get(..6),
             Some("#1 SMP")
         );
-        assert_eq!(j["id"], "debian");
+        assert_eq!(j["id"], "busybox-guest");
+        assert_eq!(j["version"], "0.1 (Debian 12 bookworm packages)");
+    }
+
+    #[test]
+    fn real_guest_with_only_the_loopback_reports_no_interface() {
+        assert_eq!(interfaces(REAL_INTERFACES).unwrap(), vec![]);
     }
 
     #[test]
@@ -714,8 +727,13 @@ mod tests {
 
     #[test]
     fn load_and_fsfreeze_status() {
-        let l = load(r#"{"return":{"load1":0.5,"load5":0.25,"load15":0.0}}"#).unwrap();
-        assert_eq!((l.load1, l.load5, l.load15), (0.5, 0.25, 0.0));
+        let l = load(REAL_LOAD).unwrap();
+        assert_eq!(
+            (l.load1, l.load5, l.load15),
+            (0.330078125, 0.09130859375, 0.0302734375)
+        );
+        // Other key names are not a zero load: refused.
+        assert!(load(r#"{"return":{"load1":0.5}}"#).is_err());
         assert_eq!(fsfreeze_status(r#"{"return":"frozen"}"#).unwrap(), "frozen");
         assert!(fsfreeze_status(r#"{"return":"melting"}"#).is_err());
     }

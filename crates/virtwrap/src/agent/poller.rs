@@ -577,7 +577,10 @@ mod tests {
         );
         f.set("guest-get-users", Ok(r#"{"return":[]}"#));
         f.set("guest-get-fsinfo", Ok(r#"{"return":[]}"#));
-        f.set("guest-get-load", Ok(r#"{"return":{"load1":1.5}}"#));
+        f.set(
+            "guest-get-load",
+            Ok(r#"{"return":{"load1m":1.5,"load5m":1.0,"load15m":0.5}}"#),
+        );
         f.set("guest-fsfreeze-status", Ok(r#"{"return":"thawed"}"#));
         f.set(
             "guest-network-get-interfaces",
