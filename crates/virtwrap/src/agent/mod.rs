@@ -329,7 +329,11 @@ impl Agent {
         let generation = self.thaw_generation.fetch_add(1, Ordering::SeqCst) + 1;
         let n = self.channel.fs_freeze()?;
         tracing::info!(filesystems = n, "guest file systems frozen");
-        self.poller.set_fsfreeze_status("frozen");
+        // What the guest says now: qemu-ga stays "thawed" when it found
+        // nothing to freeze.
+        if self.fsfreeze_status().is_err() {
+            self.poller.set_fsfreeze_status("frozen");
+        }
         if !unfreeze_timeout.is_zero() {
             let channel = Arc::clone(&self.channel);
             let gen = Arc::clone(&self.thaw_generation);
