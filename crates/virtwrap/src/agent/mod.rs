@@ -395,3 +395,150 @@ impl Agent {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A guest whose exec'd process runs for `runs` status polls, and
+    /// whose file systems freeze and thaw; counts thaws.
+    struct Guest {
+        runs: AtomicUsize,
+        frozen: Mutex<bool>,
+        thaws: AtomicUsize,
+        last_exec: Mutex<String>,
+    }
+
+    impl Guest {
+        fn new(runs: usize) -> Arc<Guest> {
+            Arc::new(Guest {
+                runs: AtomicUsize::new(runs),
+                frozen: Mutex::new(false),
+                thaws: AtomicUsize::new(0),
+                last_exec: Mutex::new(String::new()),
+            })
+        }
+    }
+
+    impl AgentChannel for Guest {
+        fn command(&self, cmd: &str, _t: Duration) -> Result<String, AgentError> {
+            let v: serde_json::Value = serde_json::from_str(cmd).unwrap();
+            Ok(match v["execute"].as_str().unwrap() {
+                "guest-exec" => {
+                    *self.last_exec.lock().unwrap() = cmd.to_owned();
+                    r#"{"return":{"pid":42}}"#.into()
+                }
+                "guest-exec-status" => {
+                    assert_eq!(v["arguments"]["pid"], 42);
+                    if self.runs.load(Ordering::SeqCst) == 0 {
+                        r#"{"return":{"exited":true,"exitcode":7,"out-data":"b3V0Cg=="}}"#.into()
+                    } else {
+                        self.runs.fetch_sub(1, Ordering::SeqCst);
+                        r#"{"return":{"exited":false}}"#.into()
+                    }
+                }
+                "guest-fsfreeze-status" => {
+                    if *self.frozen.lock().unwrap() {
+                        r#"{"return":"frozen"}"#.into()
+                    } else {
+                        r#"{"return":"thawed"}"#.into()
+                    }
+                }
+                other => return Err(AgentError::Libvirt(format!("unexpected {other}"))),
+            })
+        }
+        fn fs_freeze(&self) -> Result<u32, AgentError> {
+            *self.frozen.lock().unwrap() = true;
+            Ok(1)
+        }
+        fn fs_thaw(&self) -> Result<u32, AgentError> {
+            *self.frozen.lock().unwrap() = false;
+            self.thaws.fetch_add(1, Ordering::SeqCst);
+            Ok(1)
+        }
+        fn reboot(&self) -> Result<(), AgentError> {
+            Err(AgentError::Libvirt(
+                "Guest agent is not responding: Guest agent not available for now".into(),
+            ))
+        }
+    }
+
+    fn agent(g: &Arc<Guest>) -> Agent {
+        Agent::start(Arc::clone(g) as Arc<dyn AgentChannel>, Arc::new(|| {})).unwrap()
+    }
+
+    #[test]
+    fn exec_polls_until_exit_and_escapes_arguments() {
+        let g = Guest::new(3);
+        let a = agent(&g);
+        let r = a
+            .exec(
+                "/bin/echo",
+                &["a\"b".into(), "c\\d".into()],
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        assert_eq!(
+            r,
+            ExecResult {
+                exit_code: 7,
+                stdout: "out\n".into()
+            }
+        );
+        let sent: serde_json::Value = serde_json::from_str(&g.last_exec.lock().unwrap()).unwrap();
+        assert_eq!(
+            sent["arguments"]["arg"],
+            serde_json::json!(["a\"b", "c\\d"])
+        );
+        assert_eq!(sent["arguments"]["capture-output"], true);
+    }
+
+    #[test]
+    fn exec_times_out_with_kubevirts_message() {
+        let g = Guest::new(usize::MAX);
+        let a = agent(&g);
+        let e = a
+            .exec("/bin/sleep", &["9".into()], Duration::from_secs(1))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Timed out waiting for guest pid [42] for command [/bin/sleep] to exit"
+        );
+    }
+
+    #[test]
+    fn freeze_thaws_by_itself_unless_thawed_or_refrozen_first() {
+        let g = Guest::new(0);
+        let a = agent(&g);
+        a.freeze(Duration::from_millis(300)).unwrap();
+        assert_eq!(
+            a.store().snapshot().fsfreeze.value.as_deref(),
+            Some("frozen")
+        );
+        // Idempotent: already frozen, nothing more happens.
+        a.freeze(Duration::ZERO).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(g.thaws.load(Ordering::SeqCst), 1, "thawed by the timer");
+        assert!(!*g.frozen.lock().unwrap());
+        assert_eq!(
+            a.store().snapshot().fsfreeze.value.as_deref(),
+            Some("thawed")
+        );
+
+        // A thaw before the timeout cancels the timer.
+        a.freeze(Duration::from_millis(300)).unwrap();
+        a.unfreeze().unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(g.thaws.load(Ordering::SeqCst), 2, "one explicit thaw only");
+        // Thawing a thawed guest does nothing.
+        a.unfreeze().unwrap();
+        assert_eq!(g.thaws.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn reboot_ignores_an_unresponsive_agent() {
+        let g = Guest::new(0);
+        assert_eq!(agent(&g).reboot(), Ok(()));
+    }
+}
