@@ -341,3 +341,57 @@ fn a_killed_agent_is_reported_disconnected_and_the_launcher_keeps_serving() {
         .log()
         .contains("guest agent disconnected; polling stopped"));
 }
+
+#[test]
+fn a_hung_agent_times_out_marks_data_stale_and_never_stalls_the_launcher() {
+    let l = boot("agenthung");
+    wait_for(&l, "agent connected", POLL_WAIT, || {
+        ctl_json(&l, &["guestinfo"])["os"]["id"] == "busybox-guest"
+    });
+    // Stop qemu-ga inside the guest: the channel stays open, nothing answers.
+    let _ = ctl(
+        &l,
+        &[
+            "exec",
+            "--timeout",
+            "3",
+            "--",
+            "/bin/sh",
+            "-c",
+            "kill -STOP $(cat /run/qemu-ga.pid)",
+        ],
+    );
+    let started = Instant::now();
+    let (ok, _, err) = ctl(&l, &["guestping", "--timeout", "2"]);
+    assert!(
+        !ok && err.contains("agent"),
+        "a stopped agent answered the ping: {err}"
+    );
+    let (ok, _, err) = ctl(&l, &["exec", "--timeout", "2", "--", "/bin/true"]);
+    assert!(
+        !ok && err.contains("agent"),
+        "a stopped agent ran a command: {err}"
+    );
+    // Bounded: each agent call waits at most its timeout plus libvirt's
+    // wait for the agent job held by a polled command (5 s).
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "agent RPCs took {:?}",
+        started.elapsed()
+    );
+    // What the poller knew stays readable; the domain and the server answer.
+    assert_eq!(
+        ctl_json(&l, &["guestinfo"])["os"]["id"],
+        "busybox-guest",
+        "last good values are kept"
+    );
+    let dom = ctl_json(&l, &["domain"]);
+    assert_eq!(dom["Status"]["Status"], "Running");
+    assert_eq!(agent_channel_state(&dom), "connected");
+    assert_eq!(ctl_json(&l, &["ping"])["ok"], true);
+    assert!(ctl_json(&l, &["stats"])["Name"].is_string());
+    // The poller's fsfreeze status (polled every 5 s) failed: stale, logged.
+    wait_for(&l, "a stale datum logged", Duration::from_secs(60), || {
+        l.log().contains("keeping the last value")
+    });
+}
