@@ -358,7 +358,8 @@ impl Handler for LauncherHandler {
                 if !active {
                     return Ok(None);
                 }
-                let s = virtwrap::stats::collect(d)?;
+                let mut s = virtwrap::stats::collect(d)?;
+                s.load = self.agent.store().load().map(Into::into);
                 Ok(Some(
                     serde_json::to_string(&s).unwrap_or_else(|_| "null".into()),
                 ))

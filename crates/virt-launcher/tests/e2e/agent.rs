@@ -115,6 +115,10 @@ fn agent_info_os_hostname_interfaces_exec_and_ping() {
     ] {
         assert!(cmds.contains(&c), "{c} missing: {cmds:?}");
     }
+    // The guest's load (guest-get-load) rides in the domain statistics.
+    let stats = ctl_json(&l, &["stats"]);
+    assert_eq!(stats["Load"]["Load1mSet"], true, "{stats}");
+    assert!(stats["Load"]["Load15m"].as_f64().unwrap() >= 0.0, "{stats}");
     // The guest has no file systems on block devices and nobody logged in.
     assert_eq!(ctl_json(&l, &["users"]), serde_json::json!([]));
     assert_eq!(ctl_json(&l, &["filesystems"]), serde_json::json!([]));
