@@ -164,9 +164,13 @@ def main():
     v = c.GetQemuVersion(cmd_pb2.EmptyRequest(), timeout=5)
     if not v.version.startswith("QEMU "):
         fail(f"version {v.version!r}")
-    r = c.FreezeVirtualMachine(cmd_pb2.FreezeRequest(vmi=cmd_pb2.VMI(vmiJson=vmi_json), unfreezeTimeoutSeconds=5), timeout=5)
-    if r.success or not r.message.startswith("not supported yet"):
-        fail(f"freeze: {r}")
+    # The guest agent's data: always answers (empty until the agent connects).
+    g = c.GetGuestInfo(cmd_pb2.EmptyRequest(), timeout=5)
+    if not g.response.success or "timezone" not in json.loads(g.guestInfoResponse):
+        fail(f"GetGuestInfo: {g}")
+    u = c.GetUsers(cmd_pb2.EmptyRequest(), timeout=5)
+    if not u.response.success or not isinstance(json.loads(u.guestUserListResponse), list):
+        fail(f"GetUsers: {u}")
     # Another VMI's UID is refused.
     other = dict(vmi, metadata=dict(vmi["metadata"], uid="someone-else"))
     r = c.KillVirtualMachine(cmd_pb2.VMIRequest(vmi=cmd_pb2.VMI(vmiJson=json.dumps(other).encode())), timeout=5)
@@ -205,6 +209,19 @@ def main():
             if time.time() > deadline:
                 fail("the guest never printed GUEST-READY")
             time.sleep(0.2)
+        if a.serial:
+            # virt-handler's AgentConnected condition comes from the agent
+            # channel's state in a notified domain; the agent's OS info rides along.
+            def agent_connected(e):
+                t, d, _ = e
+                return (t == "MODIFIED" and d and d["Status"]["OSInfo"].get("Id")
+                        and any(ch["Target"]["Name"] == "org.qemu.guest_agent.0"
+                                and ch["Target"].get("State") == "connected"
+                                for ch in d["Spec"]["Devices"].get("Channels") or []))
+            wait_event(agent_connected, "agent connected with OS info", timeout=120)
+            g = json.loads(c.GetGuestInfo(cmd_pb2.EmptyRequest(), timeout=5).guestInfoResponse)
+            if not g.get("guestAgentVersion"):
+                fail(f"GetGuestInfo with the agent connected: {g}")
         if not c.ShutdownVirtualMachine(one, timeout=20).success:
             fail("shutdown")
         wait_event(status_is("Shutoff", "Shutdown"), "Shutoff/Shutdown", timeout=120)

@@ -121,6 +121,79 @@ pub trait Handler: Send + Sync + 'static {
     /// # Errors
     /// The failure message.
     fn qemu_version(&self) -> Result<String, String>;
+    /// GetGuestInfo: KubeVirt's `VirtualMachineInstanceGuestAgentInfo` JSON.
+    /// Called on the gRPC runtime: answer from memory, never block (this
+    /// and the two below).
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn guest_info_json(&self) -> Result<String, String> {
+        Err(not_supported("guest agent information"))
+    }
+    /// GetUsers: a JSON array of `VirtualMachineInstanceGuestOSUser`.
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn users_json(&self) -> Result<String, String> {
+        Err(not_supported("guest agent users"))
+    }
+    /// GetFilesystems: a JSON array of `VirtualMachineInstanceFileSystem`.
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn filesystems_json(&self) -> Result<String, String> {
+        Err(not_supported("guest agent file systems"))
+    }
+    /// Exec: runs `command args` in the guest of domain `domain` through
+    /// the agent, waiting up to `timeout`; (exit code, stdout).
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn exec(
+        &self,
+        domain: &str,
+        command: &str,
+        args: &[String],
+        timeout: std::time::Duration,
+    ) -> Result<(i32, String), String> {
+        let _ = (domain, command, args, timeout);
+        Err(not_supported("guest exec (guest agent)"))
+    }
+    /// GuestPing: `guest-ping` to domain `domain`'s agent within `timeout`.
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), String> {
+        let _ = (domain, timeout);
+        Err(not_supported("guest ping (guest agent)"))
+    }
+    /// Freeze the guest's file systems; thaw them by itself after
+    /// `unfreeze_timeout` unless it is zero.
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn freeze(
+        &self,
+        vmi: &VirtualMachineInstance,
+        unfreeze_timeout: std::time::Duration,
+    ) -> Result<(), String> {
+        let _ = (vmi, unfreeze_timeout);
+        Err(not_supported("file system freeze (guest agent)"))
+    }
+    /// Thaw the guest's file systems.
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn unfreeze(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        let _ = vmi;
+        Err(not_supported("file system thaw (guest agent)"))
+    }
+}
+
+/// `not supported yet: <feature>`, the answer to a command whose feature
+/// is not built.
+pub fn not_supported(feature: &str) -> String {
+    format!("not supported yet: {feature}")
 }
 
 fn ok() -> Response {
@@ -138,7 +211,7 @@ fn fail(message: impl Into<String>) -> Response {
 }
 
 fn unsupported(feature: &str) -> Response {
-    fail(format!("not supported yet: {feature}"))
+    fail(not_supported(feature))
 }
 
 /// The gRPC service implementation.
@@ -215,6 +288,14 @@ fn sync_options(req: &VmiRequest) -> SyncOptions {
 
 type R<T> = Result<TonicResponse<T>, Status>;
 
+/// A handler's JSON answer as (Response, payload).
+fn split(r: Result<String, String>) -> (Response, String) {
+    match r {
+        Ok(json) => (ok(), json),
+        Err(m) => (fail(m), String::new()),
+    }
+}
+
 fn reply<T>(t: T) -> R<T> {
     Ok(TonicResponse::new(t))
 }
@@ -232,11 +313,31 @@ impl<H: Handler> Cmd for CmdService<H> {
     async fn unpause_virtual_machine(&self, r: Request<VmiRequest>) -> R<Response> {
         reply(self.with_vmi(&r.into_inner(), |h, v| h.unpause(v)).await)
     }
-    async fn freeze_virtual_machine(&self, _r: Request<FreezeRequest>) -> R<Response> {
-        reply(unsupported("file system freeze (guest agent)"))
+    async fn freeze_virtual_machine(&self, r: Request<FreezeRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let vmi = match self.vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice())) {
+            Ok(v) => v,
+            Err(r) => return reply(r),
+        };
+        let Ok(secs) = u64::try_from(req.unfreeze_timeout_seconds) else {
+            return reply(fail(format!(
+                "unfreezeTimeoutSeconds: {} is negative",
+                req.unfreeze_timeout_seconds
+            )));
+        };
+        let h = Arc::clone(&self.handler);
+        let res = tokio::task::spawn_blocking(move || {
+            h.freeze(&vmi, std::time::Duration::from_secs(secs))
+        })
+        .await;
+        reply(match res {
+            Ok(Ok(())) => ok(),
+            Ok(Err(m)) => fail(m),
+            Err(e) => fail(format!("internal error: {e}")),
+        })
     }
-    async fn unfreeze_virtual_machine(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("file system thaw (guest agent)"))
+    async fn unfreeze_virtual_machine(&self, r: Request<VmiRequest>) -> R<Response> {
+        reply(self.with_vmi(&r.into_inner(), |h, v| h.unfreeze(v)).await)
     }
     async fn soft_reboot_virtual_machine(&self, r: Request<VmiRequest>) -> R<Response> {
         reply(
@@ -324,38 +425,82 @@ impl<H: Handler> Cmd for CmdService<H> {
             },
         })
     }
+    // The guest agent answers come from the poller's memory: no blocking
+    // hop, the runtime is never held up by the guest.
     async fn get_guest_info(&self, _r: Request<EmptyRequest>) -> R<GuestInfoResponse> {
+        let (response, json) = split(self.handler.guest_info_json());
         reply(GuestInfoResponse {
-            response: Some(unsupported("guest agent information")),
-            guest_info_response: String::new(),
+            response: Some(response),
+            guest_info_response: json,
         })
     }
     async fn get_users(&self, _r: Request<EmptyRequest>) -> R<GuestUserListResponse> {
+        let (response, json) = split(self.handler.users_json());
         reply(GuestUserListResponse {
-            response: Some(unsupported("guest agent users")),
-            guest_user_list_response: String::new(),
+            response: Some(response),
+            guest_user_list_response: json,
         })
     }
     async fn get_filesystems(&self, _r: Request<EmptyRequest>) -> R<GuestFilesystemsResponse> {
+        let (response, json) = split(self.handler.filesystems_json());
         reply(GuestFilesystemsResponse {
-            response: Some(unsupported("guest agent file systems")),
-            guest_filesystems_response: String::new(),
+            response: Some(response),
+            guest_filesystems_response: json,
         })
     }
     async fn ping(&self, _r: Request<EmptyRequest>) -> R<Response> {
         reply(ok())
     }
-    async fn exec(&self, _r: Request<ExecRequest>) -> R<ExecResponse> {
-        reply(ExecResponse {
-            response: Some(unsupported("guest exec (guest agent)")),
-            exit_code: -1,
-            std_out: String::new(),
+    /// KubeVirt: a guest exit code (zero or not) is a success carrying it;
+    /// any other failure is a gRPC error (status Unknown) with the message,
+    /// which virt-handler and virt-probe report with exit code -1.
+    async fn exec(&self, r: Request<ExecRequest>) -> R<ExecResponse> {
+        let req = r.into_inner();
+        let Ok(secs) = u64::try_from(req.timeout_seconds) else {
+            return Err(Status::unknown(format!(
+                "timeoutSeconds: {} is negative",
+                req.timeout_seconds
+            )));
+        };
+        if secs == 0 {
+            return Err(Status::unknown("timeoutSeconds: must be at least 1"));
+        }
+        let h = Arc::clone(&self.handler);
+        let res = tokio::task::spawn_blocking(move || {
+            h.exec(
+                &req.domain_name,
+                &req.command,
+                &req.args,
+                std::time::Duration::from_secs(secs),
+            )
         })
+        .await;
+        match res {
+            Ok(Ok((exit_code, std_out))) => reply(ExecResponse {
+                response: Some(ok()),
+                exit_code,
+                std_out,
+            }),
+            Ok(Err(m)) => Err(Status::unknown(m)),
+            Err(e) => Err(Status::unknown(format!("internal error: {e}"))),
+        }
     }
-    async fn guest_ping(&self, _r: Request<GuestPingRequest>) -> R<GuestPingResponse> {
-        reply(GuestPingResponse {
-            response: Some(unsupported("guest ping (guest agent)")),
+    /// KubeVirt: success, or a gRPC error (status Unknown) with the message.
+    async fn guest_ping(&self, r: Request<GuestPingRequest>) -> R<GuestPingResponse> {
+        let req = r.into_inner();
+        let secs = u64::try_from(req.timeout_seconds).unwrap_or(0).max(1);
+        let h = Arc::clone(&self.handler);
+        let res = tokio::task::spawn_blocking(move || {
+            h.guest_ping(&req.domain_name, std::time::Duration::from_secs(secs))
         })
+        .await;
+        match res {
+            Ok(Ok(())) => reply(GuestPingResponse {
+                response: Some(ok()),
+            }),
+            Ok(Err(m)) => Err(Status::unknown(m)),
+            Err(e) => Err(Status::unknown(format!("internal error: {e}"))),
+        }
     }
     async fn virtual_machine_memory_dump(&self, _r: Request<MemoryDumpRequest>) -> R<Response> {
         reply(unsupported("memory dump"))

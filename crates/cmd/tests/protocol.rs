@@ -212,6 +212,38 @@ async fn answers_like_kubevirts_server() {
         "{}",
         r.message
     );
+    // Exec and GuestPing fail as KubeVirt's do: a gRPC error (Unknown)
+    // carrying the message, which virt-probe reports with exit code -1.
+    for (timeout, want) in [
+        (5, "not supported yet: guest exec (guest agent)"),
+        (0, "timeoutSeconds: must be at least 1"),
+        (-1, "timeoutSeconds: -1 is negative"),
+    ] {
+        let e = c
+            .exec(cmd::proto::cmd::ExecRequest {
+                domain_name: "n_v".into(),
+                command: "/bin/true".into(),
+                args: Vec::new(),
+                timeout_seconds: timeout,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!((e.code(), e.message()), (tonic::Code::Unknown, want));
+    }
+    let e = c
+        .guest_ping(cmd::proto::cmd::GuestPingRequest {
+            domain_name: "n_v".into(),
+            timeout_seconds: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unknown);
+    let r = c
+        .get_guest_info(cmd::proto::cmd::EmptyRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!r.response.unwrap().success && r.guest_info_response.is_empty());
     let r = c
         .migrate_virtual_machine(MigrationRequest {
             vmi: vmi("uid-1"),

@@ -28,6 +28,22 @@ pub enum Action {
     Shutdown,
     /// Power the guest off at once.
     Kill,
+    /// Reboot the guest (through the guest agent when connected, else ACPI).
+    Softreboot,
+    /// What the guest agent reports (KubeVirt's guest agent info JSON).
+    Guestinfo,
+    /// The guest's logged-in users.
+    Users,
+    /// The guest's file systems.
+    Filesystems,
+    /// Ping the guest agent.
+    Guestping,
+    /// Run a command in the guest: `exec -- CMD ARGS...` (exit code and stdout).
+    Exec,
+    /// Freeze the guest's file systems (`--unfreeze-timeout` thaws them by itself).
+    Freeze,
+    /// Thaw the guest's file systems.
+    Unfreeze,
 }
 
 /// `ctl` arguments.
@@ -41,6 +57,15 @@ pub struct CtlArgs {
     pub output: String,
     /// What to do.
     pub action: Action,
+    /// Exec and guestping: seconds to wait for the guest.
+    #[arg(long, default_value_t = 10)]
+    pub timeout: i32,
+    /// Freeze: seconds after which the launcher thaws by itself (0: never).
+    #[arg(long = "unfreeze-timeout", default_value_t = 0)]
+    pub unfreeze_timeout: i32,
+    /// Exec: the command and its arguments (after `--`).
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 fn err(e: impl std::fmt::Display) -> LauncherError {
@@ -94,7 +119,62 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 check(r.response)?;
                 serde_json::from_str(&r.domain_stats).unwrap_or(Value::Null)
             }
-            Action::Pause | Action::Unpause | Action::Shutdown | Action::Kill => {
+            Action::Guestinfo | Action::Users | Action::Filesystems => {
+                let (r, j) = match args.action {
+                    Action::Guestinfo => {
+                        let r = c.get_guest_info(EmptyRequest {}).await.map_err(err)?.into_inner();
+                        (r.response, r.guest_info_response)
+                    }
+                    Action::Users => {
+                        let r = c.get_users(EmptyRequest {}).await.map_err(err)?.into_inner();
+                        (r.response, r.guest_user_list_response)
+                    }
+                    _ => {
+                        let r = c.get_filesystems(EmptyRequest {}).await.map_err(err)?.into_inner();
+                        (r.response, r.guest_filesystems_response)
+                    }
+                };
+                check(r)?;
+                serde_json::from_str(&j).map_err(err)?
+            }
+            Action::Guestping | Action::Exec => {
+                let d = c.get_domain(EmptyRequest {}).await.map_err(err)?.into_inner();
+                check(d.response)?;
+                let dom: Value = serde_json::from_str(&d.domain).map_err(|_| err("the launcher has no domain"))?;
+                let domain_name = dom["Spec"]["Name"].as_str().unwrap_or("").to_owned();
+                if args.action == Action::Guestping {
+                    let r = c
+                        .guest_ping(cmd::proto::cmd::GuestPingRequest { domain_name, timeout_seconds: args.timeout })
+                        .await
+                        .map_err(|s| err(s.message()))?
+                        .into_inner();
+                    check(r.response)?;
+                    json!({"ok": true})
+                } else {
+                    let Some((command, rest)) = args.command.split_first() else {
+                        return Err(LauncherError::Input("exec: give the command after --".into()));
+                    };
+                    let r = c
+                        .exec(cmd::proto::cmd::ExecRequest {
+                            domain_name,
+                            command: command.clone(),
+                            args: rest.to_vec(),
+                            timeout_seconds: args.timeout,
+                        })
+                        .await
+                        .map_err(|s| err(s.message()))?
+                        .into_inner();
+                    check(r.response)?;
+                    json!({"exitCode": r.exit_code, "stdOut": r.std_out})
+                }
+            }
+            Action::Pause
+            | Action::Unpause
+            | Action::Shutdown
+            | Action::Kill
+            | Action::Softreboot
+            | Action::Freeze
+            | Action::Unfreeze => {
                 // The commands carry the VMI; its identity comes from the domain.
                 let d = c.get_domain(EmptyRequest {}).await.map_err(err)?.into_inner();
                 check(d.response)?;
@@ -113,6 +193,15 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                     Action::Pause => c.pause_virtual_machine(req).await,
                     Action::Unpause => c.unpause_virtual_machine(req).await,
                     Action::Shutdown => c.shutdown_virtual_machine(req).await,
+                    Action::Softreboot => c.soft_reboot_virtual_machine(req).await,
+                    Action::Unfreeze => c.unfreeze_virtual_machine(req).await,
+                    Action::Freeze => {
+                        c.freeze_virtual_machine(cmd::proto::cmd::FreezeRequest {
+                            vmi: req.vmi,
+                            unfreeze_timeout_seconds: args.unfreeze_timeout,
+                        })
+                        .await
+                    }
                     _ => c.kill_virtual_machine(req).await,
                 }
                 .map_err(err)?
@@ -126,8 +215,24 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
         println!("{out}");
     } else {
         match args.action {
-            Action::Ping | Action::Pause | Action::Unpause | Action::Shutdown | Action::Kill => {
-                println!("ok")
+            Action::Ping
+            | Action::Pause
+            | Action::Unpause
+            | Action::Shutdown
+            | Action::Kill
+            | Action::Softreboot
+            | Action::Guestping
+            | Action::Freeze
+            | Action::Unfreeze => println!("ok"),
+            Action::Exec => {
+                print!("{}", out["stdOut"].as_str().unwrap_or(""));
+                let code = out["exitCode"].as_i64().unwrap_or(-1);
+                if code != 0 {
+                    return Err(LauncherError::Runtime(format!("exit code {code}")));
+                }
+            }
+            Action::Guestinfo | Action::Users | Action::Filesystems => {
+                println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())
             }
             Action::Version => println!("{}", out["version"].as_str().unwrap_or("")),
             Action::Domain => println!(

@@ -779,6 +779,7 @@ impl Grpc {
         manager: Arc<LibvirtDomainManager>,
         id: Identity,
         cache: Arc<DomainCache>,
+        agent: Arc<virtwrap::agent::Agent>,
     ) -> Result<Grpc, LauncherError> {
         // Poll virt-handler's connection briefly before sleeping, as Go's
         // runtime does (cmd::spin): back-to-back calls skip a wake-up.
@@ -796,7 +797,13 @@ impl Grpc {
             let _guard = rt.enter();
             cmd::notify::Notifier::start(share)
         };
-        let handler = Arc::new(LauncherHandler::new(manager, id, notifier.clone(), cache));
+        let handler = Arc::new(LauncherHandler::new(
+            manager,
+            id,
+            notifier.clone(),
+            cache,
+            agent,
+        ));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = rt
             .block_on(cmd::server::serve(share, handler, spinner, async move {
@@ -899,22 +906,59 @@ fn run_domain(
     let id = Identity::of(vmi);
     let share = PathBuf::from(&flags.kubevirt_share_dir);
     let cache = Arc::new(DomainCache::default());
-    let mut grpc = Grpc::start(&share, Arc::clone(&manager), id.clone(), Arc::clone(&cache))?;
-
     let (ev_tx, ev_rx) = std::sync::mpsc::channel();
+    // The guest agent: its own connection and poller thread; what it learns
+    // reaches virt-handler through the event bridge. Its sender is dropped
+    // at the end, so the bridge sees the channel close.
+    let agent_tx = Arc::new(std::sync::Mutex::new(Some(ev_tx.clone())));
+    let agent = {
+        let tx = Arc::clone(&agent_tx);
+        let domain = id.domain_name();
+        let channel = Arc::new(virtwrap::agent::LibvirtAgent::new(
+            connector.clone(),
+            domain.clone(),
+        ));
+        Arc::new(
+            virtwrap::agent::Agent::start(
+                channel,
+                Arc::new(move || {
+                    if let Some(tx) = tx
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .as_ref()
+                    {
+                        let _ = tx.send(virtwrap::events::DomainEvent::AgentUpdated {
+                            domain: domain.clone(),
+                        });
+                    }
+                }),
+            )
+            .map_err(|e| LauncherError::Runtime(format!("cannot start the agent poller: {e}")))?,
+        )
+    };
+    let mut grpc = Grpc::start(
+        &share,
+        Arc::clone(&manager),
+        id.clone(),
+        Arc::clone(&cache),
+        Arc::clone(&agent),
+    )?;
     let stop_events = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))
         .map_err(|e| LauncherError::Runtime(format!("cannot watch domain events: {e}")))?;
     let bridge = {
-        let (manager, id, notifier, cache) = (
+        let (manager, id, notifier, cache, agent) = (
             Arc::clone(&manager),
             id.clone(),
             grpc.notifier.clone(),
             Arc::clone(&cache),
+            Arc::clone(&agent),
         );
         std::thread::Builder::new()
             .name("notify-bridge".into())
-            .spawn(move || crate::service::bridge(&ev_rx, &manager, &id, &notifier, &cache))
+            .spawn(move || {
+                crate::service::bridge(&ev_rx, &manager, &id, &notifier, &cache, &agent);
+            })
             .map_err(|e| LauncherError::Runtime(format!("cannot start the notify bridge: {e}")))?
     };
 
@@ -965,6 +1009,11 @@ fn run_domain(
     // give libvirt a moment to deliver it, then stop watching.
     std::thread::sleep(Duration::from_millis(200));
     stop_events.store(true, std::sync::atomic::Ordering::SeqCst);
+    agent.poller().stop();
+    agent_tx
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
     let _ = events.join();
     let _ = bridge.join();
     if !grpc.notifier.final_sent() {

@@ -9,6 +9,7 @@ use api::VirtualMachineInstance;
 use cmd::notify::{Event, EventType, Notifier};
 use cmd::server::{Handler, SyncOptions};
 use domain::kubevirt_json::{self, DomainStatus, ObjectMeta};
+use virtwrap::agent::{Agent, AgentStore};
 use virtwrap::events::DomainEvent;
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
 
@@ -60,8 +61,9 @@ pub fn now_rfc3339() -> String {
 pub fn domain_json(
     manager: &LibvirtDomainManager,
     id: &Identity,
+    agent: &AgentStore,
 ) -> Result<Option<String>, ManagerError> {
-    Ok(read_domain(manager, id)?.map(|d| status_json(id, &d.spec, d.state, d.reason)))
+    Ok(read_domain(manager, id)?.map(|d| status_json(id, &d.spec, d.state, d.reason, agent)))
 }
 
 /// The VMI's domain as libvirt reports it now, `None` when it does not exist.
@@ -80,14 +82,26 @@ fn read_domain(
 }
 
 /// KubeVirt's api.Domain JSON of `spec` in `state`/`reason` (KubeVirt's
-/// `LifeCycle` and `StateChangeReason` names).
-fn status_json(id: &Identity, spec: &domain::Domain, state: &str, reason: &str) -> String {
+/// `LifeCycle` and `StateChangeReason` names), with what the guest agent
+/// reported: `OSInfo`, `Interfaces` (IPs) and `FSFreezeStatus`.
+fn status_json(
+    id: &Identity,
+    spec: &domain::Domain,
+    state: &str,
+    reason: &str,
+    agent: &AgentStore,
+) -> String {
+    let (os, interfaces, fs_freeze_status) = agent.status_parts();
     let status = DomainStatus {
         status: state.to_owned(),
         reason: reason.to_owned(),
-        interfaces: None,
-        os_info: None,
-        fs_freeze_status: String::new(),
+        interfaces: interfaces.map(|l| {
+            l.iter()
+                .map(|i| serde_json::to_value(i).unwrap_or_default())
+                .collect()
+        }),
+        os_info: os.map(|o| serde_json::to_value(o).unwrap_or_default()),
+        fs_freeze_status,
     };
     kubevirt_json::domain_json(&id.meta(None), Some(spec), &status).to_string()
 }
@@ -163,6 +177,7 @@ pub struct LauncherHandler {
     id: Identity,
     notifier: Notifier,
     cache: Arc<DomainCache>,
+    agent: Arc<Agent>,
     /// The VMI last synced (virt-handler's, with its full spec).
     pub current: Mutex<Option<VirtualMachineInstance>>,
 }
@@ -174,15 +189,33 @@ impl LauncherHandler {
         id: Identity,
         notifier: Notifier,
         cache: Arc<DomainCache>,
+        agent: Arc<Agent>,
     ) -> Self {
         LauncherHandler {
             manager,
             id,
             notifier,
             cache,
+            agent,
             current: Mutex::new(None),
         }
     }
+
+    /// Refuses a request for a domain other than this launcher's.
+    fn check_domain(&self, name: &str) -> Result<(), String> {
+        if name == self.id.domain_name() {
+            Ok(())
+        } else {
+            Err(format!(
+                "Domain not found: no domain with matching name '{name}'"
+            ))
+        }
+    }
+}
+
+/// JSON of a value whose types always serialise.
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| format!("encoding the guest agent data: {e}"))
 }
 
 fn msg(e: ManagerError) -> String {
@@ -267,8 +300,24 @@ impl Handler for LauncherHandler {
         self.manager.reset_vmi(vmi).map_err(msg)
     }
 
+    /// KubeVirt's SoftRebootVMI: through the guest agent when it is
+    /// connected, else the ACPI power button (refused when ACPI is off).
     fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
         self.cache.invalidate();
+        if self.agent.store().connected() {
+            tracing::info!(domain = %vmi.domain_name(), "soft reboot through the guest agent");
+            return self.agent.reboot().map_err(|e| e.to_string());
+        }
+        let acpi_off = vmi
+            .spec
+            .domain
+            .features
+            .as_ref()
+            .and_then(|f| f.acpi.as_ref())
+            .is_some_and(|a| a.enabled == Some(false));
+        if acpi_off {
+            return Err("VMI neither have the agent connected nor the ACPI feature enabled".into());
+        }
         self.manager.soft_reboot_vmi(vmi).map_err(msg)
     }
 
@@ -292,7 +341,7 @@ impl Handler for LauncherHandler {
             Ok(cached) => return Ok(cached),
             Err(generation) => generation,
         };
-        let fresh = domain_json(&self.manager, &self.id).map_err(msg)?;
+        let fresh = domain_json(&self.manager, &self.id, self.agent.store()).map_err(msg)?;
         self.cache.set_if(generation, fresh.clone());
         Ok(fresh)
     }
@@ -309,7 +358,8 @@ impl Handler for LauncherHandler {
                 if !active {
                     return Ok(None);
                 }
-                let s = virtwrap::stats::collect(d)?;
+                let mut s = virtwrap::stats::collect(d)?;
+                s.load = self.agent.store().load().map(Into::into);
                 Ok(Some(
                     serde_json::to_string(&s).unwrap_or_else(|_| "null".into()),
                 ))
@@ -321,6 +371,54 @@ impl Handler for LauncherHandler {
     fn qemu_version(&self) -> Result<String, String> {
         self.manager.qemu_version().map_err(msg)
     }
+
+    fn guest_info_json(&self) -> Result<String, String> {
+        to_json(&self.agent.store().guest_info())
+    }
+
+    fn users_json(&self) -> Result<String, String> {
+        to_json(&self.agent.store().users())
+    }
+
+    fn filesystems_json(&self) -> Result<String, String> {
+        to_json(&self.agent.store().filesystems())
+    }
+
+    fn exec(
+        &self,
+        domain: &str,
+        command: &str,
+        args: &[String],
+        timeout: std::time::Duration,
+    ) -> Result<(i32, String), String> {
+        self.check_domain(domain)?;
+        let r = self
+            .agent
+            .exec(command, args, timeout)
+            .map_err(|e| e.to_string())?;
+        Ok((r.exit_code, r.stdout))
+    }
+
+    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), String> {
+        self.check_domain(domain)?;
+        self.agent.ping(timeout).map_err(|e| e.to_string())
+    }
+
+    fn freeze(
+        &self,
+        _vmi: &VirtualMachineInstance,
+        unfreeze_timeout: std::time::Duration,
+    ) -> Result<(), String> {
+        self.agent
+            .freeze(unfreeze_timeout)
+            .map_err(|e| format!("failed to freeze the guest file systems: {e}"))
+    }
+
+    fn unfreeze(&self, _vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.agent
+            .unfreeze()
+            .map_err(|e| format!("failed to thaw the guest file systems: {e}"))
+    }
 }
 
 /// libvirt `virDomainEventType` values used below.
@@ -329,6 +427,10 @@ const EVENT_STARTED: i32 = 2;
 const DETAIL_DEFINED_ADDED: i32 = 0;
 const DETAIL_STARTED_MIGRATED: i32 = 1;
 const EVENT_STOPPED: i32 = 5;
+/// `VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_CONNECTED`.
+const AGENT_CONNECTED: i32 = 1;
+/// `VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_DISCONNECTED`.
+const AGENT_DISCONNECTED: i32 = 2;
 /// `virDomainState` VIR_DOMAIN_SHUTOFF.
 const STATE_SHUTOFF: u32 = 5;
 
@@ -340,12 +442,18 @@ const STATE_SHUTOFF: u32 = 5;
 /// re-read still reports Shutoff with the event's reason first (built from
 /// the last spec seen), so virt-handler always learns why the VMI stopped.
 /// Returns when the channel closes.
+///
+/// Agent lifecycle events start and stop the agent poller (a stopped
+/// domain stops it too; a reconnection makes it probe, as events may have
+/// been missed); the poller's changes arrive as
+/// [`DomainEvent::AgentUpdated`] and are notified like any other event.
 pub fn bridge(
     rx: &Receiver<DomainEvent>,
     manager: &LibvirtDomainManager,
     id: &Identity,
     notifier: &Notifier,
     cache: &DomainCache,
+    agent: &Agent,
 ) {
     let name = id.domain_name();
     let mut first_connect = true;
@@ -368,6 +476,7 @@ pub fn bridge(
                     });
                 }
                 first_connect = false;
+                agent.poller().probe();
             }
             DomainEvent::Lifecycle {
                 domain,
@@ -380,13 +489,25 @@ pub fn bridge(
                 added = (*event == EVENT_DEFINED && *detail == DETAIL_DEFINED_ADDED)
                     || (*event == EVENT_STARTED && *detail == DETAIL_STARTED_MIGRATED);
                 if *event == EVENT_STOPPED {
+                    agent.poller().disconnected();
                     // virDomainEventStoppedDetailType is virDomainShutoffReason - 1.
                     stopped_reason = Some(virtwrap::state::reason(STATE_SHUTOFF, detail + 1));
                 }
                 tracing::debug!(event, detail, "domain lifecycle event");
             }
+            DomainEvent::AgentLifecycle { domain, state } => {
+                if domain != &name {
+                    continue;
+                }
+                match *state {
+                    AGENT_CONNECTED => agent.poller().connected(),
+                    AGENT_DISCONNECTED => agent.poller().disconnected(),
+                    _ => {}
+                }
+                tracing::info!(state, "guest agent lifecycle event");
+            }
             DomainEvent::Reboot { domain }
-            | DomainEvent::AgentLifecycle { domain, .. }
+            | DomainEvent::AgentUpdated { domain }
             | DomainEvent::DeviceRemoved { domain, .. } => {
                 if domain != &name {
                     continue;
@@ -397,7 +518,7 @@ pub fn bridge(
         let read = read_domain(manager, id);
         match read {
             Ok(Some(d)) => {
-                let json = status_json(id, &d.spec, d.state, d.reason);
+                let json = status_json(id, &d.spec, d.state, d.reason, agent.store());
                 cache.set(Some(json.clone()));
                 gone_sent = false;
                 last = Some((d.spec, d.state == "Shutoff"));
@@ -411,7 +532,13 @@ pub fn bridge(
                 if let (Some(reason), Some((spec, false))) = (stopped_reason, &last) {
                     notifier.domain(
                         EventType::Modified,
-                        status_json(id, spec, virtwrap::state::lifecycle(STATE_SHUTOFF), reason),
+                        status_json(
+                            id,
+                            spec,
+                            virtwrap::state::lifecycle(STATE_SHUTOFF),
+                            reason,
+                            agent.store(),
+                        ),
                     );
                     last = None;
                 }

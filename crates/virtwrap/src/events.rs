@@ -60,6 +60,12 @@ pub enum DomainEvent {
         /// Alias of the removed device.
         alias: String,
     },
+    /// The guest agent poller saw the OS info, the interfaces or the
+    /// freeze status change (KubeVirt's AgentUpdated); not from libvirt.
+    AgentUpdated {
+        /// Domain name.
+        domain: String,
+    },
     /// The event connection was (re-)established; state may have changed unseen.
     Reconnected,
 }

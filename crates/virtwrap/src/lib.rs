@@ -1,9 +1,10 @@
-//! The libvirt side of virt-launcher: the daemons' configuration
+//! The libvirt side of virt-launcher: the guest agent ([`agent`]), the daemons' configuration
 //! ([`config`]) and supervision ([`supervisor`]), the connection
 //! ([`connection`]), KubeVirt's state names ([`state`]), the domain
 //! statistics ([`stats`]) and the
 //! [`manager::DomainManager`] that runs the VMI's domain.
 
+pub mod agent;
 pub mod config;
 pub mod connection;
 pub mod events;

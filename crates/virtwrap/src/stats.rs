@@ -89,6 +89,48 @@ pub struct DomainStats {
     /// Dirty-page rate (`null` here; KubeVirt computes it separately).
     #[serde(rename = "DirtyRate")]
     pub dirty_rate: Option<DomainStatsDirtyRate>,
+    /// The guest's load averages from the guest agent (`null` until the
+    /// agent reported them).
+    #[serde(rename = "Load")]
+    pub load: Option<DomainStatsLoad>,
+}
+
+/// `stats.DomainStatsLoad`: the guest's 1, 5 and 15 minute load averages
+/// (`guest-get-load`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DomainStatsLoad {
+    /// Present.
+    #[serde(rename = "Load1mSet")]
+    pub load1m_set: bool,
+    /// 1-minute load average.
+    #[serde(rename = "Load1m")]
+    pub load1m: f64,
+    /// Present.
+    #[serde(rename = "Load5mSet")]
+    pub load5m_set: bool,
+    /// 5-minute load average.
+    #[serde(rename = "Load5m")]
+    pub load5m: f64,
+    /// Present.
+    #[serde(rename = "Load15mSet")]
+    pub load15m_set: bool,
+    /// 15-minute load average.
+    #[serde(rename = "Load15m")]
+    pub load15m: f64,
+}
+
+impl From<crate::agent::parse::GuestLoad> for DomainStatsLoad {
+    fn from(l: crate::agent::parse::GuestLoad) -> Self {
+        DomainStatsLoad {
+            load1m_set: true,
+            load1m: l.load1,
+            load5m_set: true,
+            load5m: l.load5,
+            load15m_set: true,
+            load15m: l.load15,
+        }
+    }
 }
 
 impl DomainStats {
@@ -850,6 +892,7 @@ pub fn collect(dom: &VirtDomain) -> Result<DomainStats, virt::error::Error> {
         cpu_map: None,
         nr_virt_cpu: info.nr_virt_cpu,
         dirty_rate: None,
+        load: None,
     })
 }
 
@@ -896,6 +939,15 @@ mod tests {
         "CPUMap",
         "NrVirtCpu",
         "DirtyRate",
+        "Load",
+    ];
+    const LOAD: &[&str] = &[
+        "Load1mSet",
+        "Load1m",
+        "Load5mSet",
+        "Load5m",
+        "Load15mSet",
+        "Load15m",
     ];
     const CPU: &[&str] = &["TimeSet", "Time", "UserSet", "User", "SystemSet", "System"];
     const VCPU: &[&str] = &[
@@ -1034,6 +1086,7 @@ mod tests {
             cpu_map: Some(vec![vec![true, false]]),
             nr_virt_cpu: 2,
             dirty_rate: Some(DomainStatsDirtyRate::default()),
+            load: Some(DomainStatsLoad::default()),
         }
     }
 
@@ -1071,6 +1124,7 @@ mod tests {
         assert_keys(&s.net[0], NET);
         assert_keys(&s.block[0], BLOCK);
         assert_keys(s.dirty_rate.as_ref().unwrap(), DIRTY);
+        assert_keys(s.load.as_ref().unwrap(), LOAD);
         // Top level without nested objects (whose keys would interleave).
         let flat = DomainStats {
             name: "n".into(),
@@ -1084,7 +1138,7 @@ mod tests {
         let json = DomainStats::default().to_json().unwrap();
         assert_eq!(
             json,
-            r#"{"Name":"","UUID":"","Cpu":null,"Memory":null,"MigrateDomainJobInfo":null,"Vcpu":[],"Net":[],"Block":[],"CPUMapSet":false,"CPUMap":null,"NrVirtCpu":0,"DirtyRate":null}"#
+            r#"{"Name":"","UUID":"","Cpu":null,"Memory":null,"MigrateDomainJobInfo":null,"Vcpu":[],"Net":[],"Block":[],"CPUMapSet":false,"CPUMap":null,"NrVirtCpu":0,"DirtyRate":null,"Load":null}"#
         );
         let cpu = serde_json::to_string(&DomainStatsCpu::default()).unwrap();
         assert_eq!(

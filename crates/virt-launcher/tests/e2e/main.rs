@@ -11,6 +11,7 @@
     missing_docs
 )]
 
+mod agent;
 mod bad_input;
 mod define;
 mod harness;

@@ -1,0 +1,544 @@
+//! The QEMU guest agent: commands through libvirt's agent passthrough
+//! (`virDomainQemuAgentCommand`, libvirt-qemu), the poller that keeps what
+//! the guest knows ([`poller`]), the parsers of its replies ([`parse`]), and
+//! the operations virt-handler asks for: exec, ping, file system freeze and
+//! thaw with the automatic thaw, reboot through the agent ([`Agent`]).
+//!
+//! The agent has its own libvirt connection: a command waits for the guest
+//! (up to its timeout) without holding the DomainManager's connection, so a
+//! hung agent never delays GetDomain or a lifecycle command. libvirt runs
+//! one agent command per domain at a time; every command here has a
+//! timeout, so a stuck one delays the next by at most that.
+
+#![allow(unsafe_code)]
+
+pub mod parse;
+pub mod poller;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use virt::connect::Connect;
+use virt::domain::Domain as VirtDomain;
+use virt::error::ErrorNumber;
+use virt::sys;
+
+use crate::manager::Connector;
+pub use parse::ParseError;
+pub use poller::{AgentStore, Poller};
+
+/// Timeout of each polled command (KubeVirt waits for libvirt's default,
+/// which blocks; a bound keeps a hung agent from stalling the others).
+pub const POLL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Timeout of freeze, thaw and status commands issued by RPCs.
+pub const OP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why an agent operation failed. The text is what virt-handler sees.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// libvirt refused or the agent did not answer (its message: "QEMU
+    /// guest agent is not connected", "Guest agent is not responding ...").
+    #[error("{0}")]
+    Libvirt(String),
+    /// The agent answered, but not usably.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// The domain does not exist.
+    #[error("Domain not found.")]
+    NoDomain,
+    /// A guest command did not end in time.
+    #[error("{0}")]
+    Timeout(String),
+}
+
+impl AgentError {
+    /// The agent channel is closed (qemu-ga not running in the guest).
+    pub fn is_not_connected(&self) -> bool {
+        matches!(self, AgentError::Libvirt(m) if m.contains("not connected"))
+    }
+}
+
+fn libvirt(e: &virt::error::Error) -> AgentError {
+    AgentError::Libvirt(e.message().to_owned())
+}
+
+/// Where agent commands go. [`LibvirtAgent`] in the launcher; a fake in
+/// unit tests of the poller.
+pub trait AgentChannel: Send + Sync {
+    /// Sends one QGA command (JSON text) and returns the raw reply text.
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    fn command(&self, cmd: &str, timeout: Duration) -> Result<String, AgentError>;
+    /// libvirt's `virDomainFSFreeze` of every file system; the count frozen.
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    fn fs_freeze(&self) -> Result<u32, AgentError>;
+    /// libvirt's `virDomainFSThaw`; the count thawed.
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    fn fs_thaw(&self) -> Result<u32, AgentError>;
+    /// `virDomainReboot(VIR_DOMAIN_REBOOT_GUEST_AGENT)`.
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    fn reboot(&self) -> Result<(), AgentError>;
+}
+
+/// [`AgentChannel`] on a dedicated libvirt connection to the VMI's domain.
+pub struct LibvirtAgent {
+    connector: Connector,
+    domain: String,
+    conn: Mutex<Option<Connect>>,
+}
+
+impl LibvirtAgent {
+    /// An agent channel to domain `domain` (connects on first use).
+    pub fn new(connector: Connector, domain: String) -> Self {
+        LibvirtAgent {
+            connector,
+            domain,
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// The domain handle, on a live connection (re-opened after the daemon
+    /// restarted). The lock is held only for the lookup.
+    fn dom(&self) -> Result<VirtDomain, AgentError> {
+        let mut g = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !g.as_ref().is_some_and(|c| c.is_alive().unwrap_or(false)) {
+            if let Some(mut old) = g.take() {
+                let _ = old.close();
+            }
+            *g = Some(
+                self.connector
+                    .connect()
+                    .map_err(|e| AgentError::Libvirt(e.to_string()))?,
+            );
+        }
+        let Some(conn) = g.as_ref() else {
+            return Err(AgentError::Libvirt("no libvirt connection".into()));
+        };
+        match VirtDomain::lookup_by_name(conn, &self.domain) {
+            Ok(d) => Ok(d),
+            Err(e) if e.code() == ErrorNumber::NoDomain => Err(AgentError::NoDomain),
+            Err(e) => Err(libvirt(&e)),
+        }
+    }
+}
+
+impl Drop for LibvirtAgent {
+    fn drop(&mut self) {
+        if let Ok(mut g) = self.conn.lock() {
+            if let Some(mut c) = g.take() {
+                let _ = c.close();
+            }
+        }
+    }
+}
+
+impl AgentChannel for LibvirtAgent {
+    fn command(&self, cmd: &str, timeout: Duration) -> Result<String, AgentError> {
+        if cmd.contains('\0') {
+            // The binding panics on NUL; serde_json never writes one raw.
+            return Err(AgentError::Libvirt("agent command contains NUL".into()));
+        }
+        let secs = i32::try_from(timeout.as_secs().max(1)).unwrap_or(i32::MAX);
+        self.dom()?
+            .qemu_agent_command(cmd, secs, 0)
+            .map_err(|e| libvirt(&e))
+    }
+
+    fn fs_freeze(&self) -> Result<u32, AgentError> {
+        let d = self.dom()?;
+        // SAFETY: `d` is a live domain handle; a NULL mountpoint list with
+        // count 0 means every file system (libvirt's documented form).
+        let n = unsafe { sys::virDomainFSFreeze(d.as_ptr(), std::ptr::null_mut(), 0, 0) };
+        if n < 0 {
+            return Err(libvirt(&virt::error::Error::last_error()));
+        }
+        Ok(n.unsigned_abs())
+    }
+
+    fn fs_thaw(&self) -> Result<u32, AgentError> {
+        let d = self.dom()?;
+        // SAFETY: as in fs_freeze.
+        let n = unsafe { sys::virDomainFSThaw(d.as_ptr(), std::ptr::null_mut(), 0, 0) };
+        if n < 0 {
+            return Err(libvirt(&virt::error::Error::last_error()));
+        }
+        Ok(n.unsigned_abs())
+    }
+
+    fn reboot(&self) -> Result<(), AgentError> {
+        self.dom()?
+            .reboot(sys::VIR_DOMAIN_REBOOT_GUEST_AGENT)
+            .map_err(|e| libvirt(&e))
+    }
+}
+
+/// The result of a guest exec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecResult {
+    /// The process' exit code.
+    pub exit_code: i32,
+    /// Its standard output.
+    pub stdout: String,
+}
+
+/// Everything the launcher does with the guest agent: the poller's data
+/// ([`Agent::store`]) and the operations of virt-handler's RPCs.
+pub struct Agent {
+    channel: Arc<dyn AgentChannel>,
+    store: Arc<AgentStore>,
+    poller: Poller,
+    /// Bumped by every freeze and thaw: a pending automatic thaw runs only
+    /// if nothing happened since it was scheduled.
+    thaw_generation: Arc<AtomicU64>,
+    /// Serialises freeze and thaw (KubeVirt holds a lock around both).
+    freeze_lock: Mutex<()>,
+}
+
+impl Agent {
+    /// An agent on `channel`, with a poller calling `on_change` whenever
+    /// the OS info, the interfaces or the freeze status change (the
+    /// launcher then notifies virt-handler).
+    ///
+    /// # Errors
+    /// The poller thread's spawn error.
+    pub fn start(
+        channel: Arc<dyn AgentChannel>,
+        on_change: Arc<dyn Fn() + Send + Sync>,
+    ) -> std::io::Result<Agent> {
+        let store = Arc::new(AgentStore::default());
+        let poller = Poller::start(
+            Arc::clone(&channel),
+            Arc::clone(&store),
+            poller::Intervals::kubevirt(),
+            on_change,
+        )?;
+        Ok(Agent {
+            channel,
+            store,
+            poller,
+            thaw_generation: Arc::new(AtomicU64::new(0)),
+            freeze_lock: Mutex::new(()),
+        })
+    }
+
+    /// What the poller knows.
+    pub fn store(&self) -> &Arc<AgentStore> {
+        &self.store
+    }
+
+    /// The poller (to tell it about agent lifecycle events).
+    pub fn poller(&self) -> &Poller {
+        &self.poller
+    }
+
+    /// `guest-exec` of `command` with `args`, then `guest-exec-status`
+    /// until the process exits or `timeout` passes (KubeVirt polls every
+    /// `timeout × 100 ms`; here the first polls come sooner, so a quick
+    /// command answers quickly). Arguments are JSON-escaped.
+    ///
+    /// # Errors
+    /// [`AgentError`]; a deadline gives KubeVirt's "Timed out waiting for
+    /// guest pid [N] for command [C] to exit".
+    pub fn exec(
+        &self,
+        command: &str,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<ExecResult, AgentError> {
+        let started = Instant::now();
+        let req = json!({
+            "execute": "guest-exec",
+            "arguments": {"path": command, "arg": args, "capture-output": true}
+        });
+        let pid = parse::exec_pid(&self.channel.command(&req.to_string(), OP_TIMEOUT)?)?;
+        let status_req =
+            json!({"execute": "guest-exec-status", "arguments": {"pid": pid}}).to_string();
+        let max_step = (timeout / 10).max(Duration::from_millis(100));
+        let mut step = Duration::from_millis(20);
+        loop {
+            let s = parse::exec_status(&self.channel.command(&status_req, OP_TIMEOUT)?)?;
+            if s.exited {
+                return Ok(ExecResult {
+                    exit_code: s.exit_code,
+                    stdout: s.stdout,
+                });
+            }
+            if started.elapsed() >= timeout {
+                return Err(AgentError::Timeout(format!(
+                    "Timed out waiting for guest pid [{pid}] for command [{command}] to exit"
+                )));
+            }
+            std::thread::sleep(step.min(timeout.saturating_sub(started.elapsed())));
+            step = (step * 2).min(max_step);
+        }
+    }
+
+    /// `guest-ping` with `timeout`.
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    pub fn ping(&self, timeout: Duration) -> Result<(), AgentError> {
+        let r = self
+            .channel
+            .command(r#"{"execute":"guest-ping"}"#, timeout)?;
+        parse::unwrap_return::<serde_json::Value>(&r)?;
+        Ok(())
+    }
+
+    /// `guest-fsfreeze-status`, also stored for the domain status.
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    pub fn fsfreeze_status(&self) -> Result<String, AgentError> {
+        let s = parse::fsfreeze_status(
+            &self
+                .channel
+                .command(r#"{"execute":"guest-fsfreeze-status"}"#, OP_TIMEOUT)?,
+        )?;
+        self.poller.set_fsfreeze_status(&s);
+        Ok(s)
+    }
+
+    /// Freezes the guest's file systems (KubeVirt FreezeVMI): nothing to do
+    /// when already frozen; otherwise libvirt's FSFreeze. A non-zero
+    /// `unfreeze_timeout` schedules a thaw after it that runs whatever the
+    /// caller does next (unless a thaw or another freeze comes first).
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    pub fn freeze(&self, unfreeze_timeout: Duration) -> Result<(), AgentError> {
+        let _g = self
+            .freeze_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.fsfreeze_status()? == "frozen" {
+            return Ok(());
+        }
+        let generation = self.thaw_generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let n = self.channel.fs_freeze()?;
+        tracing::info!(filesystems = n, "guest file systems frozen");
+        // What the guest says now: qemu-ga stays "thawed" when it found
+        // nothing to freeze.
+        if self.fsfreeze_status().is_err() {
+            self.poller.set_fsfreeze_status("frozen");
+        }
+        if !unfreeze_timeout.is_zero() {
+            let channel = Arc::clone(&self.channel);
+            let gen = Arc::clone(&self.thaw_generation);
+            let poller = self.poller.clone();
+            std::thread::Builder::new()
+                .name("auto-thaw".into())
+                .spawn(move || {
+                    std::thread::sleep(unfreeze_timeout);
+                    if gen.load(Ordering::SeqCst) != generation {
+                        return;
+                    }
+                    match channel.fs_thaw() {
+                        Ok(n) => {
+                            tracing::warn!(
+                                filesystems = n,
+                                seconds = unfreeze_timeout.as_secs(),
+                                "unfreeze timeout passed: guest file systems thawed"
+                            );
+                            poller.set_fsfreeze_status("thawed");
+                        }
+                        Err(e) => tracing::error!("automatic thaw failed: {e}"),
+                    }
+                })
+                .map_err(|e| AgentError::Libvirt(format!("cannot schedule the thaw: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Thaws the guest's file systems (KubeVirt UnfreezeVMI): cancels a
+    /// pending automatic thaw; nothing to do when already thawed.
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    pub fn unfreeze(&self) -> Result<(), AgentError> {
+        let _g = self
+            .freeze_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.thaw_generation.fetch_add(1, Ordering::SeqCst);
+        if self.fsfreeze_status()? == "thawed" {
+            return Ok(());
+        }
+        let n = self.channel.fs_thaw()?;
+        tracing::info!(filesystems = n, "guest file systems thawed");
+        self.poller.set_fsfreeze_status("thawed");
+        Ok(())
+    }
+
+    /// Reboots through the agent (`guest-shutdown` mode reboot).
+    /// libvirt's "agent unresponsive" is not an error (KubeVirt swallows it:
+    /// the guest may be rebooting already).
+    ///
+    /// # Errors
+    /// [`AgentError`].
+    pub fn reboot(&self) -> Result<(), AgentError> {
+        match self.channel.reboot() {
+            Err(AgentError::Libvirt(m)) if m.contains("not responding") => Ok(()),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A guest whose exec'd process runs for `runs` status polls, and
+    /// whose file systems freeze and thaw; counts thaws.
+    struct Guest {
+        runs: AtomicUsize,
+        frozen: Mutex<bool>,
+        thaws: AtomicUsize,
+        last_exec: Mutex<String>,
+    }
+
+    impl Guest {
+        fn new(runs: usize) -> Arc<Guest> {
+            Arc::new(Guest {
+                runs: AtomicUsize::new(runs),
+                frozen: Mutex::new(false),
+                thaws: AtomicUsize::new(0),
+                last_exec: Mutex::new(String::new()),
+            })
+        }
+    }
+
+    impl AgentChannel for Guest {
+        fn command(&self, cmd: &str, _t: Duration) -> Result<String, AgentError> {
+            let v: serde_json::Value = serde_json::from_str(cmd).unwrap();
+            Ok(match v["execute"].as_str().unwrap() {
+                "guest-exec" => {
+                    *self.last_exec.lock().unwrap() = cmd.to_owned();
+                    r#"{"return":{"pid":42}}"#.into()
+                }
+                "guest-exec-status" => {
+                    assert_eq!(v["arguments"]["pid"], 42);
+                    if self.runs.load(Ordering::SeqCst) == 0 {
+                        r#"{"return":{"exited":true,"exitcode":7,"out-data":"b3V0Cg=="}}"#.into()
+                    } else {
+                        self.runs.fetch_sub(1, Ordering::SeqCst);
+                        r#"{"return":{"exited":false}}"#.into()
+                    }
+                }
+                "guest-fsfreeze-status" => {
+                    if *self.frozen.lock().unwrap() {
+                        r#"{"return":"frozen"}"#.into()
+                    } else {
+                        r#"{"return":"thawed"}"#.into()
+                    }
+                }
+                other => return Err(AgentError::Libvirt(format!("unexpected {other}"))),
+            })
+        }
+        fn fs_freeze(&self) -> Result<u32, AgentError> {
+            *self.frozen.lock().unwrap() = true;
+            Ok(1)
+        }
+        fn fs_thaw(&self) -> Result<u32, AgentError> {
+            *self.frozen.lock().unwrap() = false;
+            self.thaws.fetch_add(1, Ordering::SeqCst);
+            Ok(1)
+        }
+        fn reboot(&self) -> Result<(), AgentError> {
+            Err(AgentError::Libvirt(
+                "Guest agent is not responding: Guest agent not available for now".into(),
+            ))
+        }
+    }
+
+    fn agent(g: &Arc<Guest>) -> Agent {
+        Agent::start(Arc::clone(g) as Arc<dyn AgentChannel>, Arc::new(|| {})).unwrap()
+    }
+
+    #[test]
+    fn exec_polls_until_exit_and_escapes_arguments() {
+        let g = Guest::new(3);
+        let a = agent(&g);
+        let r = a
+            .exec(
+                "/bin/echo",
+                &["a\"b".into(), "c\\d".into()],
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        assert_eq!(
+            r,
+            ExecResult {
+                exit_code: 7,
+                stdout: "out\n".into()
+            }
+        );
+        let sent: serde_json::Value = serde_json::from_str(&g.last_exec.lock().unwrap()).unwrap();
+        assert_eq!(
+            sent["arguments"]["arg"],
+            serde_json::json!(["a\"b", "c\\d"])
+        );
+        assert_eq!(sent["arguments"]["capture-output"], true);
+    }
+
+    #[test]
+    fn exec_times_out_with_kubevirts_message() {
+        let g = Guest::new(usize::MAX);
+        let a = agent(&g);
+        let e = a
+            .exec("/bin/sleep", &["9".into()], Duration::from_secs(1))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Timed out waiting for guest pid [42] for command [/bin/sleep] to exit"
+        );
+    }
+
+    #[test]
+    fn freeze_thaws_by_itself_unless_thawed_or_refrozen_first() {
+        let g = Guest::new(0);
+        let a = agent(&g);
+        a.freeze(Duration::from_millis(300)).unwrap();
+        assert_eq!(
+            a.store().snapshot().fsfreeze.value.as_deref(),
+            Some("frozen")
+        );
+        // Idempotent: already frozen, nothing more happens.
+        a.freeze(Duration::ZERO).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(g.thaws.load(Ordering::SeqCst), 1, "thawed by the timer");
+        assert!(!*g.frozen.lock().unwrap());
+        assert_eq!(
+            a.store().snapshot().fsfreeze.value.as_deref(),
+            Some("thawed")
+        );
+
+        // A thaw before the timeout cancels the timer.
+        a.freeze(Duration::from_millis(300)).unwrap();
+        a.unfreeze().unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(g.thaws.load(Ordering::SeqCst), 2, "one explicit thaw only");
+        // Thawing a thawed guest does nothing.
+        a.unfreeze().unwrap();
+        assert_eq!(g.thaws.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn reboot_ignores_an_unresponsive_agent() {
+        let g = Guest::new(0);
+        assert_eq!(agent(&g).reboot(), Ok(()));
+    }
+}
