@@ -92,6 +92,7 @@ pub fn convert(
         cpu,
         vcpu: Vcpu {
             placement: Some("static".into()),
+            current: None,
             count,
         },
     })

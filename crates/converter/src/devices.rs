@@ -217,7 +217,17 @@ pub fn convert(
             ..MemBalloon::default()
         }
     } else {
+        let cpu = vmi.spec.domain.cpu.as_ref();
+        let high_performance = cpu
+            .is_some_and(|c| c.dedicated_cpu_placement || c.realtime.is_some())
+            || vmi
+                .spec
+                .domain
+                .memory
+                .as_ref()
+                .is_some_and(|m| m.hugepages.is_some());
         let disabled = !ctx.free_page_reporting
+            || high_performance
             || vmi
                 .metadata
                 .annotations

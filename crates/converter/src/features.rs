@@ -1,35 +1,168 @@
 //! `<features>` and `<clock>` from `spec.domain.features` and `spec.domain.clock`.
 
 use api::vmi::TimerSpec;
-use api::VirtualMachineInstance;
-use domain::{Clock, Empty, FeatureState, Features, KvmFeatures, Timer};
+use api::{Arch, VirtualMachineInstance};
+use domain::{
+    Clock, Empty, FeatureState, Features, HyperV, HyperVSpinlocks, HyperVStimer, HyperVVendorId,
+    KvmFeatures, Timer,
+};
 
 use crate::arch::ArchCaps;
 use crate::ConvertError;
 
+/// Default Hyper-V spinlock retries (KubeVirt's API default).
+pub const DEFAULT_SPINLOCK_RETRIES: u32 = 4096;
+/// Fewest spinlock retries libvirt and KubeVirt accept.
+pub const MIN_SPINLOCK_RETRIES: u32 = 4095;
+/// Longest Hyper-V vendor id (12 characters, a CPUID leaf of 3 registers).
+pub const MAX_VENDOR_ID_LEN: usize = 12;
+
 /// `<acpi/>` unless disabled (s390x: only when enabled), `<apic/>` and
-/// `<smm/>` when set and not disabled, `<kvm><hidden/>`, `<pvspinlock>`, and
-/// on amd64 `<vmport state='off'/>`.
-pub fn convert(vmi: &VirtualMachineInstance, caps: &ArchCaps) -> Features {
+/// `<smm/>` when set and not disabled, `<hyperv>` (each enlightenment
+/// `state='on|off'`, on when `enabled` is absent; `spinlocks` with
+/// `retries`, `vendor_id` with `value`, `stimer` with `<direct>`) or
+/// `<hyperv mode='passthrough'/>` when only `hypervPassthrough` is enabled,
+/// `<kvm>` with `<hidden/>` and, for dedicated CPUs on amd64,
+/// `<hint-dedicated state='on'/>`, `<pvspinlock>`, `<pmu state='off'/>` for
+/// realtime, and on amd64 `<vmport state='off'/>`.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] for Hyper-V on an architecture other than
+/// amd64, spinlock retries under 4095, or a vendor id longer than 12
+/// characters or with characters XML cannot carry.
+pub fn convert(vmi: &VirtualMachineInstance, caps: &ArchCaps) -> Result<Features, ConvertError> {
     let f = vmi.spec.domain.features.clone().unwrap_or_default();
     let on = |s: &Option<api::vmi::FeatureState>| s.as_ref().is_some_and(|s| s.is_enabled());
     let acpi = match &f.acpi {
         Some(s) => s.is_enabled(),
         None => caps.acpi_default,
     };
-    Features {
+    let cpu = vmi.spec.domain.cpu.as_ref();
+    let dedicated = cpu.is_some_and(|c| c.dedicated_cpu_placement) && caps.arch == Arch::Amd64;
+    let hidden = f.kvm.as_ref().is_some_and(|k| k.hidden);
+    let kvm = (hidden || dedicated).then(|| KvmFeatures {
+        hidden: hidden.then(|| FeatureState::on_off(true)),
+        hint_dedicated: dedicated.then(|| FeatureState::on_off(true)),
+    });
+    let mut hyperv = match &f.hyperv {
+        Some(h) => Some(hyperv(h)?),
+        None => f
+            .hyperv_passthrough
+            .as_ref()
+            .filter(|p| p.is_enabled())
+            .map(|_| HyperV {
+                mode: Some("passthrough".into()),
+                ..HyperV::default()
+            }),
+    };
+    if hyperv.is_some() && caps.arch != Arch::Amd64 {
+        let field = if f.hyperv.is_some() {
+            "spec.domain.features.hyperv"
+        } else {
+            "spec.domain.features.hypervPassthrough"
+        };
+        return Err(ConvertError::invalid(
+            field,
+            format!("Hyper-V enlightenments are not available on {}", caps.arch),
+        ));
+    }
+    if hyperv.as_ref().is_some_and(|h| *h == HyperV::default()) {
+        hyperv = None;
+    }
+    Ok(Features {
         acpi: acpi.then_some(Empty {}),
         apic: on(&f.apic).then_some(Empty {}),
         smm: on(&f.smm).then_some(Empty {}),
-        kvm: f.kvm.as_ref().filter(|k| k.hidden).map(|_| KvmFeatures {
-            hidden: Some(FeatureState::on_off(true)),
-        }),
+        hyperv,
+        kvm,
         pvspinlock: f
             .pvspinlock
             .as_ref()
             .map(|s| FeatureState::on_off(s.is_enabled())),
+        pmu: cpu
+            .is_some_and(|c| c.realtime.is_some())
+            .then(|| FeatureState::on_off(false)),
         vmport: caps.vmport.then(|| FeatureState::on_off(false)),
-    }
+    })
+}
+
+fn hyperv(h: &api::vmi::FeatureHyperv) -> Result<HyperV, ConvertError> {
+    let base = "spec.domain.features.hyperv";
+    let st = |s: &Option<api::vmi::FeatureState>| {
+        s.as_ref().map(|s| FeatureState::on_off(s.is_enabled()))
+    };
+    let spinlocks = match &h.spinlocks {
+        None => None,
+        Some(s) if s.enabled == Some(false) => Some(HyperVSpinlocks {
+            state: "off".into(),
+            retries: None,
+        }),
+        Some(s) => {
+            let retries = s.spinlocks.unwrap_or(DEFAULT_SPINLOCK_RETRIES);
+            if retries < MIN_SPINLOCK_RETRIES {
+                return Err(ConvertError::invalid(
+                    format!("{base}.spinlocks.spinlocks"),
+                    format!("{retries} must be greater than or equal to {MIN_SPINLOCK_RETRIES}"),
+                ));
+            }
+            Some(HyperVSpinlocks {
+                state: "on".into(),
+                retries: Some(retries),
+            })
+        }
+    };
+    let vendor_id = match &h.vendorid {
+        None => None,
+        Some(v) if v.enabled == Some(false) => Some(HyperVVendorId {
+            state: "off".into(),
+            value: None,
+        }),
+        Some(v) => {
+            let path = format!("{base}.vendorid.vendorid");
+            if v.vendorid.is_empty() || v.vendorid.chars().count() > MAX_VENDOR_ID_LEN {
+                return Err(ConvertError::invalid(
+                    path,
+                    format!(
+                        "{:?} must be 1 to {MAX_VENDOR_ID_LEN} characters long",
+                        v.vendorid
+                    ),
+                ));
+            }
+            crate::xml_text(&path, &v.vendorid)?;
+            Some(HyperVVendorId {
+                state: "on".into(),
+                value: Some(v.vendorid.clone()),
+            })
+        }
+    };
+    let stimer = h.synictimer.as_ref().map(|t| {
+        let enabled = t.enabled != Some(false);
+        HyperVStimer {
+            state: if enabled { "on" } else { "off" }.into(),
+            direct: t
+                .direct
+                .as_ref()
+                .filter(|_| enabled)
+                .map(|d| FeatureState::on_off(d.is_enabled())),
+        }
+    });
+    Ok(HyperV {
+        mode: None,
+        relaxed: st(&h.relaxed),
+        vapic: st(&h.vapic),
+        spinlocks,
+        vpindex: st(&h.vpindex),
+        runtime: st(&h.runtime),
+        synic: st(&h.synic),
+        stimer,
+        reset: st(&h.reset),
+        vendor_id,
+        frequencies: st(&h.frequencies),
+        reenlightenment: st(&h.reenlightenment),
+        tlbflush: st(&h.tlbflush),
+        ipi: st(&h.ipi),
+        evmcs: st(&h.evmcs),
+    })
 }
 
 const TICK_POLICIES: [&str; 4] = ["delay", "catchup", "merge", "discard"];
@@ -131,4 +264,92 @@ pub fn clock(vmi: &VirtualMachineInstance) -> Result<Option<Clock>, ConvertError
         }
     }
     Ok(Some(clock))
+}
+
+#[cfg(test)]
+mod tests {
+    use api::Arch;
+
+    use crate::{convert, ConvertContext, VirtType};
+
+    fn conv(features: &str, arch: Arch) -> Result<domain::Domain, crate::ConvertError> {
+        let doc = format!(
+            "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: h, uid: u1}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n    features:\n{features}"
+        );
+        let v = api::load_vmi(doc.as_bytes(), arch).unwrap();
+        convert(&v, &ConvertContext::new(arch, VirtType::Kvm))
+    }
+
+    #[test]
+    fn hyperv_enlightenments_map_to_states() {
+        let d = conv(
+            "      hyperv:\n        relaxed: {}\n        vapic: {enabled: false}\n        spinlocks: {}\n        synictimer: {direct: {}}\n        vendorid: {vendorid: KVMKVMKVM}\n",
+            Arch::Amd64,
+        )
+        .unwrap();
+        let h = d.features.unwrap().hyperv.unwrap();
+        assert_eq!(h.mode, None);
+        assert_eq!(h.relaxed.unwrap().state, "on");
+        assert_eq!(h.vapic.unwrap().state, "off");
+        let s = h.spinlocks.unwrap();
+        assert_eq!((s.state.as_str(), s.retries), ("on", Some(4096)));
+        let st = h.stimer.unwrap();
+        assert_eq!(
+            (st.state.as_str(), st.direct.unwrap().state.as_str()),
+            ("on", "on")
+        );
+        assert_eq!(h.vendor_id.unwrap().value.as_deref(), Some("KVMKVMKVM"));
+        assert!(h.synic.is_none() && h.evmcs.is_none());
+    }
+
+    #[test]
+    fn hyperv_passthrough_only_without_hyperv() {
+        let d = conv("      hypervPassthrough: {enabled: true}\n", Arch::Amd64).unwrap();
+        let h = d.features.unwrap().hyperv.unwrap();
+        assert_eq!(h.mode.as_deref(), Some("passthrough"));
+        assert!(h.relaxed.is_none());
+        let x = conv("      hypervPassthrough: {enabled: true}\n", Arch::Amd64)
+            .unwrap()
+            .to_xml()
+            .unwrap();
+        assert!(x.contains("<hyperv mode=\"passthrough\"/>"), "{x}");
+        let d = conv(
+            "      hypervPassthrough: {enabled: true}\n      hyperv: {relaxed: {}}\n",
+            Arch::Amd64,
+        )
+        .unwrap();
+        assert_eq!(d.features.unwrap().hyperv.unwrap().mode, None);
+        let d = conv("      hypervPassthrough: {enabled: false}\n", Arch::Amd64).unwrap();
+        assert!(d.features.unwrap().hyperv.is_none());
+    }
+
+    #[test]
+    fn hyperv_bad_input_is_refused_by_field() {
+        let e = conv("      hyperv: {spinlocks: {spinlocks: 100}}\n", Arch::Amd64)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "spec.domain.features.hyperv.spinlocks.spinlocks: 100 must be greater than or equal to 4095"
+        );
+        let e = conv(
+            "      hyperv: {vendorid: {vendorid: thirteen-char}}\n",
+            Arch::Amd64,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with(
+                "spec.domain.features.hyperv.vendorid.vendorid: \"thirteen-char\" must be 1 to 12"
+            ),
+            "{e}"
+        );
+        let e = conv("      hyperv: {relaxed: {}}\n", Arch::Arm64)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "spec.domain.features.hyperv: Hyper-V enlightenments are not available on arm64"
+        );
+    }
 }

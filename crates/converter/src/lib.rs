@@ -9,7 +9,7 @@
 //!
 //! One module per concern, assembled in [`convert`] in this order: identity
 //! and metadata, [`cpu`], [`memory`], [`os`] (machine, firmware, SMBIOS),
-//! [`features`] and clock, [`disks`], [`devices`] (controllers, consoles,
+//! [`features`] and clock, [`disks`], [`iothreads`], [`devices`] (controllers, consoles,
 //! graphics, input, RNG, balloon). Inputs whose feature is not built yet are
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
 
@@ -18,6 +18,7 @@ pub mod cpu;
 pub mod devices;
 pub mod disks;
 pub mod features;
+pub mod iothreads;
 pub mod memory;
 pub mod os;
 pub mod unsupported;
@@ -259,10 +260,24 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
     unsupported::check(vmi)?;
     let caps = arch::caps(ctx.arch);
 
-    let cpu = cpu::convert(vmi, ctx)?;
+    let mem = memory::convert(vmi)?;
+    let mut cpu = cpu::convert(vmi, ctx)?;
     let vcpus = cpu.vcpu.count;
-    let disks = disks::convert(vmi, ctx, vcpus)?;
-    let dev = devices::convert(vmi, ctx, &disks)?;
+    if mem.memfd && cpu.cpu.numa.is_none() {
+        // libvirt shares memfd memory per NUMA cell: one cell with every vCPU.
+        cpu.cpu.numa = Some(domain::CpuNuma {
+            cell: vec![domain::NumaCell {
+                id: "0".into(),
+                cpus: format!("0-{}", vcpus.saturating_sub(1)),
+                memory: Some(mem.memory.value / 1024),
+                unit: Some("KiB".into()),
+                mem_access: None,
+            }],
+        });
+    }
+    let mut disks = disks::convert(vmi, ctx, vcpus)?;
+    let mut dev = devices::convert(vmi, ctx, &disks)?;
+    let iothreads = iothreads::apply(vmi, vcpus, &mut disks, &mut dev.controller)?;
     let dom = Domain {
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
@@ -277,13 +292,18 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
                 }),
             }),
         }),
-        memory: memory::convert(vmi)?,
+        max_memory: mem.max_memory,
+        memory: mem.memory,
         current_memory: None,
+        memory_backing: mem.backing,
         vcpu: cpu.vcpu,
-        iothreads: None,
+        vcpus: None,
+        iothreads,
+        cputune: None,
+        numatune: None,
         sysinfo: os::sysinfo(vmi, ctx, caps),
         os: os::convert(vmi, ctx, caps)?,
-        features: Some(features::convert(vmi, caps)),
+        features: Some(features::convert(vmi, caps)?),
         cpu: Some(cpu.cpu),
         clock: features::clock(vmi)?,
         devices: domain::Devices { disk: disks, ..dev },

@@ -335,12 +335,19 @@ fn case_014_memory_is_exact_bytes() {
         e.to_string(),
         "spec.domain.memory.guest: Memory size '-45Gi' must be greater than or equal to 0"
     );
-    // Hugepages (the case's input) are refused by name until they are built.
-    let e = conv(&data("cases/014-memory-quantity-units.yaml"), Arch::Amd64).unwrap_err();
+    // The case's input: 1G is not a multiple of 2Mi hugepages.
+    let doc = data("cases/014-memory-quantity-units.yaml");
+    let e = conv(&doc, Arch::Amd64).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "spec.domain.memory.hugepages: hugepages is not supported yet"
+        "spec.domain.memory.guest: '1G' is not a multiple of the page size spec.domain.memory.hugepages.pageSize '2Mi'"
     );
+    // With 1Gi it converts: exact bytes, hugepages backed by memfd.
+    let d = conv(&doc.replace("guest: 1G", "guest: 1Gi"), Arch::Amd64).unwrap();
+    assert_eq!(d.memory.value, 1_073_741_824);
+    let mb = d.memory_backing.as_ref().unwrap();
+    assert!(mb.hugepages.is_some());
+    assert_eq!(mb.source.as_ref().unwrap().source_type, "memfd");
 }
 
 #[test]

@@ -44,11 +44,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "launch security (SEV)",
         ),
         (
-            dom.io_threads_policy.is_some(),
-            "spec.domain.ioThreadsPolicy".into(),
-            "I/O threads policy",
-        ),
-        (
             dev.watchdog.is_some(),
             "spec.domain.devices.watchdog".into(),
             "watchdog",
@@ -119,25 +114,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             ),
         ]);
     }
-    if let Some(mem) = &dom.memory {
-        let hotplug = match (&mem.max_guest, &mem.guest) {
-            (Some(max), Some(guest)) => max.to_bytes().ok() != guest.to_bytes().ok(),
-            (Some(_), None) => true,
-            _ => false,
-        };
-        checks.extend([
-            (
-                mem.hugepages.is_some(),
-                "spec.domain.memory.hugepages".into(),
-                "hugepages",
-            ),
-            (
-                hotplug,
-                "spec.domain.memory.maxGuest".into(),
-                "memory hot-plug",
-            ),
-        ]);
-    }
     if let Some(fw) = &dom.firmware {
         checks.push((
             fw.acpi.is_some(),
@@ -155,29 +131,10 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "persistent EFI variables",
         ));
     }
-    if let Some(f) = &dom.features {
-        checks.extend([
-            (
-                f.hyperv.is_some(),
-                "spec.domain.features.hyperv".into(),
-                "Hyper-V enlightenments",
-            ),
-            (
-                f.hyperv_passthrough.is_some(),
-                "spec.domain.features.hypervPassthrough".into(),
-                "Hyper-V passthrough",
-            ),
-        ]);
-    }
     for (i, d) in dev.disks.iter().enumerate() {
         let p = format!("spec.domain.devices.disks[{i}]");
         checks.extend([
             (d.lun.is_some(), format!("{p}.lun"), "LUN disks"),
-            (
-                d.dedicated_io_thread == Some(true),
-                format!("{p}.dedicatedIOThread"),
-                "dedicated I/O threads",
-            ),
             (
                 d.block_size.is_some(),
                 format!("{p}.blockSize"),
