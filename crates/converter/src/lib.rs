@@ -8,13 +8,14 @@
 //! the launcher before conversion.
 //!
 //! One module per concern, assembled in [`convert`] in this order: identity
-//! and metadata, [`cpu`], [`memory`], [`os`] (machine, firmware, SMBIOS),
+//! and metadata, [`cpu`], [`memory`], [`cputune`], [`os`] (machine, firmware, SMBIOS),
 //! [`features`] and clock, [`disks`], [`iothreads`], [`devices`] (controllers, consoles,
 //! graphics, input, RNG, balloon). Inputs whose feature is not built yet are
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
 
 pub mod arch;
 pub mod cpu;
+pub mod cputune;
 pub mod devices;
 pub mod disks;
 pub mod features;
@@ -216,6 +217,11 @@ pub struct ConvertContext {
     pub free_page_reporting: bool,
     /// Probe results.
     pub prepared: Prepared,
+    /// Host CPUs the pod may use, in the kernel's order: the cgroup's
+    /// `cpuset.cpus.effective` (v2) or `cpuset/cpuset.cpus` (v1), parsed
+    /// with [`cputune::parse_cpu_list`]. `None` when unknown; VMIs with
+    /// `dedicatedCpuPlacement` are then refused.
+    pub pod_cpuset: Option<Vec<u32>>,
 }
 
 impl ConvertContext {
@@ -234,6 +240,7 @@ impl ConvertContext {
             serial_console_log: true,
             free_page_reporting: true,
             prepared: Prepared::default(),
+            pod_cpuset: None,
         }
     }
 }
@@ -278,6 +285,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
     let mut disks = disks::convert(vmi, ctx, vcpus)?;
     let mut dev = devices::convert(vmi, ctx, &disks)?;
     let iothreads = iothreads::apply(vmi, vcpus, &mut disks, &mut dev.controller)?;
+    let cputune = cputune::convert(vmi, ctx, cpu.current, iothreads)?;
     let dom = Domain {
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
@@ -297,9 +305,9 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         current_memory: None,
         memory_backing: mem.backing,
         vcpu: cpu.vcpu,
-        vcpus: None,
+        vcpus: cpu.vcpus,
         iothreads,
-        cputune: None,
+        cputune,
         numatune: None,
         sysinfo: os::sysinfo(vmi, ctx, caps),
         os: os::convert(vmi, ctx, caps)?,

@@ -5,7 +5,7 @@
 
 use api::quantity::{Quantity, QuantityRangeError};
 use api::VirtualMachineInstance;
-use domain::{Empty, Hugepages, MaxMemory, MemoryAccess, MemoryBacking, MemorySource, MemoryValue};
+use domain::{Hugepages, MaxMemory, MemoryAccess, MemoryBacking, MemorySource, MemoryValue};
 
 use crate::ConvertError;
 
@@ -146,13 +146,6 @@ pub fn convert(vmi: &VirtualMachineInstance) -> Result<Converted, ConvertError> 
         out.backing = Some(backing);
     }
     Ok(out)
-}
-
-/// Adds `<nosharepages/>` (realtime guests with NUMA passthrough).
-pub fn no_share_pages(backing: &mut Option<MemoryBacking>) {
-    backing
-        .get_or_insert_with(MemoryBacking::default)
-        .nosharepages = Some(Empty {});
 }
 
 #[cfg(test)]

@@ -86,33 +86,11 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
         ),
     ];
     if let Some(cpu) = &dom.cpu {
-        checks.extend([
-            (
-                cpu.max_sockets != 0,
-                "spec.domain.cpu.maxSockets".into(),
-                "CPU hot-plug",
-            ),
-            (
-                cpu.dedicated_cpu_placement,
-                "spec.domain.cpu.dedicatedCpuPlacement".into(),
-                "dedicated CPU placement",
-            ),
-            (
-                cpu.isolate_emulator_thread,
-                "spec.domain.cpu.isolateEmulatorThread".into(),
-                "emulator thread isolation",
-            ),
-            (
-                cpu.numa.is_some(),
-                "spec.domain.cpu.numa".into(),
-                "guest NUMA mapping",
-            ),
-            (
-                cpu.realtime.is_some(),
-                "spec.domain.cpu.realtime".into(),
-                "realtime CPUs",
-            ),
-        ]);
+        checks.extend([(
+            cpu.numa.is_some(),
+            "spec.domain.cpu.numa".into(),
+            "guest NUMA mapping (needs the node's NUMA topology)",
+        )]);
     }
     if let Some(fw) = &dom.firmware {
         checks.push((

@@ -211,7 +211,30 @@ pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, Laun
     if let Some(o) = &flags.ovmf_path {
         ctx.paths.ovmf_dir.clone_from(o);
     }
+    ctx.pod_cpuset = pod_cpuset();
     Ok(ctx)
+}
+
+/// cgroup files that list the CPUs this process may run on (v2, then v1).
+pub const CPUSET_FILES: [&str; 2] = [
+    "/sys/fs/cgroup/cpuset.cpus.effective",
+    "/sys/fs/cgroup/cpuset/cpuset.cpus",
+];
+
+/// The pod's CPUs from its cgroup cpuset (what KubeVirt pins dedicated
+/// vCPUs to); `None` when neither cgroup file is readable or parses.
+pub fn pod_cpuset() -> Option<Vec<u32>> {
+    CPUSET_FILES.iter().find_map(|f| {
+        let text = std::fs::read_to_string(f).ok()?;
+        match converter::cputune::parse_cpu_list(&text) {
+            Ok(cpus) if !cpus.is_empty() => Some(cpus),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!("{f}: {e}");
+                None
+            }
+        }
+    })
 }
 
 fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
