@@ -102,7 +102,8 @@ pub fn convert(
     })?;
     let v = usize::try_from(vcpus).unwrap_or(usize::MAX);
     let emulator = if cpu.isolate_emulator_thread {
-        let even = vmi.metadata.annotations.contains_key(EMULATOR_EVEN_PARITY) && vcpus.is_multiple_of(2);
+        let even =
+            vmi.metadata.annotations.contains_key(EMULATOR_EVEN_PARITY) && vcpus.is_multiple_of(2);
         if even {
             2
         } else {

@@ -222,6 +222,10 @@ pub struct ConvertContext {
     /// with [`cputune::parse_cpu_list`]. `None` when unknown; VMIs with
     /// `dedicatedCpuPlacement` are then refused.
     pub pod_cpuset: Option<Vec<u32>>,
+    /// File names found in [`Paths::ovmf_dir`] (probed by the launcher);
+    /// `None` when not probed (converting for another host), and then
+    /// KubeVirt's file names are assumed present. See [`os::efi_files`].
+    pub ovmf_files: Option<std::collections::BTreeSet<String>>,
 }
 
 impl ConvertContext {
@@ -241,6 +245,7 @@ impl ConvertContext {
             free_page_reporting: true,
             prepared: Prepared::default(),
             pod_cpuset: None,
+            ovmf_files: None,
         }
     }
 }

@@ -212,7 +212,21 @@ pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, Laun
         ctx.paths.ovmf_dir.clone_from(o);
     }
     ctx.pod_cpuset = pod_cpuset();
+    ctx.ovmf_files = Some(dir_files(&ctx.paths.ovmf_dir));
     Ok(ctx)
+}
+
+/// Names of the regular files in `dir` (the EFI firmware directory);
+/// empty when it cannot be read, so EFI VMIs are refused by name.
+pub fn dir_files(dir: &str) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.path().is_file())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// cgroup files that list the CPUs this process may run on (v2, then v1).

@@ -144,6 +144,10 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let mut ctx = ConvertContext::new(arch, virt);
     ctx.pod_cpuset = launcher::pod_cpuset();
+    if arch == host {
+        // Firmware files are a fact of this host only.
+        ctx.ovmf_files = Some(launcher::dir_files(&ctx.paths.ovmf_dir));
+    }
     let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
     let xml = dom
         .to_xml()
