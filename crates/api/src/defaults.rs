@@ -77,7 +77,12 @@ pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
     }
 
     for volume in &spec.volumes {
-        if !dom.devices.disks.iter().any(|d| d.name == volume.name) {
+        let shared = dom
+            .devices
+            .filesystems
+            .iter()
+            .any(|f| f.name == volume.name);
+        if !shared && !dom.devices.disks.iter().any(|d| d.name == volume.name) {
             dom.devices.disks.push(Disk {
                 name: volume.name.clone(),
                 ..Disk::default()

@@ -561,6 +561,13 @@ pub struct Devices {
     /// Input devices (tablet on usb or virtio).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<Input>,
+    /// Attach a vsock device (its CID comes from `status.vsockCID`).
+    #[serde(
+        rename = "autoattachVSOCK",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub autoattach_vsock: Option<bool>,
     /// Use `virtio-transitional` models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_virtio_transitional: Option<bool>,

@@ -286,7 +286,7 @@ pub fn convert(
             }
         }
         if bus == Bus::Virtio && ctx.arch != Arch::S390x {
-            disk.model = Some(crate::arch::caps(ctx.arch).virtio_model.into());
+            disk.model = Some(crate::arch::virtio_model(crate::arch::caps(ctx.arch), vmi).into());
         }
         if bus == Bus::Scsi {
             disk.address = Some(Address {

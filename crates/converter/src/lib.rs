@@ -9,7 +9,7 @@
 //!
 //! One module per concern, assembled in [`convert`] in this order: identity
 //! and metadata, [`cpu`], [`memory`], [`cputune`], [`os`] (machine, firmware, SMBIOS),
-//! [`features`] and clock, [`disks`], [`iothreads`], [`devices`] (controllers, consoles,
+//! [`features`] and clock, [`disks`], [`iothreads`], [`filesystems`], [`devices`] (controllers, consoles,
 //! graphics, input, RNG, balloon). Inputs whose feature is not built yet are
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
 
@@ -19,6 +19,7 @@ pub mod cputune;
 pub mod devices;
 pub mod disks;
 pub mod features;
+pub mod filesystems;
 pub mod iothreads;
 pub mod memory;
 pub mod os;
@@ -289,6 +290,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
     }
     let mut disks = disks::convert(vmi, ctx, vcpus)?;
     let mut dev = devices::convert(vmi, ctx, &disks)?;
+    dev.filesystem = filesystems::convert(vmi)?;
     let iothreads = iothreads::apply(vmi, vcpus, &mut disks, &mut dev.controller)?;
     let cputune = cputune::convert(vmi, ctx, cpu.current, iothreads)?;
     let dom = Domain {

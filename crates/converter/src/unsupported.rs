@@ -44,15 +44,9 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "launch security (SEV)",
         ),
         (
-            dev.watchdog.is_some(),
-            "spec.domain.devices.watchdog".into(),
-            "watchdog",
-        ),
-        (dev.tpm.is_some(), "spec.domain.devices.tpm".into(), "TPM"),
-        (
-            dev.sound.is_some(),
-            "spec.domain.devices.sound".into(),
-            "sound",
+            dev.tpm.as_ref().is_some_and(|t| t.persistent == Some(true)),
+            "spec.domain.devices.tpm.persistent".into(),
+            "persistent TPM state (needs KubeVirt's backend storage)",
         ),
         (
             !dev.gpus.is_empty(),
@@ -63,26 +57,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             !dev.host_devices.is_empty(),
             "spec.domain.devices.hostDevices".into(),
             "host devices",
-        ),
-        (
-            !dev.filesystems.is_empty(),
-            "spec.domain.devices.filesystems".into(),
-            "virtiofs filesystems",
-        ),
-        (
-            dev.client_passthrough.is_some(),
-            "spec.domain.devices.clientPassthrough".into(),
-            "USB redirection",
-        ),
-        (
-            dev.downward_metrics.is_some(),
-            "spec.domain.devices.downwardMetrics".into(),
-            "downward metrics",
-        ),
-        (
-            dev.video.is_some(),
-            "spec.domain.devices.video".into(),
-            "video device selection",
         ),
     ];
     if let Some(cpu) = &dom.cpu {
@@ -106,7 +80,7 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
         checks.push((
             persistent,
             "spec.domain.firmware.bootloader.efi.persistent".into(),
-            "persistent EFI variables",
+            "persistent EFI variables (needs KubeVirt's backend storage)",
         ));
     }
     for (i, d) in dev.disks.iter().enumerate() {
