@@ -23,6 +23,7 @@ pub mod filesystems;
 pub mod iothreads;
 pub mod memory;
 pub mod os;
+pub mod pci_ports;
 pub mod unsupported;
 
 use std::collections::BTreeMap;

@@ -59,6 +59,24 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "host devices",
         ),
     ];
+    checks.push((
+        vmi.metadata
+            .annotations
+            .contains_key("kubevirt.io/pci-interface-slot-count"),
+        "metadata.annotations[kubevirt.io/pci-interface-slot-count]".into(),
+        "placeholder PCI slots for interfaces",
+    ));
+    checks.push((
+        vmi.metadata
+            .annotations
+            .get(crate::pci_ports::PLACE_ON_ROOT_COMPLEX)
+            .is_some_and(|v| v == "true"),
+        format!(
+            "metadata.annotations[{}]",
+            crate::pci_ports::PLACE_ON_ROOT_COMPLEX
+        ),
+        "placing PCI devices on the root complex",
+    ));
     if let Some(cpu) = &dom.cpu {
         checks.extend([(
             cpu.numa.is_some(),
