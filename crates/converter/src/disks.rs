@@ -311,10 +311,15 @@ pub fn convert(
                 }
                 .into(),
             ),
-            io: d.io.map(|io| match io {
-                api::vmi::IoMode::Native => "native".into(),
-                api::vmi::IoMode::Threads => "threads".into(),
-            }),
+            io: match d.io {
+                Some(api::vmi::IoMode::Native) => Some("native".into()),
+                Some(api::vmi::IoMode::Threads) => Some("threads".into()),
+                None => ctx
+                    .prepared
+                    .native_io
+                    .contains(&d.name)
+                    .then(|| "native".into()),
+            },
             ..DiskDriver::default()
         };
         match volumes.get(d.name.as_str()) {

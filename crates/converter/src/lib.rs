@@ -198,6 +198,10 @@ pub struct Prepared {
     pub cache_modes: BTreeMap<String, api::vmi::CacheMode>,
     /// PVC/DataVolume volumes that are block devices (`/dev/<vol>`).
     pub block_volumes: std::collections::BTreeSet<String>,
+    /// Volumes whose disk sets no io mode and gets `io='native'`: cache
+    /// `none` on a block device or a fully allocated image (KubeVirt's
+    /// `SetOptimalIOMode`).
+    pub native_io: std::collections::BTreeSet<String>,
 }
 
 /// Everything besides the VMI that conversion depends on.
