@@ -748,7 +748,7 @@ pub struct Disk {
     /// Attach as a disk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<DiskTarget>,
-    /// Attach as a SCSI LUN; not implemented yet.
+    /// Attach as a SCSI LUN (block volumes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lun: Option<DiskTarget>,
     /// Attach as a CD-ROM.
@@ -782,9 +782,9 @@ pub struct Disk {
     /// Device tag for cloud-init metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
-    /// Custom block sizes; not implemented yet.
+    /// Block sizes shown to the guest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub block_size: Option<Value>,
+    pub block_size: Option<BlockSize>,
 }
 
 /// `disks[].disk` / `disks[].lun`.
@@ -797,9 +797,36 @@ pub struct DiskTarget {
     /// Read-only.
     #[serde(default)]
     pub readonly: bool,
-    /// Guest PCI address (virtio only); not implemented yet.
+    /// Guest PCI address `dddd:bb:ss.f` (virtio only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_address: Option<String>,
+    /// SCSI persistent reservation through the pr-helper (`lun` only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reservation: bool,
+}
+
+/// `disks[].blockSize`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockSize {
+    /// Fixed sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<CustomBlockSize>,
+    /// Sizes probed from the volume (`{enabled: true}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_volume: Option<FeatureState>,
+}
+
+/// `blockSize.custom`, in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomBlockSize {
+    /// Logical block size.
+    #[serde(default)]
+    pub logical: u32,
+    /// Physical block size.
+    #[serde(default)]
+    pub physical: u32,
 }
 
 /// `disks[].cdrom`.

@@ -103,19 +103,14 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
     }
     for (i, d) in dev.disks.iter().enumerate() {
         let p = format!("spec.domain.devices.disks[{i}]");
-        checks.extend([
-            (d.lun.is_some(), format!("{p}.lun"), "LUN disks"),
-            (
-                d.block_size.is_some(),
-                format!("{p}.blockSize"),
-                "custom block sizes",
-            ),
-            (
-                d.disk.as_ref().is_some_and(|t| t.pci_address.is_some()),
-                format!("{p}.disk.pciAddress"),
-                "disk PCI addresses",
-            ),
-        ]);
+        checks.extend([(
+            d.block_size
+                .as_ref()
+                .and_then(|b| b.match_volume.as_ref())
+                .is_some_and(|m| m.is_enabled()),
+            format!("{p}.blockSize.matchVolume"),
+            "block sizes probed from the volume",
+        )]);
     }
     for (i, v) in spec.volumes.iter().enumerate() {
         let p = format!("spec.volumes[{i}]");

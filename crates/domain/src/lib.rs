@@ -925,6 +925,8 @@ pub struct Disk {
     pub readonly: Option<Empty>,
     /// Shareable between domains.
     pub shareable: Option<Empty>,
+    /// Block sizes.
+    pub blockio: Option<BlockIo>,
     /// Alias (`ua-<name>` for user devices).
     pub alias: Option<Alias>,
     /// Guest address.
@@ -996,6 +998,45 @@ pub struct DiskSource {
     /// Volume name (KubeVirt sets it on block PVCs).
     #[serde(rename = "@name")]
     pub name: Option<String>,
+    /// SCSI persistent reservations (`lun` disks).
+    pub reservations: Option<Reservations>,
+}
+
+/// `<reservations managed='no'><source type='unix' path=... mode='client'/></reservations>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reservations {
+    /// `no`: an external pr-helper serves them.
+    #[serde(rename = "@managed")]
+    pub managed: String,
+    /// The pr-helper's socket.
+    pub source: Option<ReservationsSource>,
+}
+
+/// `<source type='unix' path=... mode='client'/>` of `<reservations>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReservationsSource {
+    /// `unix`.
+    #[serde(rename = "@type")]
+    pub source_type: String,
+    /// Socket path.
+    #[serde(rename = "@path")]
+    pub path: String,
+    /// `client`.
+    #[serde(rename = "@mode")]
+    pub mode: String,
+}
+
+/// `<blockio logical_block_size='512' physical_block_size='4096'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockIo {
+    /// Logical block size in bytes.
+    #[serde(rename = "@logical_block_size")]
+    pub logical_block_size: Option<u32>,
+    /// Physical block size in bytes.
+    #[serde(rename = "@physical_block_size")]
+    pub physical_block_size: Option<u32>,
 }
 
 /// `<backingStore type='file'><format type='raw'/><source file=.../></backingStore>`.
