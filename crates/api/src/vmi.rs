@@ -124,12 +124,33 @@ pub struct DomainSpec {
     /// Threads of the `supplementalPool` policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_threads: Option<IoThreads>,
-    /// Not implemented yet; refused when present.
+    /// SMBIOS chassis (type 3) fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chassis: Option<Value>,
+    pub chassis: Option<Chassis>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_security: Option<Value>,
+}
+
+/// `spec.domain.chassis`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Chassis {
+    /// Manufacturer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manufacturer: Option<String>,
+    /// Version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Serial number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// Asset tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asset: Option<String>,
+    /// SKU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sku: Option<String>,
 }
 
 /// `spec.domain.resources`.

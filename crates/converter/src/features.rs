@@ -176,8 +176,13 @@ const TICK_POLICIES: [&str; 4] = ["delay", "catchup", "merge", "discard"];
 /// [`ConvertError::Invalid`] for both `utc` and `timezone`, an unknown tick
 /// policy or rtc track, or a time zone name that is not a plain zone path.
 pub fn clock(vmi: &VirtualMachineInstance) -> Result<Option<Clock>, ConvertError> {
+    let tsc = tsc_frequency(vmi)?;
     let Some(c) = &vmi.spec.domain.clock else {
-        return Ok(None);
+        return Ok(tsc.map(|hz| Clock {
+            offset: "utc".into(),
+            timer: vec![tsc_timer(hz)],
+            ..Clock::default()
+        }));
     };
     let base = "spec.domain.clock";
     let mut clock = match (&c.utc, &c.timezone) {
@@ -260,10 +265,61 @@ pub fn clock(vmi: &VirtualMachineInstance) -> Result<Option<Clock>, ConvertError
                     .into(),
                 ),
                 track,
+                frequency: None,
             });
         }
     }
+    if let Some(hz) = tsc {
+        clock.timer.push(tsc_timer(hz));
+    }
     Ok(Some(clock))
+}
+
+fn tsc_timer(hz: u64) -> Timer {
+    Timer {
+        name: "tsc".into(),
+        frequency: Some(hz),
+        ..Timer::default()
+    }
+}
+
+/// The TSC frequency to pin (`<timer name='tsc' frequency=Hz/>`):
+/// `status.topologyHints.tscFrequency`, when the guest needs a stable TSC:
+/// the CPU feature `invtsc` with policy `require` or `force`, or Hyper-V
+/// re-enlightenment.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] for a frequency that is not a positive integer.
+pub fn tsc_frequency(vmi: &VirtualMachineInstance) -> Result<Option<u64>, ConvertError> {
+    let dom = &vmi.spec.domain;
+    let invtsc = dom.cpu.as_ref().is_some_and(|c| {
+        c.features
+            .iter()
+            .any(|f| f.name == "invtsc" && matches!(f.policy.as_str(), "" | "require" | "force"))
+    });
+    let reenlightenment = dom
+        .features
+        .as_ref()
+        .and_then(|f| f.hyperv.as_ref())
+        .and_then(|h| h.reenlightenment.as_ref())
+        .is_some_and(|s| s.is_enabled());
+    if !invtsc && !reenlightenment {
+        return Ok(None);
+    }
+    let Some(v) = vmi
+        .status
+        .as_ref()
+        .and_then(|s| s.get("topologyHints"))
+        .and_then(|t| t.get("tscFrequency"))
+    else {
+        return Ok(None);
+    };
+    v.as_u64().filter(|hz| *hz > 0).map(Some).ok_or_else(|| {
+        ConvertError::invalid(
+            "status.topologyHints.tscFrequency",
+            format!("{v} is not a frequency in Hz"),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -350,6 +406,90 @@ mod tests {
         assert_eq!(
             e,
             "spec.domain.features.hyperv: Hyper-V enlightenments are not available on arm64"
+        );
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use api::Arch;
+
+    use crate::{convert, ConvertContext, VirtType};
+
+    fn conv(domain: &str, status: &str, arch: Arch) -> Result<domain::Domain, crate::ConvertError> {
+        let doc = format!(
+            "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: t, uid: u1}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n{domain}{status}"
+        );
+        let v = api::load_vmi(doc.as_bytes(), arch).unwrap();
+        convert(&v, &ConvertContext::new(arch, VirtType::Kvm))
+    }
+
+    const HINT: &str = "status: {topologyHints: {tscFrequency: 2400000000}}\n";
+
+    #[test]
+    fn tsc_frequency_is_pinned_for_invtsc_or_reenlightenment() {
+        let d = conv(
+            "    cpu: {features: [{name: invtsc, policy: require}]}\n",
+            HINT,
+            Arch::Amd64,
+        )
+        .unwrap();
+        let x = d.to_xml().unwrap();
+        assert!(
+            x.contains(
+                "<clock offset=\"utc\">\n    <timer name=\"tsc\" frequency=\"2400000000\"/>"
+            ),
+            "{x}"
+        );
+        let d = conv(
+            "    features: {hyperv: {reenlightenment: {}}}\n    clock: {utc: {}}\n",
+            HINT,
+            Arch::Amd64,
+        )
+        .unwrap();
+        let c = d.clock.unwrap();
+        assert_eq!(c.timer.last().unwrap().frequency, Some(2_400_000_000));
+        // optional invtsc, or no hint: no TSC timer.
+        let d = conv(
+            "    cpu: {features: [{name: invtsc, policy: optional}]}\n",
+            HINT,
+            Arch::Amd64,
+        )
+        .unwrap();
+        assert!(d.clock.is_none());
+        let d = conv("    cpu: {features: [{name: invtsc}]}\n", "", Arch::Amd64).unwrap();
+        assert!(d.clock.is_none());
+        let e = conv(
+            "    cpu: {features: [{name: invtsc}]}\n",
+            "status: {topologyHints: {tscFrequency: -1}}\n",
+            Arch::Amd64,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "status.topologyHints.tscFrequency: -1 is not a frequency in Hz"
+        );
+    }
+
+    #[test]
+    fn chassis_entries_in_sysinfo() {
+        let d = conv(
+            "    chassis: {manufacturer: M, serial: S, asset: \"\"}\n",
+            "",
+            Arch::Amd64,
+        )
+        .unwrap();
+        let ch = d.sysinfo.unwrap().chassis.unwrap();
+        let got: Vec<(&str, &str)> = ch
+            .entry
+            .iter()
+            .map(|e| (e.name.as_str(), e.value.as_str()))
+            .collect();
+        assert_eq!(got, [("manufacturer", "M"), ("serial", "S")]);
+        let e = conv("    chassis: {manufacturer: M}\n", "", Arch::S390x).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "spec.domain.chassis: SMBIOS is not available on s390x"
         );
     }
 }

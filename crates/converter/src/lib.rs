@@ -321,7 +321,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         iothreads,
         cputune,
         numatune: None,
-        sysinfo: os::sysinfo(vmi, ctx, caps),
+        sysinfo: os::sysinfo(vmi, ctx, caps)?,
         os: os::convert(vmi, ctx, caps)?,
         features: Some(features::convert(vmi, caps)?),
         cpu: Some(cpu.cpu),

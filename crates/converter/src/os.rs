@@ -216,15 +216,50 @@ fn basename(p: &str) -> Option<&str> {
 }
 
 /// `<sysinfo type='smbios'>` with the system entries `uuid`, `serial`,
-/// then the SMBIOS options (manufacturer, family, product, sku, version);
-/// empty values are left out. None on arches without SMBIOS.
+/// then the SMBIOS options (manufacturer, family, product, sku, version),
+/// and the chassis entries (manufacturer, version, serial, asset, sku) of
+/// `spec.domain.chassis`; empty values are left out. None on arches without
+/// SMBIOS.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] for a chassis on an architecture without
+/// SMBIOS, or chassis text XML cannot carry.
 pub fn sysinfo(
     vmi: &VirtualMachineInstance,
     ctx: &ConvertContext,
     caps: &ArchCaps,
-) -> Option<SysInfo> {
+) -> Result<Option<SysInfo>, ConvertError> {
+    let chassis = match &vmi.spec.domain.chassis {
+        Some(_) if !caps.smbios => {
+            return Err(ConvertError::invalid(
+                "spec.domain.chassis",
+                format!("SMBIOS is not available on {}", ctx.arch),
+            ))
+        }
+        Some(c) => {
+            let mut entries = Vec::new();
+            for (name, v) in [
+                ("manufacturer", &c.manufacturer),
+                ("version", &c.version),
+                ("serial", &c.serial),
+                ("asset", &c.asset),
+                ("sku", &c.sku),
+            ] {
+                let Some(v) = v.as_deref().filter(|v| !v.is_empty()) else {
+                    continue;
+                };
+                crate::xml_text(&format!("spec.domain.chassis.{name}"), v)?;
+                entries.push(SysInfoEntry {
+                    name: name.into(),
+                    value: v.into(),
+                });
+            }
+            Some(SysInfoEntries { entry: entries })
+        }
+        None => None,
+    };
     if !caps.smbios {
-        return None;
+        return Ok(None);
     }
     let fw = vmi.spec.domain.firmware.as_ref();
     let s = &ctx.smbios;
@@ -244,9 +279,9 @@ pub fn sysinfo(
         value: v.into(),
     })
     .collect();
-    Some(SysInfo {
+    Ok(Some(SysInfo {
         sysinfo_type: "smbios".into(),
         system: Some(SysInfoEntries { entry: entries }),
-        chassis: None,
-    })
+        chassis,
+    }))
 }

@@ -34,11 +34,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "access credentials",
         ),
         (
-            dom.chassis.is_some(),
-            "spec.domain.chassis".into(),
-            "SMBIOS chassis",
-        ),
-        (
             dom.launch_security.is_some(),
             "spec.domain.launchSecurity".into(),
             "launch security (SEV)",

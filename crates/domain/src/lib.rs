@@ -704,6 +704,9 @@ pub struct Timer {
     /// `guest`, `wall`, `realtime` (rtc only).
     #[serde(rename = "@track")]
     pub track: Option<String>,
+    /// Frequency in Hz (`tsc` only).
+    #[serde(rename = "@frequency", default)]
+    pub frequency: Option<u64>,
 }
 
 /// `<devices>`.
