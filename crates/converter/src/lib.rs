@@ -8,7 +8,7 @@
 //! the launcher before conversion.
 //!
 //! One module per concern, assembled in [`convert`] in this order: identity
-//! and metadata, [`cpu`], [`memory`], [`cputune`], [`os`] (machine, firmware, SMBIOS),
+//! and metadata, [`cpu`], [`memory`], [`cputune`], [`numa`], [`os`] (machine, firmware, SMBIOS),
 //! [`features`] and clock, [`disks`], [`iothreads`], [`filesystems`], [`devices`] (controllers, consoles,
 //! graphics, input, RNG, balloon). Inputs whose feature is not built yet are
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
@@ -22,6 +22,7 @@ pub mod features;
 pub mod filesystems;
 pub mod iothreads;
 pub mod memory;
+pub mod numa;
 pub mod os;
 pub mod pci_ports;
 pub mod unsupported;
@@ -232,6 +233,10 @@ pub struct ConvertContext {
     /// `None` when not probed (converting for another host), and then
     /// KubeVirt's file names are assumed present. See [`os::efi_files`].
     pub ovmf_files: Option<std::collections::BTreeSet<String>>,
+    /// The host's NUMA nodes and their CPUs (KubeVirt gets them from
+    /// virt-handler; the launcher reads `/sys/devices/system/node`). `None`
+    /// when unknown; guest NUMA passthrough is then refused.
+    pub host_numa: Option<Vec<numa::HostNumaCell>>,
 }
 
 impl ConvertContext {
@@ -252,6 +257,7 @@ impl ConvertContext {
             prepared: Prepared::default(),
             pod_cpuset: None,
             ovmf_files: None,
+            host_numa: None,
         }
     }
 }
@@ -278,9 +284,26 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
     unsupported::check(vmi)?;
     let caps = arch::caps(ctx.arch);
 
-    let mem = memory::convert(vmi)?;
+    let mut mem = memory::convert(vmi)?;
     let mut cpu = cpu::convert(vmi, ctx)?;
     let vcpus = cpu.vcpu.count;
+    let mut disks = disks::convert(vmi, ctx, vcpus)?;
+    let mut dev = devices::convert(vmi, ctx, &disks)?;
+    dev.filesystem = filesystems::convert(vmi)?;
+    let iothreads = iothreads::apply(vmi, vcpus, &mut disks, &mut dev.controller)?;
+    let cputune = cputune::convert(vmi, ctx, cpu.current, iothreads)?;
+    let numa = numa::convert(
+        vmi,
+        ctx,
+        cputune.as_ref(),
+        mem.memory.value,
+        mem.hugepage_size,
+        &mut mem.backing,
+    )?;
+    let numatune = numa.map(|n| {
+        cpu.cpu.numa = Some(domain::CpuNuma { cell: n.cells });
+        n.numatune
+    });
     if mem.memfd && cpu.cpu.numa.is_none() {
         // libvirt shares memfd memory per NUMA cell: one cell with every vCPU.
         cpu.cpu.numa = Some(domain::CpuNuma {
@@ -293,11 +316,6 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
             }],
         });
     }
-    let mut disks = disks::convert(vmi, ctx, vcpus)?;
-    let mut dev = devices::convert(vmi, ctx, &disks)?;
-    dev.filesystem = filesystems::convert(vmi)?;
-    let iothreads = iothreads::apply(vmi, vcpus, &mut disks, &mut dev.controller)?;
-    let cputune = cputune::convert(vmi, ctx, cpu.current, iothreads)?;
     let dom = Domain {
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
@@ -320,7 +338,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         vcpus: cpu.vcpus,
         iothreads,
         cputune,
-        numatune: None,
+        numatune,
         sysinfo: os::sysinfo(vmi, ctx, caps)?,
         os: os::convert(vmi, ctx, caps)?,
         features: Some(features::convert(vmi, caps)?),

@@ -72,13 +72,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
         ),
         "placing PCI devices on the root complex",
     ));
-    if let Some(cpu) = &dom.cpu {
-        checks.extend([(
-            cpu.numa.is_some(),
-            "spec.domain.cpu.numa".into(),
-            "guest NUMA mapping (needs the node's NUMA topology)",
-        )]);
-    }
     if let Some(fw) = &dom.firmware {
         checks.push((
             fw.acpi.is_some(),

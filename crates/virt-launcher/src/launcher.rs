@@ -213,7 +213,29 @@ pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, Laun
     }
     ctx.pod_cpuset = pod_cpuset();
     ctx.ovmf_files = Some(dir_files(&ctx.paths.ovmf_dir));
+    ctx.host_numa = host_numa();
     Ok(ctx)
+}
+
+/// Where the kernel lists NUMA nodes (`node<N>/cpulist`).
+pub const NUMA_NODE_DIR: &str = "/sys/devices/system/node";
+
+/// The host's NUMA nodes with their CPUs; `None` when sysfs does not list
+/// them.
+pub fn host_numa() -> Option<Vec<converter::numa::HostNumaCell>> {
+    let mut cells: Vec<converter::numa::HostNumaCell> = std::fs::read_dir(NUMA_NODE_DIR)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let id: u32 = name.strip_prefix("node")?.parse().ok()?;
+            let text = std::fs::read_to_string(e.path().join("cpulist")).ok()?;
+            let cpus = converter::cputune::parse_cpu_list(&text).ok()?;
+            Some(converter::numa::HostNumaCell { id, cpus })
+        })
+        .collect();
+    cells.sort_by_key(|c| c.id);
+    (!cells.is_empty()).then_some(cells)
 }
 
 /// Names of the regular files in `dir` (the EFI firmware directory);

@@ -144,6 +144,7 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let mut ctx = ConvertContext::new(arch, virt);
     ctx.pod_cpuset = launcher::pod_cpuset();
+    ctx.host_numa = launcher::host_numa();
     if arch == host {
         // Firmware files are a fact of this host only.
         ctx.ovmf_files = Some(launcher::dir_files(&ctx.paths.ovmf_dir));
