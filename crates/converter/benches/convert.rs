@@ -12,7 +12,8 @@ use api::Arch;
 use converter::{convert, ConvertContext, VirtType};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-const SMALL: &str = r#"{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"vmi-ephemeral","namespace":"default","uid":"1b0c1e0e-3f4e-4b7a-9d1c-2a3b4c5d6e7f"},"spec":{"domain":{"devices":{"disks":[{"disk":{"bus":"virtio"},"name":"containerdisk"}]},"memory":{"guest":"128Mi"},"resources":{}},"terminationGracePeriodSeconds":0,"volumes":[{"containerDisk":{"image":"registry:5000/kubevirt/cirros-container-disk-demo:devel"},"name":"containerdisk"}]}}"#;
+/// KubeVirt's vmi-ephemeral example as JSON (shared with `examples/throughput.rs`).
+const SMALL: &str = include_str!("small.json");
 
 fn large() -> String {
     let buses = ["virtio", "sata", "scsi", "virtio"];
