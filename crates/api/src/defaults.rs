@@ -188,6 +188,17 @@ mod tests {
     }
 
     #[test]
+    fn a_volume_shared_through_virtiofs_gets_no_default_disk() {
+        let mut vmi = load(&SATA.replace(
+            "    devices: {}\n",
+            "    devices:\n      filesystems: [{name: containerdisk, virtiofs: {}}]\n",
+        ));
+        apply(&mut vmi, Arch::Amd64);
+        assert!(vmi.spec.domain.devices.disks.is_empty());
+        assert_eq!(vmi.spec.domain.devices.filesystems.len(), 1);
+    }
+
+    #[test]
     fn idempotent() {
         let mut a = load(SATA);
         apply(&mut a, Arch::Amd64);
