@@ -77,7 +77,12 @@ pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
     }
 
     for volume in &spec.volumes {
-        if !dom.devices.disks.iter().any(|d| d.name == volume.name) {
+        let shared = dom
+            .devices
+            .filesystems
+            .iter()
+            .any(|f| f.name == volume.name);
+        if !shared && !dom.devices.disks.iter().any(|d| d.name == volume.name) {
             dom.devices.disks.push(Disk {
                 name: volume.name.clone(),
                 ..Disk::default()
@@ -180,6 +185,17 @@ mod tests {
             vmi.spec.domain.machine.as_ref().unwrap().machine_type,
             "virt"
         );
+    }
+
+    #[test]
+    fn a_volume_shared_through_virtiofs_gets_no_default_disk() {
+        let mut vmi = load(&SATA.replace(
+            "    devices: {}\n",
+            "    devices:\n      filesystems: [{name: containerdisk, virtiofs: {}}]\n",
+        ));
+        apply(&mut vmi, Arch::Amd64);
+        assert!(vmi.spec.domain.devices.disks.is_empty());
+        assert_eq!(vmi.spec.domain.devices.filesystems.len(), 1);
     }
 
     #[test]

@@ -117,15 +117,40 @@ pub struct DomainSpec {
     /// Devices.
     #[serde(default)]
     pub devices: Devices,
-    /// `shared`, `auto` or `supplementalPool`; not implemented yet.
+    /// `shared`, `auto` or `supplementalPool` (see the converter's
+    /// `iothreads` module).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_threads_policy: Option<String>,
-    /// Not implemented yet; refused when present.
+    /// Threads of the `supplementalPool` policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chassis: Option<Value>,
+    pub io_threads: Option<IoThreads>,
+    /// SMBIOS chassis (type 3) fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chassis: Option<Chassis>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_security: Option<Value>,
+}
+
+/// `spec.domain.chassis`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Chassis {
+    /// Manufacturer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manufacturer: Option<String>,
+    /// Version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Serial number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// Asset tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asset: Option<String>,
+    /// SKU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sku: Option<String>,
 }
 
 /// `spec.domain.resources`.
@@ -156,7 +181,7 @@ pub struct Cpu {
     /// Threads per core; 0 = unset.
     #[serde(default)]
     pub threads: u32,
-    /// CPU hot-plug ceiling (sockets); not implemented yet.
+    /// CPU hot-plug ceiling (sockets); 0 = no hot-plug.
     #[serde(default)]
     pub max_sockets: u32,
     /// `host-model`, `host-passthrough` or a named libvirt model.
@@ -165,18 +190,45 @@ pub struct Cpu {
     /// CPU features with policies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<CpuFeature>,
-    /// Pin vCPUs to dedicated host CPUs; not implemented yet.
+    /// Pin vCPUs to dedicated host CPUs (the pod's cpuset).
     #[serde(default)]
     pub dedicated_cpu_placement: bool,
-    /// Not implemented yet.
+    /// Pin the emulator thread to one more dedicated host CPU.
     #[serde(default)]
     pub isolate_emulator_thread: bool,
-    /// Not implemented yet; refused when present.
+    /// Guest NUMA topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub numa: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub numa: Option<CpuNuma>,
+    /// Realtime vCPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub realtime: Option<Value>,
+    pub realtime: Option<Realtime>,
+}
+
+/// `spec.domain.cpu.numa`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuNuma {
+    /// Mirror the host NUMA cells of the pinned CPUs (`{}` to enable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_mapping_passthrough: Option<Value>,
+}
+
+/// `spec.domain.cpu.realtime`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Realtime {
+    /// vCPUs that run realtime (`0-3,^1`); default all (applied by virt-handler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask: Option<String>,
+}
+
+/// `spec.domain.ioThreads`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IoThreads {
+    /// Number of I/O threads every virtio disk shares (`supplementalPool`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supplemental_pool_thread_count: Option<u32>,
 }
 
 /// One `spec.domain.cpu.features[]` entry.
@@ -197,12 +249,21 @@ pub struct Memory {
     /// Memory the guest sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<Quantity>,
-    /// Hugepages backing; not implemented yet.
+    /// Hugepages backing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hugepages: Option<Value>,
-    /// Memory hot-plug ceiling; not implemented yet.
+    pub hugepages: Option<Hugepages>,
+    /// Memory hot-plug ceiling (`<maxMemory>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_guest: Option<Quantity>,
+}
+
+/// `spec.domain.memory.hugepages`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hugepages {
+    /// Page size (`2Mi`, `1Gi`).
+    #[serde(default)]
+    pub page_size: String,
 }
 
 /// `spec.domain.machine`.
@@ -388,12 +449,97 @@ pub struct Features {
     /// KVM features (`hidden`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kvm: Option<FeatureKvm>,
-    /// Hyper-V enlightenments; not implemented yet.
+    /// Hyper-V enlightenments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hyperv: Option<Value>,
-    /// Hyper-V passthrough; not implemented yet.
+    pub hyperv: Option<FeatureHyperv>,
+    /// Hyper-V passthrough (every enlightenment the host offers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hyperv_passthrough: Option<Value>,
+    pub hyperv_passthrough: Option<FeatureState>,
+}
+
+/// `features.hyperv`: each enlightenment a [`FeatureState`] (absent = not
+/// mentioned; `{}` = on), plus the three with extra settings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureHyperv {
+    /// Relaxed timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relaxed: Option<FeatureState>,
+    /// Virtual APIC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vapic: Option<FeatureState>,
+    /// Spinlock retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spinlocks: Option<FeatureSpinlocks>,
+    /// Virtual processor index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vpindex: Option<FeatureState>,
+    /// Processor time spent on the guest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<FeatureState>,
+    /// Synthetic interrupt controller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synic: Option<FeatureState>,
+    /// Synthetic timers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synictimer: Option<SyNicTimer>,
+    /// Hypervisor reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset: Option<FeatureState>,
+    /// Hypervisor vendor id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendorid: Option<FeatureVendorId>,
+    /// TSC and APIC frequency MSRs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequencies: Option<FeatureState>,
+    /// Re-enlightenment on migration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reenlightenment: Option<FeatureState>,
+    /// TLB flush hypercalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlbflush: Option<FeatureState>,
+    /// IPI hypercalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipi: Option<FeatureState>,
+    /// Enlightened VMCS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evmcs: Option<FeatureState>,
+}
+
+/// `hyperv.spinlocks`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureSpinlocks {
+    /// Off only when `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Retries before notifying the hypervisor (KubeVirt default 4096, at least 4095).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spinlocks: Option<u32>,
+}
+
+/// `hyperv.synictimer`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyNicTimer {
+    /// Off only when `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Direct-mode synthetic timers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<FeatureState>,
+}
+
+/// `hyperv.vendorid`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeatureVendorId {
+    /// Off only when `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Vendor id, 1 to 12 characters.
+    #[serde(default)]
+    pub vendorid: String,
 }
 
 /// `features.kvm`.
@@ -436,6 +582,13 @@ pub struct Devices {
     /// Input devices (tablet on usb or virtio).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<Input>,
+    /// Attach a vsock device (its CID comes from `status.vsockCID`).
+    #[serde(
+        rename = "autoattachVSOCK",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub autoattach_vsock: Option<bool>,
     /// Use `virtio-transitional` models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_virtio_transitional: Option<bool>,
@@ -448,33 +601,101 @@ pub struct Devices {
     /// Multi-queue virtio-blk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_multi_queue: Option<bool>,
-    /// Not implemented yet; refused when present.
+    /// Watchdog device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub watchdog: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub watchdog: Option<Watchdog>,
+    /// Emulated TPM 2.0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tpm: Option<Value>,
-    /// Not implemented yet; refused when present.
+    pub tpm: Option<Tpm>,
+    /// Sound card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sound: Option<Value>,
+    pub sound: Option<SoundDevice>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<Value>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_devices: Vec<Value>,
-    /// Not implemented yet; refused when present.
+    /// Shared directories (virtiofs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub filesystems: Vec<Value>,
-    /// Not implemented yet; refused when present.
+    pub filesystems: Vec<Filesystem>,
+    /// USB redirection from the client (`{}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_passthrough: Option<Value>,
-    /// Not implemented yet; refused when present.
+    /// Host metrics channel for vhostmd (`{}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub downward_metrics: Option<Value>,
-    /// Not implemented yet; refused when present.
+    /// Video adapter model of the autoattached graphics device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub video: Option<Value>,
+    pub video: Option<VideoDevice>,
+}
+
+/// `devices.watchdog`: a name and one of the models.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Watchdog {
+    /// Device name (alias `ua-<name>`).
+    #[serde(default)]
+    pub name: String,
+    /// Intel 6300ESB (amd64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub i6300esb: Option<WatchdogModel>,
+    /// IBM diag288 (s390x).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diag288: Option<WatchdogModel>,
+}
+
+/// A watchdog model's settings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchdogModel {
+    /// `poweroff`, `reset` (default) or `shutdown`.
+    #[serde(default)]
+    pub action: String,
+}
+
+/// `devices.tpm`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tpm {
+    /// No TPM when `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Keep the TPM state across restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent: Option<bool>,
+}
+
+/// `devices.sound`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SoundDevice {
+    /// Device name (alias `ua-<name>`).
+    #[serde(default)]
+    pub name: String,
+    /// `ich9` (default) or `ac97`.
+    #[serde(default)]
+    pub model: String,
+}
+
+/// `devices.filesystems[]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Filesystem {
+    /// Name of the volume shared (also the mount tag).
+    pub name: String,
+    /// Share through virtiofs (`{}`; the only kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtiofs: Option<Value>,
+}
+
+/// `devices.video`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VideoDevice {
+    /// libvirt video model (`vga`, `virtio`, `bochs`, `cirrus`, `ramfb`).
+    #[serde(rename = "type", default)]
+    pub video_type: String,
 }
 
 /// Disk bus (`disks[].disk.bus`).
@@ -548,7 +769,7 @@ pub struct Disk {
     /// Attach as a disk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<DiskTarget>,
-    /// Attach as a SCSI LUN; not implemented yet.
+    /// Attach as a SCSI LUN (block volumes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lun: Option<DiskTarget>,
     /// Attach as a CD-ROM.
@@ -569,8 +790,12 @@ pub struct Disk {
     /// I/O error policy; default `stop`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_policy: Option<ErrorPolicy>,
-    /// Own I/O thread; not implemented yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Own I/O thread.
+    #[serde(
+        rename = "dedicatedIOThread",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub dedicated_io_thread: Option<bool>,
     /// Shared between VMs; not implemented yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -578,9 +803,9 @@ pub struct Disk {
     /// Device tag for cloud-init metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
-    /// Custom block sizes; not implemented yet.
+    /// Block sizes shown to the guest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub block_size: Option<Value>,
+    pub block_size: Option<BlockSize>,
 }
 
 /// `disks[].disk` / `disks[].lun`.
@@ -593,9 +818,36 @@ pub struct DiskTarget {
     /// Read-only.
     #[serde(default)]
     pub readonly: bool,
-    /// Guest PCI address (virtio only); not implemented yet.
+    /// Guest PCI address `dddd:bb:ss.f` (virtio only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_address: Option<String>,
+    /// SCSI persistent reservation through the pr-helper (`lun` only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reservation: bool,
+}
+
+/// `disks[].blockSize`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockSize {
+    /// Fixed sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<CustomBlockSize>,
+    /// Sizes probed from the volume (`{enabled: true}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_volume: Option<FeatureState>,
+}
+
+/// `blockSize.custom`, in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomBlockSize {
+    /// Logical block size.
+    #[serde(default)]
+    pub logical: u32,
+    /// Physical block size.
+    #[serde(default)]
+    pub physical: u32,
 }
 
 /// `disks[].cdrom`.

@@ -1,7 +1,8 @@
 //! Conversion throughput: VMI JSON in → domain XML string out (decode,
 //! default, validate, convert, serialise), for a small VMI (KubeVirt's
 //! vmi-ephemeral example) and a large one (16 disks on four buses, custom
-//! CPU with features, timers, inputs, EFI).
+//! CPU with features, dedicated CPUs, I/O threads, hugepages, Hyper-V,
+//! timers, inputs, TPM, watchdog, EFI).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -11,7 +12,8 @@ use api::Arch;
 use converter::{convert, ConvertContext, VirtType};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-const SMALL: &str = r#"{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"vmi-ephemeral","namespace":"default","uid":"1b0c1e0e-3f4e-4b7a-9d1c-2a3b4c5d6e7f"},"spec":{"domain":{"devices":{"disks":[{"disk":{"bus":"virtio"},"name":"containerdisk"}]},"memory":{"guest":"128Mi"},"resources":{}},"terminationGracePeriodSeconds":0,"volumes":[{"containerDisk":{"image":"registry:5000/kubevirt/cirros-container-disk-demo:devel"},"name":"containerdisk"}]}}"#;
+/// KubeVirt's vmi-ephemeral example as JSON (shared with `examples/throughput.rs`).
+const SMALL: &str = include_str!("small.json");
 
 fn large() -> String {
     let buses = ["virtio", "sata", "scsi", "virtio"];
@@ -32,14 +34,15 @@ fn large() -> String {
         })
         .collect();
     format!(
-        r#"{{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{{"name":"big","namespace":"bench","uid":"5c1e0e3f-4e4b-7a9d-1c2a-3b4c5d6e7f80"}},"spec":{{"domain":{{"cpu":{{"sockets":2,"cores":4,"threads":2,"model":"Haswell-noTSX","features":[{{"name":"vmx"}},{{"name":"pcid","policy":"disable"}}]}},"memory":{{"guest":"16Gi"}},"features":{{"acpi":{{}},"apic":{{}},"smm":{{}}}},"firmware":{{"bootloader":{{"efi":{{"secureBoot":true}}}}}},"clock":{{"utc":{{}},"timer":{{"rtc":{{"tickPolicy":"catchup"}},"pit":{{"tickPolicy":"delay"}},"hpet":{{"present":false}}}}}},"devices":{{"rng":{{}},"blockMultiQueue":true,"inputs":[{{"name":"t","bus":"virtio","type":"tablet"}}],"disks":[{}]}}}},"volumes":[{}]}}}}"#,
+        r#"{{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{{"name":"big","namespace":"bench","uid":"5c1e0e3f-4e4b-7a9d-1c2a-3b4c5d6e7f80"}},"spec":{{"domain":{{"ioThreadsPolicy":"auto","resources":{{"requests":{{"cpu":"16"}}}},"cpu":{{"sockets":2,"cores":4,"threads":2,"model":"Haswell-noTSX","dedicatedCpuPlacement":true,"isolateEmulatorThread":true,"features":[{{"name":"vmx"}},{{"name":"pcid","policy":"disable"}}]}},"memory":{{"guest":"16Gi","hugepages":{{"pageSize":"2Mi"}}}},"features":{{"acpi":{{}},"apic":{{}},"smm":{{}},"hyperv":{{"relaxed":{{}},"vapic":{{}},"spinlocks":{{"spinlocks":8191}},"synic":{{}},"synictimer":{{"direct":{{}}}},"vpindex":{{}}}}}},"firmware":{{"bootloader":{{"efi":{{"secureBoot":true}}}}}},"clock":{{"utc":{{}},"timer":{{"rtc":{{"tickPolicy":"catchup"}},"pit":{{"tickPolicy":"delay"}},"hpet":{{"present":false}}}}}},"devices":{{"rng":{{}},"tpm":{{}},"watchdog":{{"name":"w","i6300esb":{{}}}},"blockMultiQueue":true,"inputs":[{{"name":"t","bus":"virtio","type":"tablet"}}],"disks":[{}]}}}},"volumes":[{}]}}}}"#,
         disks.join(","),
         volumes.join(",")
     )
 }
 
 fn bench(c: &mut Criterion) {
-    let ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    ctx.pod_cpuset = Some((0..64).collect());
     let mut g = c.benchmark_group("json_to_domain_xml");
     g.throughput(Throughput::Elements(1));
     for (name, doc) in [("small", SMALL.to_owned()), ("large_16_disks", large())] {

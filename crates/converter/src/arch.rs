@@ -29,6 +29,14 @@ pub struct ArchCaps {
     /// EFI code and variable store file names under `--ovmf-path`
     /// (secure-boot code, secure-boot vars, plain code, plain vars).
     pub efi_files: Option<[&'static str; 4]>,
+    /// Watchdog model (`spec.domain.devices.watchdog.<model>`), if any.
+    pub watchdog: Option<&'static str>,
+    /// An emulated TPM (`tpm-tis`) is available.
+    pub tpm: bool,
+    /// An emulated sound card (`ich9`, `ac97`) is available.
+    pub sound: bool,
+    /// Video models `spec.domain.devices.video.type` may name.
+    pub video_models: &'static [&'static str],
 }
 
 const AMD64: ArchCaps = ArchCaps {
@@ -48,6 +56,10 @@ const AMD64: ArchCaps = ArchCaps {
         "OVMF_CODE.fd",
         "OVMF_VARS.fd",
     ]),
+    watchdog: Some("i6300esb"),
+    tpm: true,
+    sound: true,
+    video_models: &["vga", "cirrus", "virtio", "ramfb", "bochs"],
 };
 
 const ARM64: ArchCaps = ArchCaps {
@@ -67,6 +79,10 @@ const ARM64: ArchCaps = ArchCaps {
         "AAVMF_CODE.fd",
         "AAVMF_VARS.fd",
     ]),
+    watchdog: None,
+    tpm: false,
+    sound: false,
+    video_models: &["virtio", "ramfb"],
 };
 
 const PPC64LE: ArchCaps = ArchCaps {
@@ -81,6 +97,10 @@ const PPC64LE: ArchCaps = ArchCaps {
     virtio_model: "virtio-non-transitional",
     efi_default: false,
     efi_files: None,
+    watchdog: None,
+    tpm: false,
+    sound: false,
+    video_models: &["vga", "virtio"],
 };
 
 const S390X: ArchCaps = ArchCaps {
@@ -95,7 +115,24 @@ const S390X: ArchCaps = ArchCaps {
     virtio_model: "virtio",
     efi_default: false,
     efi_files: None,
+    watchdog: Some("diag288"),
+    tpm: false,
+    sound: false,
+    video_models: &["virtio"],
 };
+
+/// The virtio model name for `vmi` on `caps`: `virtio-transitional` when
+/// `spec.domain.devices.useVirtioTransitional` is true, except on s390x,
+/// where it is always plain `virtio`.
+pub fn virtio_model(caps: &ArchCaps, vmi: &api::VirtualMachineInstance) -> &'static str {
+    if caps.virtio_model != "virtio"
+        && vmi.spec.domain.devices.use_virtio_transitional == Some(true)
+    {
+        "virtio-transitional"
+    } else {
+        caps.virtio_model
+    }
+}
 
 /// The capabilities of `arch`.
 pub fn caps(arch: Arch) -> &'static ArchCaps {

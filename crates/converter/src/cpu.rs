@@ -1,8 +1,9 @@
 //! `<cpu>` and `<vcpu>` from `spec.domain.cpu` (KubeVirt converter
 //! `Convert_v1_VirtualMachineInstance_To_api_Domain`, CPU part).
 
+use api::validate::MAX_VCPUS;
 use api::{Arch, VirtualMachineInstance};
-use domain::{Cpu, CpuFeature, CpuTopology, Vcpu};
+use domain::{Cpu, CpuFeature, CpuTopology, Vcpu, VcpuState, Vcpus};
 
 use crate::{ConvertContext, ConvertError};
 
@@ -14,19 +15,28 @@ const POLICIES: [&str; 5] = ["force", "require", "optional", "disable", "forbid"
 pub struct Converted {
     /// `<cpu>`.
     pub cpu: Cpu,
-    /// `<vcpu placement='static'>sockets×cores×threads</vcpu>`.
+    /// `<vcpu placement='static'>sockets×cores×threads</vcpu>`; with CPU
+    /// hot-plug the count is for `maxSockets` and `current` for `sockets`.
     pub vcpu: Vcpu,
+    /// `<vcpus>` with CPU hot-plug: one entry per possible vCPU, enabled
+    /// below the current count, hot-pluggable from the second socket on.
+    pub vcpus: Option<Vcpus>,
+    /// vCPUs online at boot (sockets × cores × threads).
+    pub current: u32,
 }
 
-/// Topology: each of sockets, cores and threads at least 1. Mode:
+/// Topology: each of sockets, cores and threads at least 1; with
+/// `maxSockets` (not on arm64) sockets = maxSockets, `<vcpu current>` and
+/// `<vcpus>` (CPU hot-plug). Mode:
 /// `host-model`/`host-passthrough` as given (empty → `host-model`), any other
 /// name → `mode='custom'` with `<model>`. Features keep their policy
 /// (default `require`); on amd64 a custom model without an `mpx` entry gets
 /// `mpx` disabled, as KubeVirt does for CPUs that dropped MPX.
 ///
 /// # Errors
-/// [`ConvertError::Invalid`] for an unknown feature policy or a model or
-/// feature name XML cannot carry.
+/// [`ConvertError::Invalid`] for an unknown feature policy, a model or
+/// feature name XML cannot carry, `maxSockets` below `sockets`, or more than
+/// 512 vCPUs.
 pub fn convert(
     vmi: &VirtualMachineInstance,
     ctx: &ConvertContext,
@@ -37,11 +47,57 @@ pub fn convert(
         cores: spec.cores.max(1),
         threads: spec.threads.max(1),
     };
-    let count = topology
-        .sockets
-        .checked_mul(topology.cores)
-        .and_then(|n| n.checked_mul(topology.threads))
+    let per_socket = topology
+        .cores
+        .checked_mul(topology.threads)
         .ok_or_else(|| ConvertError::invalid("spec.domain.cpu", "too many vCPUs"))?;
+    let current = topology
+        .sockets
+        .checked_mul(per_socket)
+        .filter(|n| u64::from(*n) <= MAX_VCPUS)
+        .ok_or_else(|| {
+            ConvertError::invalid("spec.domain.cpu", format!("more than {MAX_VCPUS} vCPUs"))
+        })?;
+    let mut topology = topology;
+    let mut count = current;
+    let mut vcpus = None;
+    // CPU hot-plug: KubeVirt does not apply maxSockets on arm64.
+    if spec.max_sockets != 0 && ctx.arch != Arch::Arm64 {
+        let path = "spec.domain.cpu.maxSockets";
+        if spec.max_sockets < topology.sockets {
+            return Err(ConvertError::invalid(
+                path,
+                format!(
+                    "{} must be greater than or equal to spec.domain.cpu.sockets ({})",
+                    spec.max_sockets, topology.sockets
+                ),
+            ));
+        }
+        count = spec
+            .max_sockets
+            .checked_mul(per_socket)
+            .filter(|n| u64::from(*n) <= MAX_VCPUS)
+            .ok_or_else(|| {
+                ConvertError::invalid(
+                    path,
+                    format!(
+                        "{} sockets make more than {MAX_VCPUS} vCPUs",
+                        spec.max_sockets
+                    ),
+                )
+            })?;
+        topology.sockets = spec.max_sockets;
+        let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
+        vcpus = Some(Vcpus {
+            vcpu: (0..count)
+                .map(|id| VcpuState {
+                    id,
+                    enabled: yes_no(id < current),
+                    hotpluggable: yes_no(id >= per_socket),
+                })
+                .collect(),
+        });
+    }
 
     let mut cpu = Cpu {
         topology: Some(topology),
@@ -92,7 +148,10 @@ pub fn convert(
         cpu,
         vcpu: Vcpu {
             placement: Some("static".into()),
+            current: vcpus.is_some().then_some(current),
             count,
         },
+        vcpus,
+        current,
     })
 }

@@ -5,8 +5,9 @@ use api::vmi::Bus;
 use api::VirtualMachineInstance;
 use domain::{
     Alias, BalloonStats, Channel, ChannelTarget, CharLog, CharSource, Console, ConsoleTarget,
-    Controller, Devices, Disk, Graphics, GraphicsListen, Input, MemBalloon, Rng, RngBackend,
-    Serial, SerialTarget, Video, VideoModel,
+    Controller, Devices, Disk, Graphics, GraphicsListen, Input, MemBalloon, RedirDev, Rng,
+    RngBackend, Serial, SerialTarget, Sound, Tpm, TpmBackend, Video, VideoModel, Vsock, VsockCid,
+    Watchdog,
 };
 
 use crate::arch::caps;
@@ -71,6 +72,7 @@ pub fn convert(
         ));
     }
     let caps = caps(ctx.arch);
+    let virtio = crate::arch::virtio_model(caps, vmi);
     let spec = &vmi.spec.domain.devices;
     let mut dev = Devices::default();
 
@@ -115,11 +117,28 @@ pub fn convert(
                 socket: Some(socket(vnc_socket(vmi, ctx))?),
             }],
         });
+        let model = match spec.video.as_ref() {
+            Some(v) => {
+                if !caps.video_models.contains(&v.video_type.as_str()) {
+                    return Err(ConvertError::invalid(
+                        "spec.domain.devices.video.type",
+                        format!(
+                            "{:?} is not supported on {}: use one of {}",
+                            v.video_type,
+                            ctx.arch,
+                            caps.video_models.join(", ")
+                        ),
+                    ));
+                }
+                v.video_type.as_str()
+            }
+            None => caps.video_model,
+        };
         dev.video.push(Video {
             model: VideoModel {
-                model_type: caps.video_model.into(),
+                model_type: model.into(),
                 heads: Some(1),
-                vram: (caps.video_model == "vga").then_some(16384),
+                vram: matches!(model, "vga" | "cirrus" | "bochs").then_some(VIDEO_VRAM_KIB),
             },
         });
         for (kind, bus) in caps.graphics_inputs {
@@ -134,7 +153,40 @@ pub fn convert(
         }
     }
 
+    if spec.video.is_some() && spec.autoattach_graphics_device == Some(false) {
+        return Err(ConvertError::invalid(
+            "spec.domain.devices.video",
+            "needs the graphics device, but spec.domain.devices.autoattachGraphicsDevice is false",
+        ));
+    }
+
+    if spec.client_passthrough.is_some() {
+        if caps.usb_unsupported {
+            return Err(ConvertError::invalid(
+                "spec.domain.devices.clientPassthrough",
+                format!(
+                    "USB redirection needs USB, which {} does not have",
+                    ctx.arch
+                ),
+            ));
+        }
+        for i in 0..USB_REDIR_DEVICES {
+            dev.redirdev.push(RedirDev {
+                redir_type: "unix".into(),
+                bus: "usb".into(),
+                source: Some(CharSource {
+                    mode: Some("bind".into()),
+                    path: Some(socket(format!(
+                        "{}/virt-usbredir-{i}",
+                        socket_dir(vmi, ctx)
+                    ))?),
+                }),
+            });
+        }
+    }
+
     let usb_needed = caps.usb_always
+        || !dev.redirdev.is_empty()
         || dev.input.iter().any(|i| i.bus.as_deref() == Some("usb"))
         || disks
             .iter()
@@ -155,7 +207,7 @@ pub fn convert(
     dev.controller.push(Controller {
         controller_type: "virtio-serial".into(),
         index: "0".into(),
-        model: Some(caps.virtio_model.into()),
+        model: Some(virtio.into()),
         ..Controller::default()
     });
     let scsi_disk = disks
@@ -166,10 +218,10 @@ pub fn convert(
             controller_type: "scsi".into(),
             index: "0".into(),
             model: Some(
-                if caps.virtio_model == "virtio" {
+                if virtio == "virtio" {
                     "virtio-scsi"
                 } else {
-                    caps.virtio_model
+                    virtio
                 }
                 .into(),
             ),
@@ -210,6 +262,20 @@ pub fn convert(
             state: None,
         },
     });
+    if spec.downward_metrics.is_some() {
+        dev.channel.push(Channel {
+            channel_type: "unix".into(),
+            source: Some(CharSource {
+                mode: Some("bind".into()),
+                path: Some(socket(downward_metrics_socket(ctx))?),
+            }),
+            target: ChannelTarget {
+                target_type: "virtio".into(),
+                name: Some(DOWNWARD_METRICS_CHANNEL.into()),
+                state: None,
+            },
+        });
+    }
 
     dev.memballoon = Some(if spec.autoattach_mem_balloon == Some(false) {
         MemBalloon {
@@ -217,14 +283,24 @@ pub fn convert(
             ..MemBalloon::default()
         }
     } else {
+        let cpu = vmi.spec.domain.cpu.as_ref();
+        let high_performance = cpu
+            .is_some_and(|c| c.dedicated_cpu_placement || c.realtime.is_some())
+            || vmi
+                .spec
+                .domain
+                .memory
+                .as_ref()
+                .is_some_and(|m| m.hugepages.is_some());
         let disabled = !ctx.free_page_reporting
+            || high_performance
             || vmi
                 .metadata
                 .annotations
                 .get(FREE_PAGE_REPORTING_DISABLED)
                 .is_some_and(|v| v == "true");
         MemBalloon {
-            model: caps.virtio_model.into(),
+            model: virtio.into(),
             free_page_reporting: Some(if disabled { "off" } else { "on" }.into()),
             stats: (ctx.mem_balloon_stats_period != 0).then_some(BalloonStats {
                 period: ctx.mem_balloon_stats_period,
@@ -235,12 +311,329 @@ pub fn convert(
 
     if spec.rng.is_some() {
         dev.rng.push(Rng {
-            model: caps.virtio_model.into(),
+            model: virtio.into(),
             backend: RngBackend {
                 model: "random".into(),
                 source: "/dev/urandom".into(),
             },
         });
     }
+    if let Some(w) = &spec.watchdog {
+        dev.watchdog.push(watchdog(w, ctx, caps)?);
+    }
+    if let Some(t) = &spec.tpm {
+        if t.enabled != Some(false) {
+            if !caps.tpm {
+                return Err(ConvertError::invalid(
+                    "spec.domain.devices.tpm",
+                    format!("a TPM is not supported on {}", ctx.arch),
+                ));
+            }
+            dev.tpm.push(Tpm {
+                model: "tpm-tis".into(),
+                backend: TpmBackend {
+                    backend_type: "emulator".into(),
+                    version: Some("2.0".into()),
+                    persistent_state: None,
+                },
+            });
+        }
+    }
+    if let Some(s) = &spec.sound {
+        let path = "spec.domain.devices.sound";
+        if !caps.sound {
+            return Err(ConvertError::invalid(
+                path,
+                format!("sound is not supported on {}", ctx.arch),
+            ));
+        }
+        let model = match s.model.as_str() {
+            "" | "ich9" => "ich9",
+            "ac97" => "ac97",
+            other => {
+                return Err(ConvertError::invalid(
+                    format!("{path}.model"),
+                    format!("{other:?} is not supported: use ich9 or ac97"),
+                ))
+            }
+        };
+        crate::xml_text(&format!("{path}.name"), &s.name)?;
+        dev.sound.push(Sound {
+            model: model.into(),
+            alias: (!s.name.is_empty()).then(|| Alias::user(&s.name)),
+        });
+    }
+    if let Some(cid) = vsock_cid(vmi)? {
+        dev.vsock = Some(Vsock {
+            model: Some(virtio.into()),
+            cid: VsockCid {
+                auto: "no".into(),
+                address: cid,
+            },
+        });
+    } else if spec.autoattach_vsock == Some(true) {
+        return Err(ConvertError::invalid(
+            "spec.domain.devices.autoattachVSOCK",
+            "needs status.vsockCID (virt-controller assigns it); set it in the VMI's status",
+        ));
+    }
     Ok(dev)
+}
+
+/// Number of USB redirection channels `clientPassthrough` adds.
+pub const USB_REDIR_DEVICES: usize = 4;
+/// Video RAM of the autoattached VGA-style adapters, in KiB.
+pub const VIDEO_VRAM_KIB: u32 = 16384;
+/// Guest port name of the downward metrics channel (vhostmd).
+pub const DOWNWARD_METRICS_CHANNEL: &str = "org.github.vhostmd.1";
+
+/// The downward metrics socket QEMU listens on:
+/// `<private-dir>/downwardmetrics-channel/downwardmetrics.sock`.
+pub fn downward_metrics_socket(ctx: &ConvertContext) -> String {
+    format!(
+        "{}/downwardmetrics-channel/downwardmetrics.sock",
+        ctx.paths.private_dir.trim_end_matches('/')
+    )
+}
+
+/// `status.vsockCID`, when virt-controller assigned one.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] for a CID that is not a number from 3 to 2³²−2.
+pub fn vsock_cid(vmi: &VirtualMachineInstance) -> Result<Option<u32>, ConvertError> {
+    let Some(v) = vmi.status.as_ref().and_then(|s| s.get("vsockCID")) else {
+        return Ok(None);
+    };
+    v.as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| (3..u32::MAX).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            ConvertError::invalid(
+                "status.vsockCID",
+                format!("{v} is not a CID from 3 to 4294967294"),
+            )
+        })
+}
+
+/// `<watchdog model=… action=…>` with alias `ua-<name>`: i6300esb on
+/// amd64, diag288 on s390x; action `reset` by default.
+fn watchdog(
+    w: &api::vmi::Watchdog,
+    ctx: &ConvertContext,
+    caps: &crate::arch::ArchCaps,
+) -> Result<Watchdog, ConvertError> {
+    let path = "spec.domain.devices.watchdog";
+    let Some(model) = caps.watchdog else {
+        return Err(ConvertError::invalid(
+            path,
+            format!("a watchdog is not supported on {}", ctx.arch),
+        ));
+    };
+    let (given, settings) = match (&w.i6300esb, &w.diag288) {
+        (Some(s), None) => ("i6300esb", s),
+        (None, Some(s)) => ("diag288", s),
+        _ => {
+            return Err(ConvertError::invalid(
+                path,
+                format!(
+                    "exactly one watchdog model is required ({model} on {})",
+                    ctx.arch
+                ),
+            ))
+        }
+    };
+    if given != model {
+        return Err(ConvertError::invalid(
+            format!("{path}.{given}"),
+            format!("not supported on {}: use {model}", ctx.arch),
+        ));
+    }
+    let action = match settings.action.as_str() {
+        "" => "reset",
+        a @ ("reset" | "poweroff" | "shutdown") => a,
+        other => {
+            return Err(ConvertError::invalid(
+                format!("{path}.{given}.action"),
+                format!("{other:?} is not one of poweroff, reset, shutdown"),
+            ))
+        }
+    };
+    if w.name.is_empty() {
+        return Err(ConvertError::invalid(format!("{path}.name"), "required"));
+    }
+    crate::xml_text(&format!("{path}.name"), &w.name)?;
+    Ok(Watchdog {
+        model: model.into(),
+        action: Some(action.into()),
+        alias: Some(Alias::user(&w.name)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use api::Arch;
+
+    use crate::{convert, ConvertContext, ConvertError, VirtType};
+
+    fn conv(devices: &str, extra: &str, arch: Arch) -> Result<domain::Domain, ConvertError> {
+        let doc = format!(
+            "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: d, uid: u1}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n    devices:\n{devices}{extra}"
+        );
+        let v = api::load_vmi(doc.as_bytes(), arch).unwrap();
+        convert(&v, &ConvertContext::new(arch, VirtType::Kvm))
+    }
+
+    fn xml(devices: &str, extra: &str, arch: Arch) -> String {
+        conv(devices, extra, arch).unwrap().to_xml().unwrap()
+    }
+
+    fn err(devices: &str, extra: &str, arch: Arch) -> String {
+        conv(devices, extra, arch).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn watchdog_per_arch() {
+        let x = xml("      watchdog: {name: w, i6300esb: {}}\n", "", Arch::Amd64);
+        assert!(
+            x.contains(
+                "<watchdog model=\"i6300esb\" action=\"reset\">\n      <alias name=\"ua-w\"/>"
+            ),
+            "{x}"
+        );
+        let x = xml(
+            "      watchdog: {name: w, diag288: {action: poweroff}}\n",
+            "",
+            Arch::S390x,
+        );
+        assert!(
+            x.contains("<watchdog model=\"diag288\" action=\"poweroff\">"),
+            "{x}"
+        );
+        assert_eq!(
+            err("      watchdog: {name: w, i6300esb: {}}\n", "", Arch::Arm64),
+            "spec.domain.devices.watchdog: a watchdog is not supported on arm64"
+        );
+        assert_eq!(
+            err("      watchdog: {name: w, diag288: {}}\n", "", Arch::Amd64),
+            "spec.domain.devices.watchdog.diag288: not supported on amd64: use i6300esb"
+        );
+        assert_eq!(
+            err("      watchdog: {name: w, i6300esb: {action: explode}}\n", "", Arch::Amd64),
+            "spec.domain.devices.watchdog.i6300esb.action: \"explode\" is not one of poweroff, reset, shutdown"
+        );
+    }
+
+    #[test]
+    fn tpm_sound_and_usb_redirection() {
+        let x = xml(
+            "      tpm: {}\n      sound: {name: audio}\n      clientPassthrough: {}\n",
+            "",
+            Arch::Amd64,
+        );
+        assert!(
+            x.contains(
+                "<tpm model=\"tpm-tis\">\n      <backend type=\"emulator\" version=\"2.0\"/>"
+            ),
+            "{x}"
+        );
+        assert!(
+            x.contains("<sound model=\"ich9\">\n      <alias name=\"ua-audio\"/>"),
+            "{x}"
+        );
+        assert_eq!(
+            x.matches("<redirdev type=\"unix\" bus=\"usb\">").count(),
+            4,
+            "{x}"
+        );
+        assert!(
+            x.contains("path=\"/var/run/kubevirt-private/u1/virt-usbredir-3\""),
+            "{x}"
+        );
+        // USB redirection needs the xHCI controller.
+        assert!(
+            x.contains("<controller type=\"usb\" index=\"0\" model=\"qemu-xhci\"/>"),
+            "{x}"
+        );
+        let x = xml(
+            "      tpm: {enabled: false}\n      sound: {name: a, model: ac97}\n",
+            "",
+            Arch::Amd64,
+        );
+        assert!(!x.contains("<tpm"), "{x}");
+        assert!(x.contains("<sound model=\"ac97\">"), "{x}");
+        assert_eq!(
+            err("      sound: {name: a, model: sb16}\n", "", Arch::Amd64),
+            "spec.domain.devices.sound.model: \"sb16\" is not supported: use ich9 or ac97"
+        );
+        assert_eq!(
+            err("      clientPassthrough: {}\n", "", Arch::S390x),
+            "spec.domain.devices.clientPassthrough: USB redirection needs USB, which s390x does not have"
+        );
+        assert_eq!(
+            err("      tpm: {persistent: true}\n", "", Arch::Amd64),
+            "spec.domain.devices.tpm.persistent: persistent TPM state (needs KubeVirt's backend storage) is not supported yet"
+        );
+    }
+
+    #[test]
+    fn vsock_downward_metrics_video_and_transitional_models() {
+        let x = xml(
+            "      downwardMetrics: {}\n      video: {type: virtio}\n      useVirtioTransitional: true\n      rng: {}\n",
+            "status: {vsockCID: 7}\n",
+            Arch::Amd64,
+        );
+        assert!(
+            x.contains(
+                "<vsock model=\"virtio-transitional\">\n      <cid auto=\"no\" address=\"7\"/>"
+            ),
+            "{x}"
+        );
+        assert!(x.contains("<source mode=\"bind\" path=\"/var/run/kubevirt-private/downwardmetrics-channel/downwardmetrics.sock\"/>\n      <target type=\"virtio\" name=\"org.github.vhostmd.1\"/>"), "{x}");
+        assert!(x.contains("<model type=\"virtio\" heads=\"1\"/>"), "{x}");
+        assert!(!x.contains("non-transitional"), "{x}");
+        assert!(x.contains("<rng model=\"virtio-transitional\">"), "{x}");
+        assert!(
+            x.contains("<memballoon model=\"virtio-transitional\""),
+            "{x}"
+        );
+        // s390x keeps plain virtio.
+        let x = xml("      useVirtioTransitional: true\n", "", Arch::S390x);
+        assert!(!x.contains("transitional"), "{x}");
+        assert_eq!(
+            err("      video: {type: cirrus}\n", "", Arch::Arm64),
+            "spec.domain.devices.video.type: \"cirrus\" is not supported on arm64: use one of virtio, ramfb"
+        );
+        assert_eq!(
+            err("      autoattachVSOCK: true\n", "", Arch::Amd64),
+            "spec.domain.devices.autoattachVSOCK: needs status.vsockCID (virt-controller assigns it); set it in the VMI's status"
+        );
+        assert_eq!(
+            err("      rng: {}\n", "status: {vsockCID: 2}\n", Arch::Amd64),
+            "status.vsockCID: 2 is not a CID from 3 to 4294967294"
+        );
+    }
+
+    #[test]
+    fn virtiofs_filesystems_share_memfd_memory() {
+        let x = xml(
+            "      filesystems:\n      - {name: share, virtiofs: {}}\n",
+            "  volumes:\n  - {name: share, persistentVolumeClaim: {claimName: c}}\n",
+            Arch::Amd64,
+        );
+        assert!(x.contains("<filesystem type=\"mount\" accessmode=\"passthrough\">\n      <driver type=\"virtiofs\" queue=\"1024\"/>\n      <source socket=\"/var/run/kubevirt/virtiofs-containers/share.sock\"/>\n      <target dir=\"share\"/>"), "{x}");
+        assert!(x.contains("<access mode=\"shared\"/>"), "{x}");
+        assert!(x.contains("<source type=\"memfd\"/>"), "{x}");
+        assert!(x.contains("<cell id=\"0\" cpus=\"0-0\""), "{x}");
+        // The shared volume is not also a disk.
+        assert!(!x.contains("<disk"), "{x}");
+        assert_eq!(
+            err(
+                "      filesystems:\n      - {name: nope, virtiofs: {}}\n",
+                "",
+                Arch::Amd64
+            ),
+            "spec.domain.devices.filesystems[0].name: volume \"nope\" not found in spec.volumes"
+        );
+    }
 }

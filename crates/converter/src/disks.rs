@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use api::vmi::{Bus, CacheMode, Disk as VmiDisk, Volume};
 use api::{Arch, VirtualMachineInstance};
 use domain::{
-    Address, Alias, BackingStore, BootOrder, Disk, DiskDriver, DiskSource, DiskTarget, Empty,
-    Format,
+    Address, Alias, BackingStore, BlockIo, BootOrder, Disk, DiskDriver, DiskSource, DiskTarget,
+    Empty, Format, Reservations, ReservationsSource,
 };
 
 use crate::{ConvertContext, ConvertError, ImageFormat};
@@ -353,10 +353,11 @@ pub fn convert(
     let mut out = Vec::with_capacity(vmi.spec.domain.devices.disks.len());
     for (i, d) in vmi.spec.domain.devices.disks.iter().enumerate() {
         let path = format!("spec.domain.devices.disks[{i}]");
-        let (device, bus, target_field) = match (&d.disk, &d.cdrom) {
-            (Some(t), _) => ("disk", t.bus, "disk"),
-            (None, Some(c)) => ("cdrom", c.bus, "cdrom"),
-            (None, None) => ("disk", None, "disk"),
+        let (device, bus, target_field) = match (&d.disk, &d.lun, &d.cdrom) {
+            (Some(t), _, _) => ("disk", t.bus, "disk"),
+            (None, Some(t), _) => ("lun", t.bus, "lun"),
+            (None, None, Some(c)) => ("cdrom", c.bus, "cdrom"),
+            (None, None, None) => ("disk", None, "disk"),
         };
         let bus = bus.unwrap_or_else(|| ctx.arch.default_disk_bus());
         check_bus(
@@ -375,6 +376,7 @@ pub fn convert(
 
         let readonly_spec = match device {
             "cdrom" => d.cdrom.as_ref().and_then(|c| c.readonly).unwrap_or(true),
+            "lun" => d.lun.as_ref().is_some_and(|t| t.readonly),
             _ => d.disk.as_ref().is_some_and(|t| t.readonly),
         };
         if device == "disk" && readonly_spec && bus == Bus::Sata {
@@ -420,7 +422,52 @@ pub fn convert(
             }
         }
         if bus == Bus::Virtio && ctx.arch != Arch::S390x {
-            disk.model = Some(crate::arch::caps(ctx.arch).virtio_model.into());
+            disk.model = Some(crate::arch::virtio_model(crate::arch::caps(ctx.arch), vmi).into());
+        }
+        if let Some(pci) = d.disk.as_ref().and_then(|t| t.pci_address.as_deref()) {
+            let field = format!("{path}.disk.pciAddress");
+            if bus != Bus::Virtio {
+                return Err(ConvertError::invalid(
+                    field,
+                    format!(
+                        "setting a pci address is not allowed for non-virtio bus types, for disk {}",
+                        d.name
+                    ),
+                ));
+            }
+            if ctx.arch == Arch::S390x {
+                return Err(ConvertError::invalid(
+                    field,
+                    "s390x has no PCI bus for disks",
+                ));
+            }
+            disk.address = Some(pci_address(pci, &field)?);
+        }
+        if let Some(custom) = d.block_size.as_ref().and_then(|b| b.custom.as_ref()) {
+            let field = format!("{path}.blockSize.custom");
+            for (name, v) in [("logical", custom.logical), ("physical", custom.physical)] {
+                if !v.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&v) {
+                    return Err(ConvertError::invalid(
+                        format!("{field}.{name}"),
+                        format!(
+                            "{v} must be a power of 2 from {MIN_BLOCK_SIZE} to {MAX_BLOCK_SIZE}"
+                        ),
+                    ));
+                }
+            }
+            if custom.logical > custom.physical {
+                return Err(ConvertError::invalid(
+                    format!("{field}.logical"),
+                    format!(
+                        "{} must not be larger than the physical block size {}",
+                        custom.logical, custom.physical
+                    ),
+                ));
+            }
+            disk.blockio = Some(BlockIo {
+                logical_block_size: Some(custom.logical),
+                physical_block_size: Some(custom.physical),
+            });
         }
         if bus == Bus::Scsi {
             disk.address = Some(Address {
@@ -445,20 +492,46 @@ pub fn convert(
                 }
                 .into(),
             ),
-            io: d.io.map(|io| match io {
-                api::vmi::IoMode::Native => "native".into(),
-                api::vmi::IoMode::Threads => "threads".into(),
-            }),
+            io: match d.io {
+                Some(api::vmi::IoMode::Native) => Some("native".into()),
+                Some(api::vmi::IoMode::Threads) => Some("threads".into()),
+                None => ctx
+                    .prepared
+                    .native_io
+                    .contains(&d.name)
+                    .then(|| "native".into()),
+            },
             ..DiskDriver::default()
         };
         match volumes.get(d.name.as_str()) {
             Some((vi, v)) => {
-                let loc = locate(ctx, vmi, *vi, v)?;
+                let mut loc = locate(ctx, vmi, *vi, v)?;
+                if device == "lun" {
+                    if loc.disk_type != "block" || loc.backing.is_some() {
+                        return Err(ConvertError::invalid(
+                            format!("{path}.lun"),
+                            format!(
+                                "disk {:?}: a lun needs a block-mode persistentVolumeClaim or dataVolume",
+                                d.name
+                            ),
+                        ));
+                    }
+                    if d.lun.as_ref().is_some_and(|t| t.reservation) {
+                        loc.source.reservations = Some(Reservations {
+                            managed: "no".into(),
+                            source: Some(ReservationsSource {
+                                source_type: "unix".into(),
+                                path: PR_HELPER_SOCKET.into(),
+                                mode: "client".into(),
+                            }),
+                        });
+                    }
+                }
                 disk.disk_type = loc.disk_type.into();
                 driver.format = Some(loc.format.as_str().into());
                 disk.source = Some(loc.source);
                 disk.backing_store = loc.backing;
-                if device == "disk" {
+                if device == "disk" || device == "lun" {
                     driver.discard = Some("unmap".into());
                 }
                 if v.persistent_volume_claim
@@ -507,6 +580,51 @@ pub fn convert(
     Ok(out)
 }
 
+/// The pr-helper socket KubeVirt's `lun` reservations connect to.
+pub const PR_HELPER_SOCKET: &str = "/var/run/kubevirt/daemons/pr/pr-helper.sock";
+/// Smallest custom block size (bytes).
+pub const MIN_BLOCK_SIZE: u32 = 512;
+/// Largest custom block size (bytes; 2 MiB, QEMU's limit).
+pub const MAX_BLOCK_SIZE: u32 = 2 << 20;
+
+/// Parses a PCI address `dddd:bb:ss.f` (hex; domain 0, bus ≤ 0xff, slot
+/// ≤ 0x1f, function ≤ 7) into `<address type='pci' …>`.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming `field` for anything else.
+pub fn pci_address(s: &str, field: &str) -> Result<Address, ConvertError> {
+    let bad = || {
+        ConvertError::invalid(
+            field,
+            format!("{s:?} is not a PCI address of the form 0000:bb:ss.f"),
+        )
+    };
+    let (dom, rest) = s.split_once(':').ok_or_else(bad)?;
+    let (bus, rest) = rest.split_once(':').ok_or_else(bad)?;
+    let (slot, func) = rest.split_once('.').ok_or_else(bad)?;
+    let hex = |x: &str, len: usize, max: u32| {
+        (x.len() == len && x.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u32::from_str_radix(x, 16).ok())
+            .flatten()
+            .filter(|v| *v <= max)
+            .ok_or_else(bad)
+    };
+    let (dom, bus, slot, func) = (
+        hex(dom, 4, 0)?,
+        hex(bus, 2, 0xff)?,
+        hex(slot, 2, 0x1f)?,
+        hex(func, 1, 7)?,
+    );
+    Ok(Address {
+        address_type: "pci".into(),
+        domain: Some(format!("{dom:#06x}")),
+        bus: Some(format!("{bus:#04x}")),
+        slot: Some(format!("{slot:#04x}")),
+        function: Some(format!("{func:#x}")),
+        ..Address::default()
+    })
+}
+
 fn cache_str(c: CacheMode) -> &'static str {
     match c {
         CacheMode::None => "none",
@@ -532,6 +650,16 @@ fn check_bus(
             ),
         ));
     }
+    if device == "lun" && !matches!(bus, Bus::Scsi | Bus::Virtio) {
+        return Err(ConvertError::invalid(
+            field,
+            format!(
+                "disk {:?}: a lun needs the scsi or virtio bus, not {}",
+                d.name,
+                bus.as_str()
+            ),
+        ));
+    }
     if arch == Arch::S390x && matches!(bus, Bus::Sata | Bus::Usb) {
         return Err(ConvertError::invalid(
             field,
@@ -546,4 +674,105 @@ fn check_bus(
         crate::xml_text(field, s)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use api::Arch;
+
+    use crate::{convert, ConvertContext, ConvertError, VirtType};
+
+    fn conv(disks: &str, volumes: &str, block: &[&str]) -> Result<domain::Domain, ConvertError> {
+        let doc = format!(
+            "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: d, uid: u1}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n    devices:\n      disks:\n{disks}  volumes:\n{volumes}"
+        );
+        let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+        let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+        ctx.prepared.block_volumes = block.iter().map(|s| (*s).to_owned()).collect();
+        convert(&v, &ctx)
+    }
+
+    const PVC: &str = "  - {name: a, persistentVolumeClaim: {claimName: c}}\n";
+
+    #[test]
+    fn pci_address_on_virtio_disks_only() {
+        let d = conv(
+            "      - {name: a, disk: {bus: virtio, pciAddress: \"0000:81:01.0\"}}\n",
+            PVC,
+            &[],
+        )
+        .unwrap();
+        let x = d.to_xml().unwrap();
+        assert!(x.contains("<address type=\"pci\" domain=\"0x0000\" bus=\"0x81\" slot=\"0x01\" function=\"0x0\"/>"), "{x}");
+        let e = conv(
+            "      - {name: a, disk: {bus: sata, pciAddress: \"0000:81:01.0\"}}\n",
+            PVC,
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "spec.domain.devices.disks[0].disk.pciAddress: setting a pci address is not allowed for non-virtio bus types, for disk a");
+        for bad in [
+            "0000:81:20.0",
+            "0001:00:01.0",
+            "00:01.0",
+            "0000:81:01.8",
+            "zzzz:81:01.0",
+        ] {
+            let e = conv(
+                &format!("      - {{name: a, disk: {{bus: virtio, pciAddress: \"{bad}\"}}}}\n"),
+                PVC,
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("is not a PCI address of the form 0000:bb:ss.f"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn custom_block_sizes() {
+        let d = conv("      - {name: a, blockSize: {custom: {logical: 512, physical: 4096}}, disk: {bus: virtio}}\n", PVC, &[]).unwrap();
+        let x = d.to_xml().unwrap();
+        assert!(
+            x.contains("<blockio logical_block_size=\"512\" physical_block_size=\"4096\"/>"),
+            "{x}"
+        );
+        let e = conv("      - {name: a, blockSize: {custom: {logical: 4096, physical: 512}}, disk: {bus: virtio}}\n", PVC, &[]).unwrap_err().to_string();
+        assert_eq!(e, "spec.domain.devices.disks[0].blockSize.custom.logical: 4096 must not be larger than the physical block size 512");
+        let e = conv("      - {name: a, blockSize: {custom: {logical: 513, physical: 4096}}, disk: {bus: virtio}}\n", PVC, &[]).unwrap_err().to_string();
+        assert_eq!(e, "spec.domain.devices.disks[0].blockSize.custom.logical: 513 must be a power of 2 from 512 to 2097152");
+        let e = conv(
+            "      - {name: a, blockSize: {matchVolume: {}}, disk: {bus: virtio}}\n",
+            PVC,
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "spec.domain.devices.disks[0].blockSize.matchVolume: block sizes probed from the volume is not supported yet");
+    }
+
+    #[test]
+    fn lun_with_reservation_on_a_block_volume() {
+        let d = conv(
+            "      - {name: a, lun: {bus: scsi, reservation: true}}\n",
+            PVC,
+            &["a"],
+        )
+        .unwrap();
+        let x = d.to_xml().unwrap();
+        assert!(x.contains("<disk type=\"block\" device=\"lun\">"), "{x}");
+        assert!(x.contains("<source dev=\"/dev/a\" name=\"a\">\n        <reservations managed=\"no\">\n          <source type=\"unix\" path=\"/var/run/kubevirt/daemons/pr/pr-helper.sock\" mode=\"client\"/>"), "{x}");
+        assert!(x.contains("<target dev=\"sda\" bus=\"scsi\"/>"), "{x}");
+        let e = conv("      - {name: a, lun: {bus: scsi}}\n", PVC, &[])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "spec.domain.devices.disks[0].lun: disk \"a\": a lun needs a block-mode persistentVolumeClaim or dataVolume");
+        let e = conv("      - {name: a, lun: {}}\n", PVC, &["a"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "spec.domain.devices.disks[0].lun.bus: disk \"a\": a lun needs the scsi or virtio bus, not sata");
+    }
 }

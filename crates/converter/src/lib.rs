@@ -8,18 +8,23 @@
 //! the launcher before conversion.
 //!
 //! One module per concern, assembled in [`convert`] in this order: identity
-//! and metadata, [`cpu`], [`memory`], [`os`] (machine, firmware, SMBIOS),
-//! [`features`] and clock, [`disks`], [`devices`] (controllers, consoles,
+//! and metadata, [`cpu`], [`memory`], [`cputune`], [`numa`], [`os`] (machine, firmware, SMBIOS),
+//! [`features`] and clock, [`disks`], [`iothreads`], [`filesystems`], [`devices`] (controllers, consoles,
 //! graphics, input, RNG, balloon). Inputs whose feature is not built yet are
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
 
 pub mod arch;
 pub mod cpu;
+pub mod cputune;
 pub mod devices;
 pub mod disks;
 pub mod features;
+pub mod filesystems;
+pub mod iothreads;
 pub mod memory;
+pub mod numa;
 pub mod os;
+pub mod pci_ports;
 pub mod unsupported;
 
 use std::collections::BTreeMap;
@@ -194,6 +199,10 @@ pub struct Prepared {
     pub cache_modes: BTreeMap<String, api::vmi::CacheMode>,
     /// PVC/DataVolume volumes that are block devices (`/dev/<vol>`).
     pub block_volumes: std::collections::BTreeSet<String>,
+    /// Volumes whose disk sets no io mode and gets `io='native'`: cache
+    /// `none` on a block device or a fully allocated image (KubeVirt's
+    /// `SetOptimalIOMode`).
+    pub native_io: std::collections::BTreeSet<String>,
 }
 
 /// Everything besides the VMI that conversion depends on.
@@ -215,6 +224,19 @@ pub struct ConvertContext {
     pub free_page_reporting: bool,
     /// Probe results.
     pub prepared: Prepared,
+    /// Host CPUs the pod may use, in the kernel's order: the cgroup's
+    /// `cpuset.cpus.effective` (v2) or `cpuset/cpuset.cpus` (v1), parsed
+    /// with [`cputune::parse_cpu_list`]. `None` when unknown; VMIs with
+    /// `dedicatedCpuPlacement` are then refused.
+    pub pod_cpuset: Option<Vec<u32>>,
+    /// File names found in [`Paths::ovmf_dir`] (probed by the launcher);
+    /// `None` when not probed (converting for another host), and then
+    /// KubeVirt's file names are assumed present. See [`os::efi_files`].
+    pub ovmf_files: Option<std::collections::BTreeSet<String>>,
+    /// The host's NUMA nodes and their CPUs (KubeVirt gets them from
+    /// virt-handler; the launcher reads `/sys/devices/system/node`). `None`
+    /// when unknown; guest NUMA passthrough is then refused.
+    pub host_numa: Option<Vec<numa::HostNumaCell>>,
 }
 
 impl ConvertContext {
@@ -233,6 +255,9 @@ impl ConvertContext {
             serial_console_log: true,
             free_page_reporting: true,
             prepared: Prepared::default(),
+            pod_cpuset: None,
+            ovmf_files: None,
+            host_numa: None,
         }
     }
 }
@@ -259,10 +284,38 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
     unsupported::check(vmi)?;
     let caps = arch::caps(ctx.arch);
 
-    let cpu = cpu::convert(vmi, ctx)?;
+    let mut mem = memory::convert(vmi)?;
+    let mut cpu = cpu::convert(vmi, ctx)?;
     let vcpus = cpu.vcpu.count;
-    let disks = disks::convert(vmi, ctx, vcpus)?;
-    let dev = devices::convert(vmi, ctx, &disks)?;
+    let mut disks = disks::convert(vmi, ctx, vcpus)?;
+    let mut dev = devices::convert(vmi, ctx, &disks)?;
+    dev.filesystem = filesystems::convert(vmi)?;
+    let iothreads = iothreads::apply(vmi, vcpus, &mut disks, &mut dev.controller)?;
+    let cputune = cputune::convert(vmi, ctx, cpu.current, iothreads)?;
+    let numa = numa::convert(
+        vmi,
+        ctx,
+        cputune.as_ref(),
+        mem.memory.value,
+        mem.hugepage_size,
+        &mut mem.backing,
+    )?;
+    let numatune = numa.map(|n| {
+        cpu.cpu.numa = Some(domain::CpuNuma { cell: n.cells });
+        n.numatune
+    });
+    if mem.memfd && cpu.cpu.numa.is_none() {
+        // libvirt shares memfd memory per NUMA cell: one cell with every vCPU.
+        cpu.cpu.numa = Some(domain::CpuNuma {
+            cell: vec![domain::NumaCell {
+                id: "0".into(),
+                cpus: format!("0-{}", vcpus.saturating_sub(1)),
+                memory: Some(mem.memory.value / 1024),
+                unit: Some("KiB".into()),
+                mem_access: None,
+            }],
+        });
+    }
     let dom = Domain {
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
@@ -277,13 +330,18 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
                 }),
             }),
         }),
-        memory: memory::convert(vmi)?,
+        max_memory: mem.max_memory,
+        memory: mem.memory,
         current_memory: None,
+        memory_backing: mem.backing,
         vcpu: cpu.vcpu,
-        iothreads: None,
-        sysinfo: os::sysinfo(vmi, ctx, caps),
+        vcpus: cpu.vcpus,
+        iothreads,
+        cputune,
+        numatune,
+        sysinfo: os::sysinfo(vmi, ctx, caps)?,
         os: os::convert(vmi, ctx, caps)?,
-        features: Some(features::convert(vmi, caps)),
+        features: Some(features::convert(vmi, caps)?),
         cpu: Some(cpu.cpu),
         clock: features::clock(vmi)?,
         devices: domain::Devices { disk: disks, ..dev },

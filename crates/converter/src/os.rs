@@ -43,21 +43,39 @@ pub fn efi(vmi: &VirtualMachineInstance, caps: &ArchCaps) -> Option<bool> {
 }
 
 /// EFI code and variable-template paths for `secure_boot` under
-/// `--ovmf-path`: the launcher's probed choice when present
-/// ([`crate::Prepared`] has none yet, so KubeVirt's file names).
+/// `--ovmf-path`, chosen as KubeVirt does from the files present
+/// ([`ConvertContext::ovmf_files`]; when not probed, all are assumed):
+/// secure boot takes the secure-boot code and the secure-boot variable
+/// template, falling back to the plain template; plain EFI takes the plain
+/// code, falling back to the secure-boot code, and the plain template.
+/// `None` on architectures without EFI.
+///
+/// # Errors
+/// [`ConvertError::Host`] `EFI OVMF roms missing for booting in EFI mode
+/// with SecureBoot=<b>, SEV=false` when a needed file is missing.
 pub fn efi_files(
     ctx: &ConvertContext,
     caps: &ArchCaps,
     secure_boot: bool,
-) -> Option<(String, String)> {
-    let [sb_code, sb_vars, code, vars] = caps.efi_files?;
+) -> Result<Option<(String, String)>, ConvertError> {
+    let Some([sb_code, sb_vars, code, vars]) = caps.efi_files else {
+        return Ok(None);
+    };
+    let present = |f: &str| ctx.ovmf_files.as_ref().is_none_or(|s| s.contains(f));
+    let first = |names: &[&'static str]| names.iter().copied().find(|f| present(f));
     let (c, v) = if secure_boot {
-        (sb_code, sb_vars)
+        (first(&[sb_code]), first(&[sb_vars, vars]))
     } else {
-        (code, vars)
+        (first(&[code, sb_code]), first(&[vars]))
+    };
+    let (Some(c), Some(v)) = (c, v) else {
+        return Err(ConvertError::Host(format!(
+            "EFI OVMF roms missing for booting in EFI mode with SecureBoot={secure_boot}, SEV=false (looked in {})",
+            ctx.paths.ovmf_dir
+        )));
     };
     let dir = ctx.paths.ovmf_dir.trim_end_matches('/');
-    Some((format!("{dir}/{c}"), format!("{dir}/{v}")))
+    Ok(Some((format!("{dir}/{c}"), format!("{dir}/{v}"))))
 }
 
 /// `<os>`: `<type arch machine>hvm</type>`; `<smbios mode='sysinfo'/>` where
@@ -99,9 +117,6 @@ pub fn convert(
     let firmware = dom.firmware.clone().unwrap_or_default();
     if let Some(secure) = efi(vmi, caps) {
         let path = "spec.domain.firmware.bootloader.efi";
-        let (code, vars) = efi_files(ctx, caps, secure).ok_or_else(|| {
-            ConvertError::invalid(path, format!("EFI is not available on {}", ctx.arch))
-        })?;
         let smm = dom
             .features
             .as_ref()
@@ -109,10 +124,13 @@ pub fn convert(
             .is_some_and(|s| s.is_enabled());
         if secure && !smm {
             return Err(ConvertError::invalid(
-                "spec.domain.features.smm",
-                "SMM must be enabled to allow EFI secure boot (set secureBoot: false or enable features.smm)",
+                format!("{path}.secureBoot"),
+                "SecureBoot requires SMM, which is currently disabled (enable spec.domain.features.smm or set secureBoot: false)",
             ));
         }
+        let (code, vars) = efi_files(ctx, caps, secure)?.ok_or_else(|| {
+            ConvertError::invalid(path, format!("EFI is not available on {}", ctx.arch))
+        })?;
         os.loader = Some(Loader {
             readonly: Some("yes".into()),
             secure: Some(if secure { "yes" } else { "no" }.into()),
@@ -198,15 +216,50 @@ fn basename(p: &str) -> Option<&str> {
 }
 
 /// `<sysinfo type='smbios'>` with the system entries `uuid`, `serial`,
-/// then the SMBIOS options (manufacturer, family, product, sku, version);
-/// empty values are left out. None on arches without SMBIOS.
+/// then the SMBIOS options (manufacturer, family, product, sku, version),
+/// and the chassis entries (manufacturer, version, serial, asset, sku) of
+/// `spec.domain.chassis`; empty values are left out. None on arches without
+/// SMBIOS.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] for a chassis on an architecture without
+/// SMBIOS, or chassis text XML cannot carry.
 pub fn sysinfo(
     vmi: &VirtualMachineInstance,
     ctx: &ConvertContext,
     caps: &ArchCaps,
-) -> Option<SysInfo> {
+) -> Result<Option<SysInfo>, ConvertError> {
+    let chassis = match &vmi.spec.domain.chassis {
+        Some(_) if !caps.smbios => {
+            return Err(ConvertError::invalid(
+                "spec.domain.chassis",
+                format!("SMBIOS is not available on {}", ctx.arch),
+            ))
+        }
+        Some(c) => {
+            let mut entries = Vec::new();
+            for (name, v) in [
+                ("manufacturer", &c.manufacturer),
+                ("version", &c.version),
+                ("serial", &c.serial),
+                ("asset", &c.asset),
+                ("sku", &c.sku),
+            ] {
+                let Some(v) = v.as_deref().filter(|v| !v.is_empty()) else {
+                    continue;
+                };
+                crate::xml_text(&format!("spec.domain.chassis.{name}"), v)?;
+                entries.push(SysInfoEntry {
+                    name: name.into(),
+                    value: v.into(),
+                });
+            }
+            Some(SysInfoEntries { entry: entries })
+        }
+        None => None,
+    };
     if !caps.smbios {
-        return None;
+        return Ok(None);
     }
     let fw = vmi.spec.domain.firmware.as_ref();
     let s = &ctx.smbios;
@@ -226,9 +279,9 @@ pub fn sysinfo(
         value: v.into(),
     })
     .collect();
-    Some(SysInfo {
+    Ok(Some(SysInfo {
         sysinfo_type: "smbios".into(),
         system: Some(SysInfoEntries { entry: entries }),
-        chassis: None,
-    })
+        chassis,
+    }))
 }

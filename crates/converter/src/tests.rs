@@ -335,12 +335,19 @@ fn case_014_memory_is_exact_bytes() {
         e.to_string(),
         "spec.domain.memory.guest: Memory size '-45Gi' must be greater than or equal to 0"
     );
-    // Hugepages (the case's input) are refused by name until they are built.
-    let e = conv(&data("cases/014-memory-quantity-units.yaml"), Arch::Amd64).unwrap_err();
+    // The case's input: 1G is not a multiple of 2Mi hugepages.
+    let doc = data("cases/014-memory-quantity-units.yaml");
+    let e = conv(&doc, Arch::Amd64).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "spec.domain.memory.hugepages: hugepages is not supported yet"
+        "spec.domain.memory.guest: '1G' is not a multiple of the page size spec.domain.memory.hugepages.pageSize '2Mi'"
     );
+    // With 1Gi it converts: exact bytes, hugepages backed by memfd.
+    let d = conv(&doc.replace("guest: 1G", "guest: 1Gi"), Arch::Amd64).unwrap();
+    assert_eq!(d.memory.value, 1_073_741_824);
+    let mb = d.memory_backing.as_ref().unwrap();
+    assert!(mb.hugepages.is_some());
+    assert_eq!(mb.source.as_ref().unwrap().source_type, "memfd");
 }
 
 #[test]
@@ -521,7 +528,9 @@ fn efi_kernel_boot_and_host_disk_paths() {
     let sb = data("examples/vmi-alpine-efi.yaml").replace("secureBoot: false", "secureBoot: true");
     let e = conv(&sb, Arch::Amd64).unwrap_err().to_string();
     assert!(
-        e.starts_with("spec.domain.features.smm: SMM must be enabled"),
+        e.starts_with(
+            "spec.domain.firmware.bootloader.efi.secureBoot: SecureBoot requires SMM, which is currently disabled"
+        ),
         "{e}"
     );
     let sb = sb.replace(
@@ -757,5 +766,97 @@ spec:
             "spec.accessCredentials[0].sshPublicKey.source.secret.secretName: \"../../etc\""
         ),
         "{err}"
+    );
+}
+
+#[test]
+fn case_017_efi_firmware_follows_the_files_present() {
+    let doc = data("cases/017-efi-secureboot-firmware.yaml");
+    let all = [
+        "OVMF_CODE.secboot.fd",
+        "OVMF_VARS.secboot.fd",
+        "OVMF_CODE.fd",
+        "OVMF_VARS.fd",
+    ];
+    let run = |doc: &str, files: &[&str]| {
+        let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+        ctx.ovmf_files = Some(files.iter().map(|f| (*f).to_owned()).collect());
+        convert(&vmi(doc, Arch::Amd64), &ctx)
+    };
+    let base = |p: &str| p.rsplit('/').next().unwrap().to_owned();
+    let unset = doc.replace("          secureBoot: true\n", "          {}\n");
+    let plain = doc
+        .replace("secureBoot: true", "secureBoot: false")
+        .replace("      smm:\n        enabled: true\n", "");
+    for (input, files, code, vars, secure) in [
+        (
+            &doc,
+            &all[..],
+            "OVMF_CODE.secboot.fd",
+            "OVMF_VARS.secboot.fd",
+            "yes",
+        ),
+        (
+            &unset,
+            &all[..],
+            "OVMF_CODE.secboot.fd",
+            "OVMF_VARS.secboot.fd",
+            "yes",
+        ),
+        (&plain, &all[..], "OVMF_CODE.fd", "OVMF_VARS.fd", "no"),
+        (
+            &doc,
+            &["OVMF_CODE.secboot.fd", "OVMF_VARS.fd"][..],
+            "OVMF_CODE.secboot.fd",
+            "OVMF_VARS.fd",
+            "yes",
+        ),
+        // Plain EFI falls back to the secure-boot code.
+        (
+            &plain,
+            &["OVMF_CODE.secboot.fd", "OVMF_VARS.fd"][..],
+            "OVMF_CODE.secboot.fd",
+            "OVMF_VARS.fd",
+            "no",
+        ),
+    ] {
+        let d = run(input, files).unwrap();
+        let l = d.os.loader.as_ref().unwrap();
+        let n = d.os.nvram.as_ref().unwrap();
+        assert_eq!(
+            (
+                base(&l.path),
+                base(n.template.as_ref().unwrap()),
+                l.secure.as_deref(),
+                l.readonly.as_deref(),
+                l.loader_type.as_deref()
+            ),
+            (
+                code.to_owned(),
+                vars.to_owned(),
+                Some(secure),
+                Some("yes"),
+                Some("pflash")
+            ),
+            "{files:?}"
+        );
+        assert_eq!(n.path, "/var/lib/libvirt/qemu/nvram/vmi-secureboot_VARS.fd");
+        let f = d.features.as_ref().unwrap();
+        assert!(f.acpi.is_some());
+        assert_eq!(f.smm.is_some(), secure == "yes");
+    }
+    // Secure boot without SMM is refused before anything else.
+    let no_smm = doc.replace("        enabled: true\n", "        enabled: false\n");
+    let e = run(&no_smm, &all).unwrap_err().to_string();
+    assert_eq!(e, "spec.domain.firmware.bootloader.efi.secureBoot: SecureBoot requires SMM, which is currently disabled (enable spec.domain.features.smm or set secureBoot: false)");
+    // Missing firmware: KubeVirt's message, naming the directory.
+    let e = run(&doc, &["OVMF_CODE.fd", "OVMF_VARS.fd"])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "EFI OVMF roms missing for booting in EFI mode with SecureBoot=true, SEV=false (looked in /usr/share/OVMF)");
+    let e = run(&plain, &[]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("EFI OVMF roms missing for booting in EFI mode with SecureBoot=false"),
+        "{e}"
     );
 }

@@ -29,30 +29,14 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "networks (pod networking phase 2)",
         ),
         (
-            dom.chassis.is_some(),
-            "spec.domain.chassis".into(),
-            "SMBIOS chassis",
-        ),
-        (
             dom.launch_security.is_some(),
             "spec.domain.launchSecurity".into(),
             "launch security (SEV)",
         ),
         (
-            dom.io_threads_policy.is_some(),
-            "spec.domain.ioThreadsPolicy".into(),
-            "I/O threads policy",
-        ),
-        (
-            dev.watchdog.is_some(),
-            "spec.domain.devices.watchdog".into(),
-            "watchdog",
-        ),
-        (dev.tpm.is_some(), "spec.domain.devices.tpm".into(), "TPM"),
-        (
-            dev.sound.is_some(),
-            "spec.domain.devices.sound".into(),
-            "sound",
+            dev.tpm.as_ref().is_some_and(|t| t.persistent == Some(true)),
+            "spec.domain.devices.tpm.persistent".into(),
+            "persistent TPM state (needs KubeVirt's backend storage)",
         ),
         (
             !dev.gpus.is_empty(),
@@ -63,26 +47,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             !dev.host_devices.is_empty(),
             "spec.domain.devices.hostDevices".into(),
             "host devices",
-        ),
-        (
-            !dev.filesystems.is_empty(),
-            "spec.domain.devices.filesystems".into(),
-            "virtiofs filesystems",
-        ),
-        (
-            dev.client_passthrough.is_some(),
-            "spec.domain.devices.clientPassthrough".into(),
-            "USB redirection",
-        ),
-        (
-            dev.downward_metrics.is_some(),
-            "spec.domain.devices.downwardMetrics".into(),
-            "downward metrics",
-        ),
-        (
-            dev.video.is_some(),
-            "spec.domain.devices.video".into(),
-            "video device selection",
         ),
     ];
     for (i, c) in spec.access_credentials.iter().enumerate() {
@@ -100,54 +64,24 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             ));
         }
     }
-    if let Some(cpu) = &dom.cpu {
-        checks.extend([
-            (
-                cpu.max_sockets != 0,
-                "spec.domain.cpu.maxSockets".into(),
-                "CPU hot-plug",
-            ),
-            (
-                cpu.dedicated_cpu_placement,
-                "spec.domain.cpu.dedicatedCpuPlacement".into(),
-                "dedicated CPU placement",
-            ),
-            (
-                cpu.isolate_emulator_thread,
-                "spec.domain.cpu.isolateEmulatorThread".into(),
-                "emulator thread isolation",
-            ),
-            (
-                cpu.numa.is_some(),
-                "spec.domain.cpu.numa".into(),
-                "guest NUMA mapping",
-            ),
-            (
-                cpu.realtime.is_some(),
-                "spec.domain.cpu.realtime".into(),
-                "realtime CPUs",
-            ),
-        ]);
-    }
-    if let Some(mem) = &dom.memory {
-        let hotplug = match (&mem.max_guest, &mem.guest) {
-            (Some(max), Some(guest)) => max.to_bytes().ok() != guest.to_bytes().ok(),
-            (Some(_), None) => true,
-            _ => false,
-        };
-        checks.extend([
-            (
-                mem.hugepages.is_some(),
-                "spec.domain.memory.hugepages".into(),
-                "hugepages",
-            ),
-            (
-                hotplug,
-                "spec.domain.memory.maxGuest".into(),
-                "memory hot-plug",
-            ),
-        ]);
-    }
+    checks.push((
+        vmi.metadata
+            .annotations
+            .contains_key("kubevirt.io/pci-interface-slot-count"),
+        "metadata.annotations[kubevirt.io/pci-interface-slot-count]".into(),
+        "placeholder PCI slots for interfaces",
+    ));
+    checks.push((
+        vmi.metadata
+            .annotations
+            .get(crate::pci_ports::PLACE_ON_ROOT_COMPLEX)
+            .is_some_and(|v| v == "true"),
+        format!(
+            "metadata.annotations[{}]",
+            crate::pci_ports::PLACE_ON_ROOT_COMPLEX
+        ),
+        "placing PCI devices on the root complex",
+    ));
     if let Some(fw) = &dom.firmware {
         checks.push((
             fw.acpi.is_some(),
@@ -162,43 +96,19 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
         checks.push((
             persistent,
             "spec.domain.firmware.bootloader.efi.persistent".into(),
-            "persistent EFI variables",
+            "persistent EFI variables (needs KubeVirt's backend storage)",
         ));
-    }
-    if let Some(f) = &dom.features {
-        checks.extend([
-            (
-                f.hyperv.is_some(),
-                "spec.domain.features.hyperv".into(),
-                "Hyper-V enlightenments",
-            ),
-            (
-                f.hyperv_passthrough.is_some(),
-                "spec.domain.features.hypervPassthrough".into(),
-                "Hyper-V passthrough",
-            ),
-        ]);
     }
     for (i, d) in dev.disks.iter().enumerate() {
         let p = format!("spec.domain.devices.disks[{i}]");
-        checks.extend([
-            (d.lun.is_some(), format!("{p}.lun"), "LUN disks"),
-            (
-                d.dedicated_io_thread == Some(true),
-                format!("{p}.dedicatedIOThread"),
-                "dedicated I/O threads",
-            ),
-            (
-                d.block_size.is_some(),
-                format!("{p}.blockSize"),
-                "custom block sizes",
-            ),
-            (
-                d.disk.as_ref().is_some_and(|t| t.pci_address.is_some()),
-                format!("{p}.disk.pciAddress"),
-                "disk PCI addresses",
-            ),
-        ]);
+        checks.extend([(
+            d.block_size
+                .as_ref()
+                .and_then(|b| b.match_volume.as_ref())
+                .is_some_and(|m| m.is_enabled()),
+            format!("{p}.blockSize.matchVolume"),
+            "block sizes probed from the volume",
+        )]);
     }
     for (i, v) in spec.volumes.iter().enumerate() {
         let p = format!("spec.volumes[{i}]");

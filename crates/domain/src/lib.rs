@@ -44,15 +44,27 @@ pub struct Domain {
     pub uuid: Option<String>,
     /// Application metadata (`<kubevirt xmlns="http://kubevirt.io">`).
     pub metadata: Option<Metadata>,
+    /// Memory hot-plug ceiling (`<maxMemory unit='b' slots='0'>`).
+    #[serde(rename = "maxMemory")]
+    pub max_memory: Option<MaxMemory>,
     /// Maximum memory at boot (`unit='b'` as KubeVirt writes it).
     pub memory: MemoryValue,
     /// Current balloon target.
     #[serde(rename = "currentMemory")]
     pub current_memory: Option<MemoryValue>,
+    /// Hugepages, memfd and shared memory.
+    #[serde(rename = "memoryBacking")]
+    pub memory_backing: Option<MemoryBacking>,
     /// vCPU count.
     pub vcpu: Vcpu,
+    /// Per-vCPU hot-plug state (CPU hot-plug).
+    pub vcpus: Option<Vcpus>,
     /// Number of I/O threads.
     pub iothreads: Option<u32>,
+    /// vCPU, emulator and I/O thread pinning.
+    pub cputune: Option<CpuTune>,
+    /// Host NUMA memory policy.
+    pub numatune: Option<NumaTune>,
     /// SMBIOS information.
     pub sysinfo: Option<SysInfo>,
     /// Boot configuration.
@@ -126,13 +138,195 @@ impl MemoryValue {
     }
 }
 
-/// `<vcpu placement='static'>N</vcpu>`.
+/// `<maxMemory unit='b' slots='0'>BYTES</maxMemory>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MaxMemory {
+    /// `b`.
+    #[serde(rename = "@unit")]
+    pub unit: String,
+    /// DIMM slots (KubeVirt: 0, virtio-mem needs none).
+    #[serde(rename = "@slots")]
+    pub slots: Option<u32>,
+    /// Amount in `unit`.
+    #[serde(rename = "$text")]
+    pub value: u64,
+}
+
+/// `<memoryBacking>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryBacking {
+    /// Back guest memory with hugepages.
+    pub hugepages: Option<Hugepages>,
+    /// Keep KSM away from guest memory.
+    pub nosharepages: Option<Empty>,
+    /// `<source type='memfd'/>`.
+    pub source: Option<MemorySource>,
+    /// `<access mode='shared'/>`.
+    pub access: Option<MemoryAccess>,
+    /// `<allocation mode='immediate'/>`.
+    pub allocation: Option<MemoryAllocation>,
+}
+
+/// `<hugepages>` with optional per-cell page sizes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hugepages {
+    /// Page sizes per NUMA cell (none = the default hugepage size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub page: Vec<HugePage>,
+}
+
+/// `<page size='2097152' unit='b' nodeset='0'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HugePage {
+    /// Page size in `unit`.
+    #[serde(rename = "@size")]
+    pub size: u64,
+    /// `b`.
+    #[serde(rename = "@unit")]
+    pub unit: Option<String>,
+    /// Guest NUMA cells.
+    #[serde(rename = "@nodeset")]
+    pub nodeset: Option<String>,
+}
+
+/// `<source type='memfd'/>` of `<memoryBacking>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemorySource {
+    /// `memfd`, `file`, `anonymous`.
+    #[serde(rename = "@type")]
+    pub source_type: String,
+}
+
+/// `<access mode='shared'/>` of `<memoryBacking>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryAccess {
+    /// `shared` / `private`.
+    #[serde(rename = "@mode")]
+    pub mode: String,
+}
+
+/// `<allocation mode='immediate'/>` of `<memoryBacking>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryAllocation {
+    /// `immediate` / `ondemand`.
+    #[serde(rename = "@mode")]
+    pub mode: String,
+}
+
+/// `<vcpus>`: one entry per possible vCPU.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Vcpus {
+    /// Entries by id.
+    #[serde(default)]
+    pub vcpu: Vec<VcpuState>,
+}
+
+/// `<vcpu id='0' enabled='yes' hotpluggable='no'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VcpuState {
+    /// vCPU id.
+    #[serde(rename = "@id")]
+    pub id: u32,
+    /// `yes` when online at boot.
+    #[serde(rename = "@enabled")]
+    pub enabled: String,
+    /// `yes` when it may be unplugged/plugged.
+    #[serde(rename = "@hotpluggable")]
+    pub hotpluggable: String,
+}
+
+/// `<cputune>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuTune {
+    /// vCPU pins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vcpupin: Vec<CpuPin>,
+    /// I/O thread pins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iothreadpin: Vec<IoThreadPin>,
+    /// Emulator thread pin.
+    pub emulatorpin: Option<EmulatorPin>,
+}
+
+/// `<vcpupin vcpu='0' cpuset='2'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuPin {
+    /// vCPU id.
+    #[serde(rename = "@vcpu")]
+    pub vcpu: u32,
+    /// Host CPU list.
+    #[serde(rename = "@cpuset")]
+    pub cpuset: String,
+}
+
+/// `<iothreadpin iothread='1' cpuset='2'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoThreadPin {
+    /// I/O thread id (from 1).
+    #[serde(rename = "@iothread")]
+    pub iothread: u32,
+    /// Host CPU list.
+    #[serde(rename = "@cpuset")]
+    pub cpuset: String,
+}
+
+/// `<emulatorpin cpuset='3'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmulatorPin {
+    /// Host CPU list.
+    #[serde(rename = "@cpuset")]
+    pub cpuset: String,
+}
+
+/// `<numatune>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NumaTune {
+    /// Policy for all guest memory.
+    pub memory: NumaTuneMemory,
+    /// Per guest cell policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memnode: Vec<MemNode>,
+}
+
+/// `<memory mode='strict' nodeset='0-1'/>` of `<numatune>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NumaTuneMemory {
+    /// `strict`, `preferred`, `interleave`.
+    #[serde(rename = "@mode")]
+    pub mode: String,
+    /// Host NUMA nodes.
+    #[serde(rename = "@nodeset")]
+    pub nodeset: String,
+}
+
+/// `<memnode cellid='0' mode='strict' nodeset='1'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemNode {
+    /// Guest cell.
+    #[serde(rename = "@cellid")]
+    pub cellid: u32,
+    /// `strict`.
+    #[serde(rename = "@mode")]
+    pub mode: String,
+    /// Host NUMA nodes.
+    #[serde(rename = "@nodeset")]
+    pub nodeset: String,
+}
+
+/// `<vcpu placement='static' current='2'>N</vcpu>`.
 #[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Vcpu {
     /// `static`.
     #[serde(rename = "@placement")]
     pub placement: Option<String>,
+    /// vCPUs online at boot when fewer than `count` (CPU hot-plug).
+    #[serde(rename = "@current", default)]
+    pub current: Option<u32>,
     /// Number of vCPUs.
     #[serde(rename = "$text")]
     pub count: u32,
@@ -289,14 +483,90 @@ pub struct Features {
     pub acpi: Option<Empty>,
     /// APIC.
     pub apic: Option<Empty>,
-    /// System management mode.
-    pub smm: Option<Empty>,
+    /// Hyper-V enlightenments.
+    pub hyperv: Option<HyperV>,
     /// KVM features.
     pub kvm: Option<KvmFeatures>,
     /// Paravirtual spinlocks.
     pub pvspinlock: Option<FeatureState>,
+    /// Performance monitoring unit (off for realtime).
+    pub pmu: Option<FeatureState>,
     /// VMware I/O port.
     pub vmport: Option<FeatureState>,
+    /// System management mode.
+    pub smm: Option<Empty>,
+}
+
+/// `<hyperv mode='custom|passthrough'>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HyperV {
+    /// `passthrough` for every enlightenment the host has; else absent (custom).
+    #[serde(rename = "@mode")]
+    pub mode: Option<String>,
+    /// Relaxed timing.
+    pub relaxed: Option<FeatureState>,
+    /// Virtual APIC.
+    pub vapic: Option<FeatureState>,
+    /// Spinlock retries.
+    pub spinlocks: Option<HyperVSpinlocks>,
+    /// Virtual processor index.
+    pub vpindex: Option<FeatureState>,
+    /// Runtime MSR.
+    pub runtime: Option<FeatureState>,
+    /// Synthetic interrupt controller.
+    pub synic: Option<FeatureState>,
+    /// Synthetic timers.
+    pub stimer: Option<HyperVStimer>,
+    /// Reset MSR.
+    pub reset: Option<FeatureState>,
+    /// Vendor id.
+    pub vendor_id: Option<HyperVVendorId>,
+    /// Frequency MSRs.
+    pub frequencies: Option<FeatureState>,
+    /// Re-enlightenment.
+    pub reenlightenment: Option<FeatureState>,
+    /// TLB flush.
+    pub tlbflush: Option<FeatureState>,
+    /// IPI.
+    pub ipi: Option<FeatureState>,
+    /// Enlightened VMCS.
+    pub evmcs: Option<FeatureState>,
+}
+
+/// `<spinlocks state='on' retries='4096'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HyperVSpinlocks {
+    /// `on` / `off`.
+    #[serde(rename = "@state")]
+    pub state: String,
+    /// Retries (only with `on`).
+    #[serde(rename = "@retries")]
+    pub retries: Option<u32>,
+}
+
+/// `<stimer state='on'><direct state='on'/></stimer>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HyperVStimer {
+    /// `on` / `off`.
+    #[serde(rename = "@state")]
+    pub state: String,
+    /// Direct mode.
+    pub direct: Option<FeatureState>,
+}
+
+/// `<vendor_id state='on' value='KVM Hv'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HyperVVendorId {
+    /// `on` / `off`.
+    #[serde(rename = "@state")]
+    pub state: String,
+    /// Vendor id (only with `on`).
+    #[serde(rename = "@value")]
+    pub value: Option<String>,
 }
 
 /// `<x state='on|off'/>`.
@@ -322,6 +592,9 @@ impl FeatureState {
 pub struct KvmFeatures {
     /// Hide the KVM signature.
     pub hidden: Option<FeatureState>,
+    /// Tell the guest its vCPUs are dedicated (`<hint-dedicated state='on'/>`).
+    #[serde(rename = "hint-dedicated")]
+    pub hint_dedicated: Option<FeatureState>,
 }
 
 /// `<cpu>`.
@@ -431,6 +704,9 @@ pub struct Timer {
     /// `guest`, `wall`, `realtime` (rtc only).
     #[serde(rename = "@track")]
     pub track: Option<String>,
+    /// Frequency in Hz (`tsc` only).
+    #[serde(rename = "@frequency", default)]
+    pub frequency: Option<u64>,
 }
 
 /// `<devices>`.
@@ -468,6 +744,158 @@ pub struct Devices {
     /// Random number generators.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rng: Vec<Rng>,
+    /// Shared directories (virtiofs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filesystem: Vec<Filesystem>,
+    /// Watchdogs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watchdog: Vec<Watchdog>,
+    /// TPMs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tpm: Vec<Tpm>,
+    /// Sound cards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sound: Vec<Sound>,
+    /// USB redirection channels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirdev: Vec<RedirDev>,
+    /// VM socket device.
+    pub vsock: Option<Vsock>,
+}
+
+/// `<filesystem type='mount' accessmode='passthrough'>` (virtiofs).
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Filesystem {
+    /// `mount`.
+    #[serde(rename = "@type")]
+    pub fs_type: String,
+    /// `passthrough`.
+    #[serde(rename = "@accessmode")]
+    pub access_mode: Option<String>,
+    /// `<driver type='virtiofs' queue='1024'/>`.
+    pub driver: Option<FilesystemDriver>,
+    /// `<source socket=.../>` of an external virtiofsd.
+    pub source: Option<FilesystemSource>,
+    /// `<target dir='TAG'/>`.
+    pub target: FilesystemTarget,
+    /// Alias.
+    pub alias: Option<Alias>,
+}
+
+/// `<driver type='virtiofs' queue='1024'/>` of a filesystem.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesystemDriver {
+    /// `virtiofs`.
+    #[serde(rename = "@type")]
+    pub driver_type: String,
+    /// Queue size.
+    #[serde(rename = "@queue")]
+    pub queue: Option<u32>,
+}
+
+/// `<source socket='...'/>` of a filesystem.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesystemSource {
+    /// virtiofsd's socket.
+    #[serde(rename = "@socket")]
+    pub socket: Option<String>,
+}
+
+/// `<target dir='TAG'/>` of a filesystem (the guest mount tag).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesystemTarget {
+    /// Mount tag.
+    #[serde(rename = "@dir")]
+    pub dir: String,
+}
+
+/// `<watchdog model='i6300esb' action='reset'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Watchdog {
+    /// `i6300esb`, `diag288`.
+    #[serde(rename = "@model")]
+    pub model: String,
+    /// `reset`, `poweroff`, `shutdown` ...
+    #[serde(rename = "@action")]
+    pub action: Option<String>,
+    /// Alias.
+    pub alias: Option<Alias>,
+}
+
+/// `<tpm model='tpm-tis'><backend type='emulator' version='2.0'/></tpm>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tpm {
+    /// `tpm-tis`, `tpm-crb`.
+    #[serde(rename = "@model")]
+    pub model: String,
+    /// swtpm backend.
+    pub backend: TpmBackend,
+}
+
+/// `<backend type='emulator' version='2.0' persistent_state='yes'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TpmBackend {
+    /// `emulator`.
+    #[serde(rename = "@type")]
+    pub backend_type: String,
+    /// `2.0`.
+    #[serde(rename = "@version")]
+    pub version: Option<String>,
+    /// `yes` to keep the state after the domain is undefined.
+    #[serde(rename = "@persistent_state")]
+    pub persistent_state: Option<String>,
+}
+
+/// `<sound model='ich9'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sound {
+    /// `ich9`, `ac97`.
+    #[serde(rename = "@model")]
+    pub model: String,
+    /// Alias.
+    pub alias: Option<Alias>,
+}
+
+/// `<redirdev type='unix' bus='usb'><source mode='bind' path=.../></redirdev>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RedirDev {
+    /// `unix`.
+    #[serde(rename = "@type")]
+    pub redir_type: String,
+    /// `usb`.
+    #[serde(rename = "@bus")]
+    pub bus: String,
+    /// Socket QEMU listens on.
+    pub source: Option<CharSource>,
+}
+
+/// `<vsock model='virtio-non-transitional'><cid auto='no' address='3'/></vsock>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Vsock {
+    /// virtio model.
+    #[serde(rename = "@model")]
+    pub model: Option<String>,
+    /// Context id.
+    pub cid: VsockCid,
+}
+
+/// `<cid auto='no' address='3'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VsockCid {
+    /// `no`: the address is fixed.
+    #[serde(rename = "@auto")]
+    pub auto: String,
+    /// Context id (from 3).
+    #[serde(rename = "@address")]
+    pub address: u32,
 }
 
 /// `<disk type='file' device='disk'>`.
@@ -500,6 +928,8 @@ pub struct Disk {
     pub readonly: Option<Empty>,
     /// Shareable between domains.
     pub shareable: Option<Empty>,
+    /// Block sizes.
+    pub blockio: Option<BlockIo>,
     /// Alias (`ua-<name>` for user devices).
     pub alias: Option<Alias>,
     /// Guest address.
@@ -537,6 +967,25 @@ pub struct DiskDriver {
     /// `on` to put the device behind the vIOMMU.
     #[serde(rename = "@iommu", default)]
     pub iommu: Option<String>,
+    /// Several I/O threads (`supplementalPool`).
+    #[serde(default)]
+    pub iothreads: Option<DriverIoThreads>,
+}
+
+/// `<iothreads><iothread id='1'/>...</iothreads>` of a disk driver.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DriverIoThreads {
+    /// Threads by id.
+    #[serde(default)]
+    pub iothread: Vec<DriverIoThread>,
+}
+
+/// `<iothread id='1'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DriverIoThread {
+    /// I/O thread id (from 1).
+    #[serde(rename = "@id")]
+    pub id: u32,
 }
 
 /// `<source file=.../>` or `<source dev=.../>`.
@@ -552,6 +1001,45 @@ pub struct DiskSource {
     /// Volume name (KubeVirt sets it on block PVCs).
     #[serde(rename = "@name")]
     pub name: Option<String>,
+    /// SCSI persistent reservations (`lun` disks).
+    pub reservations: Option<Reservations>,
+}
+
+/// `<reservations managed='no'><source type='unix' path=... mode='client'/></reservations>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reservations {
+    /// `no`: an external pr-helper serves them.
+    #[serde(rename = "@managed")]
+    pub managed: String,
+    /// The pr-helper's socket.
+    pub source: Option<ReservationsSource>,
+}
+
+/// `<source type='unix' path=... mode='client'/>` of `<reservations>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReservationsSource {
+    /// `unix`.
+    #[serde(rename = "@type")]
+    pub source_type: String,
+    /// Socket path.
+    #[serde(rename = "@path")]
+    pub path: String,
+    /// `client`.
+    #[serde(rename = "@mode")]
+    pub mode: String,
+}
+
+/// `<blockio logical_block_size='512' physical_block_size='4096'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockIo {
+    /// Logical block size in bytes.
+    #[serde(rename = "@logical_block_size")]
+    pub logical_block_size: Option<u32>,
+    /// Physical block size in bytes.
+    #[serde(rename = "@physical_block_size")]
+    pub physical_block_size: Option<u32>,
 }
 
 /// `<backingStore type='file'><format type='raw'/><source file=.../></backingStore>`.
@@ -942,6 +1430,7 @@ mod tests {
             },
             vcpu: Vcpu {
                 placement: Some("static".into()),
+                current: None,
                 count: 1,
             },
             os: Os {

@@ -533,6 +533,14 @@ pub fn supports_direct_io(p: &Path) -> io::Result<bool> {
     }
 }
 
+/// Whether the image at `p` is fully allocated (its allocated size is at
+/// least its length, as `qemu-img info` actual ≥ virtual size for a raw
+/// file); false when it cannot be read.
+pub fn preallocated(p: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(p).is_ok_and(|m| m.is_file() && m.blocks().saturating_mul(512) >= m.len())
+}
+
 /// KubeVirt's cache mode rule for disks that set none: `none` when the
 /// image (and its backing file) can be opened with O_DIRECT, else
 /// `writethrough`. An explicit `none` where O_DIRECT does not work is an
@@ -594,6 +602,16 @@ fn choose_cache_modes(
                     direct = false;
                 }
             }
+        }
+        // KubeVirt's io rule: no io given, cache none, and a block device
+        // or a fully allocated image → io native.
+        let none = match disk.cache {
+            Some(c) => c == CacheMode::None,
+            None => direct,
+        };
+        let block = prepared.block_volumes.contains(&v.name);
+        if none && disk.io.is_none() && (block || files.first().is_some_and(|f| preallocated(f))) {
+            prepared.native_io.insert(v.name.clone());
         }
         match disk.cache {
             Some(CacheMode::None) if !direct => {

@@ -226,3 +226,63 @@ fn cache_mode_follows_o_direct() {
     // (tmpfs gained O_DIRECT in Linux 6.6, so no file system here is known
     // to lack it; the explicit-`none` error path is covered by the rule above.)
 }
+
+/// Case 013: io='native' for cache none on a fully allocated image, never
+/// for a sparse one, a user io mode or a cache other than none.
+#[test]
+fn case_013_io_native_needs_cache_none_and_a_preallocated_image() {
+    let e = env();
+    let dir = e.root.join("private/vmi-disks");
+    for (name, prealloc) in [
+        ("full", "full"),
+        ("sparse", "off"),
+        ("userio", "full"),
+        ("wt", "full"),
+    ] {
+        fs::create_dir_all(dir.join(name)).unwrap();
+        let img = dir.join(name).join("disk.img");
+        qemu_img(&[
+            "create",
+            "-f",
+            "raw",
+            "-o",
+            &format!("preallocation={prealloc}"),
+            img.to_str().unwrap(),
+            "1M",
+        ]);
+    }
+    assert!(preallocated(&dir.join("full/disk.img")));
+    assert!(!preallocated(&dir.join("sparse/disk.img")));
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: s, uid: u1}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    devices:\n      disks:\n      - {name: full, disk: {bus: virtio}}\n      - {name: sparse, disk: {bus: virtio}}\n      - {name: userio, io: threads, disk: {bus: virtio}}\n      - {name: wt, cache: writethrough, disk: {bus: virtio}}\n  volumes:\n  - {name: full, persistentVolumeClaim: {claimName: a}}\n  - {name: sparse, persistentVolumeClaim: {claimName: b}}\n  - {name: userio, persistentVolumeClaim: {claimName: c}}\n  - {name: wt, persistentVolumeClaim: {claimName: d}}\n";
+    let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+    let p = prepare(&v, &e.ctx, &PrepareOptions::default()).unwrap();
+    let direct = supports_direct_io(&dir.join("full/disk.img")).unwrap();
+    let want: Vec<&str> = if direct { vec!["full"] } else { vec![] };
+    assert_eq!(
+        p.native_io.iter().map(String::as_str).collect::<Vec<_>>(),
+        want
+    );
+    // The same facts give the same XML on a retry (KubeVirt issue 5290).
+    let a = converter::convert(&v, &{
+        let mut c = e.ctx.clone();
+        c.prepared = p.clone();
+        c
+    })
+    .unwrap();
+    let p2 = prepare(&v, &e.ctx, &PrepareOptions::default()).unwrap();
+    assert_eq!(p, p2);
+    let drv = a.devices.disk[0].driver.as_ref().unwrap();
+    if direct {
+        assert_eq!(
+            (drv.cache.as_deref(), drv.io.as_deref()),
+            (Some("none"), Some("native"))
+        );
+    }
+    let drv = a.devices.disk[2].driver.as_ref().unwrap();
+    assert_eq!(drv.io.as_deref(), Some("threads"));
+    let drv = a.devices.disk[3].driver.as_ref().unwrap();
+    assert_eq!(
+        (drv.cache.as_deref(), drv.io.as_deref()),
+        (Some("writethrough"), None)
+    );
+}

@@ -165,7 +165,13 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     let kvm = arch != host || std::path::Path::new("/dev/kvm").exists();
     let virt = converter::choose_virt_type(kvm, args.allow_emulation, args.use_emulation)
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
-    let ctx = ConvertContext::new(arch, virt);
+    let mut ctx = ConvertContext::new(arch, virt);
+    ctx.pod_cpuset = launcher::pod_cpuset();
+    ctx.host_numa = launcher::host_numa();
+    if arch == host {
+        // Firmware files are a fact of this host only.
+        ctx.ovmf_files = Some(launcher::dir_files(&ctx.paths.ovmf_dir));
+    }
     let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
     let xml = dom
         .to_xml()

@@ -339,6 +339,25 @@ impl DomainManager for LibvirtDomainManager {
                 "contains a NUL character, which XML cannot carry",
             )));
         }
+        let arch = self
+            .ctx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .arch;
+        let free_ports = converter::pci_ports::free_ports_wanted(vmi, arch, &spec);
+        // KubeVirt's define: once as converted, then again with the free
+        // PCIe root ports appended to libvirt's addressed definition.
+        let define = |conn: &Connect| -> Result<VirtDomain, ManagerError> {
+            let d = VirtDomain::define_xml(conn, &xml)?;
+            if free_ports == 0 {
+                return Ok(d);
+            }
+            let inactive = d.get_xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
+            let with_ports = converter::pci_ports::add_root_ports(&inactive, free_ports)?;
+            let d = VirtDomain::define_xml(conn, &with_ports)?;
+            tracing::debug!(domain = %vmi.domain_name(), free_ports, "reserved PCIe root ports for hot-plug");
+            Ok(d)
+        };
         let flags = if vmi.spec.start_strategy.as_deref() == Some("Paused") {
             sys::VIR_DOMAIN_START_PAUSED
         } else {
@@ -353,10 +372,10 @@ impl DomainManager for LibvirtDomainManager {
                         return Ok(());
                     }
                     // Defined but not running: refresh the definition, then start.
-                    VirtDomain::define_xml(conn, &xml)?
+                    define(conn)?
                 }
                 None => {
-                    let d = VirtDomain::define_xml(conn, &xml)?;
+                    let d = define(conn)?;
                     tracing::info!(domain = %vmi.domain_name(), "domain defined");
                     d
                 }

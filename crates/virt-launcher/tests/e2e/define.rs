@@ -68,3 +68,68 @@ fn libvirt_defines_every_converted_vmi() {
         l.log()
     );
 }
+
+/// Numbers in `attr='0x..'` / `attr='..'` after each occurrence of `key`.
+fn attr_values(xml: &str, elem_prefix: &str, attr: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for chunk in xml.split('<').filter(|c| c.starts_with(elem_prefix)) {
+        let tag = chunk.split('>').next().unwrap_or("");
+        if let Some(rest) = tag.split(&format!(" {attr}='")).nth(1) {
+            let v = rest.split('\'').next().unwrap_or("");
+            let n = match v.strip_prefix("0x") {
+                Some(h) => u32::from_str_radix(h, 16),
+                None => v.parse(),
+            };
+            out.push(n.unwrap_or_else(|_| panic!("{attr}={v:?} in {tag}")));
+        }
+    }
+    out
+}
+
+#[test]
+fn launcher_reserves_free_pcie_root_ports() {
+    let yaml = guest_vmi("ports", "virtio");
+    let mut l = Launcher::start(&yaml, &Opts::default());
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (ok, xml) = l.virsh(&["dumpxml", "--inactive", "e2e_ports"]);
+    assert!(ok, "{xml}");
+    // The converter's count for this VMI (128 MiB: 8 ports in total, at least 3 free).
+    let mut vmi = api::load_vmi(yaml.as_bytes(), api::Arch::Amd64).unwrap();
+    api::defaults::fill_missing_uid(&mut vmi);
+    let ctx = converter::ConvertContext::new(api::Arch::Amd64, converter::VirtType::Qemu);
+    let dom = converter::convert(&vmi, &ctx).unwrap();
+    let wanted = converter::pci_ports::free_ports_wanted(&vmi, api::Arch::Amd64, &dom);
+    assert!(wanted >= 3, "{wanted}");
+    let ports: Vec<u32> = xml
+        .split('<')
+        .filter(|c| c.starts_with("controller type='pci'") && c.contains("model='pcie-root-port'"))
+        .map(|c| attr_values(&format!("<{c}"), "controller", "index")[0])
+        .collect();
+    let used = attr_values(&xml, "address type='pci'", "bus");
+    let free: Vec<u32> = ports
+        .iter()
+        .copied()
+        .filter(|p| !used.contains(p))
+        .collect();
+    // The launcher appends `wanted` empty ports after libvirt's own (the
+    // highest indices); libvirt itself leaves at most one spare port when
+    // it adds the ports the devices need.
+    let appended = &ports[ports.len().saturating_sub(wanted as usize)..];
+    let why = format!(
+        "free root ports {free:?} of {ports:?} (buses in use {used:?}), U={}, wanted {wanted}:\n{xml}",
+        converter::pci_ports::pci_devices(&dom)
+    );
+    assert_eq!(appended.len(), wanted as usize, "{why}");
+    assert!(appended.iter().all(|p| free.contains(p)), "{why}");
+    assert!(
+        (wanted as usize..=wanted as usize + 1).contains(&free.len()),
+        "{why}"
+    );
+    assert!(ports.iter().all(|p| *p <= 31), "{ports:?}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(
+        l.wait_exit(std::time::Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+}
