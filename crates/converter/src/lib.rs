@@ -10,7 +10,7 @@
 //! One module per concern, assembled in [`convert`] in this order: identity
 //! and metadata, [`cpu`], [`memory`], [`os`] (machine, firmware, SMBIOS),
 //! [`features`] and clock, [`disks`], [`devices`] (controllers, consoles,
-//! graphics, input, RNG, balloon). Inputs whose feature is not built yet are
+//! graphics, input, RNG, balloon), [`interfaces`]. Inputs whose feature is not built yet are
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
 
 pub mod arch;
@@ -18,6 +18,7 @@ pub mod cpu;
 pub mod devices;
 pub mod disks;
 pub mod features;
+pub mod interfaces;
 pub mod memory;
 pub mod os;
 pub mod unsupported;
@@ -194,6 +195,8 @@ pub struct Prepared {
     pub cache_modes: BTreeMap<String, api::vmi::CacheMode>,
     /// PVC/DataVolume volumes that are block devices (`/dev/<vol>`).
     pub block_volumes: std::collections::BTreeSet<String>,
+    /// What network phase 1 made for each interface, by interface name.
+    pub interfaces: BTreeMap<String, interfaces::InterfaceHost>,
 }
 
 /// Everything besides the VMI that conversion depends on.
@@ -263,6 +266,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
     let vcpus = cpu.vcpu.count;
     let disks = disks::convert(vmi, ctx, vcpus)?;
     let dev = devices::convert(vmi, ctx, &disks)?;
+    let interface = interfaces::convert(vmi, ctx, vcpus)?;
     let dom = Domain {
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
@@ -286,7 +290,11 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         features: Some(features::convert(vmi, caps)),
         cpu: Some(cpu.cpu),
         clock: features::clock(vmi)?,
-        devices: domain::Devices { disk: disks, ..dev },
+        devices: domain::Devices {
+            disk: disks,
+            interface,
+            ..dev
+        },
     };
     Ok(dom)
 }

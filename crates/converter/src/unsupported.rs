@@ -19,16 +19,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
     let dev = &dom.devices;
     let mut checks: Vec<(bool, String, &str)> = vec![
         (
-            !dev.interfaces.is_empty(),
-            "spec.domain.devices.interfaces".into(),
-            "network interfaces (pod networking phase 2)",
-        ),
-        (
-            !spec.networks.is_empty(),
-            "spec.networks".into(),
-            "networks (pod networking phase 2)",
-        ),
-        (
             spec.access_credentials.is_some(),
             "spec.accessCredentials".into(),
             "access credentials",
@@ -187,6 +177,36 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
                 d.disk.as_ref().is_some_and(|t| t.pci_address.is_some()),
                 format!("{p}.disk.pciAddress"),
                 "disk PCI addresses",
+            ),
+        ]);
+    }
+    for (i, iface) in dev.interfaces.iter().enumerate() {
+        let p = format!("spec.domain.devices.interfaces[{i}]");
+        checks.extend([
+            (
+                iface.sriov.is_some(),
+                format!("{p}.sriov"),
+                "SR-IOV interfaces",
+            ),
+            (
+                iface.slirp.is_some(),
+                format!("{p}.slirp"),
+                "slirp interfaces",
+            ),
+            (
+                iface.passt.is_some(),
+                format!("{p}.passt"),
+                "passt interfaces",
+            ),
+            (
+                iface.macvtap.is_some(),
+                format!("{p}.macvtap"),
+                "macvtap interfaces",
+            ),
+            (
+                iface.binding.is_some(),
+                format!("{p}.binding"),
+                "network binding plugins",
             ),
         ]);
     }
