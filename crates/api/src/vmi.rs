@@ -833,6 +833,7 @@ pub struct Network {
 pub struct PodNetwork {
     /// Masquerade IPv4 CIDR; default `10.0.2.0/24`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "vmNetworkCIDR")]
     pub vm_network_cidr: Option<String>,
     /// Masquerade IPv6 CIDR; default `fd10:0:2::/120`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,8 +6,14 @@
 //! - [`plan`]: the masquerade address plan (gateway and VM addresses).
 //! - [`dhcpv4`]: what the guest is told, validated once.
 //! - [`server`]: the single-client DHCPv4 server loop on the pod bridge.
+//! - [`phase2`]: the launcher's part: host facts for the converter and the
+//!   DHCP configuration of each masquerade interface.
+//! - [`phase1`]: a stand-in for virt-handler's part (bridge, tap, NAT),
+//!   for standalone runs and tests; kept apart from everything else.
 
 pub mod cache;
 pub mod dhcpv4;
+pub mod phase1;
+pub mod phase2;
 pub mod plan;
 pub mod server;

@@ -125,7 +125,12 @@ pub fn prepare(
     ctx: &ConvertContext,
     opts: &PrepareOptions,
 ) -> Result<Prepared, StorageError> {
-    let mut prepared = Prepared::default();
+    // Volume facts are probed afresh; facts from elsewhere (network
+    // phase 2's interfaces) are kept.
+    let mut prepared = Prepared {
+        interfaces: ctx.prepared.interfaces.clone(),
+        ..Prepared::default()
+    };
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         let path = format!("spec.volumes[{i}]");
         if v.container_disk.is_some() {

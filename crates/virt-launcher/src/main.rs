@@ -78,6 +78,11 @@ struct RunArgs {
     /// Image file for a containerDisk volume, as VOLUME=FILE (repeatable).
     #[arg(long = "container-disk", value_parser = parse_container_disk)]
     container_disks: Vec<(String, PathBuf)>,
+    /// Play the pod: a fresh network namespace where a stand-in for
+    /// virt-handler's network phase 1 builds the masquerade bridge, tap
+    /// and NAT; the VM runs attached inside it, with the launcher's DHCP.
+    #[arg(long)]
+    setup_pod_network: bool,
     #[command(flatten)]
     flags: LauncherFlags,
 }
@@ -181,12 +186,16 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let bytes = read_input(&args.file)?;
     let vmi = launcher::load(&bytes, &args.flags, arch)?;
+    if !args.setup_pod_network {
+        launcher::refuse_networks_without_pod(&vmi)?;
+    }
     let settings = RuntimeSettings {
         mode: Mode::Standalone,
         state_dir: state_dir(&args.flags, &vmi),
         container_disks: args.container_disks.clone(),
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
+        setup_pod_network: args.setup_pod_network,
     };
     launcher::run_vmi(&vmi, true, &args.flags, &settings, started)
 }
@@ -214,6 +223,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         container_disks: Vec::new(),
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
+        setup_pod_network: false,
     };
     launcher::run_vmi(&vmi, sync, flags, &settings, started)
 }

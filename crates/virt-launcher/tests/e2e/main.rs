@@ -16,4 +16,5 @@ mod define;
 mod harness;
 mod lifecycle;
 mod manager;
+mod network;
 mod protocol;
