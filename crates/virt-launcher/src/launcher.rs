@@ -322,6 +322,22 @@ pub fn run_vmi(
         let phase2 = setup_pod_network(vmi)?;
         ctx.prepared.interfaces = phase2.hosts;
         dhcp = phase2.dhcp;
+    } else if settings.mode == Mode::Pod && sync {
+        // In a pod, virt-handler's phase 1 made eth0, k6t-eth0 and tap0.
+        let live = vmi
+            .spec
+            .domain
+            .devices
+            .interfaces
+            .iter()
+            .any(|i| i.state.as_deref() != Some("absent"));
+        if live {
+            let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+            let phase2 = network::phase2::prepare(vmi, &resolv, &network::phase1::link_mac_mtu)
+                .map_err(LauncherError::Input)?;
+            ctx.prepared.interfaces = phase2.hosts;
+            dhcp = phase2.dhcp;
+        }
     }
     // Pure conversion first: refuses unsupported or invalid specs up front.
     if sync {
