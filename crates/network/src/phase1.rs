@@ -21,6 +21,8 @@ use crate::plan::MasqueradePlan;
 
 /// The address the stand-in pod link gets.
 pub const POD_IP: &str = "10.244.0.5/24";
+/// [`POD_IP`] without its prefix.
+pub const POD_ADDR: &str = "10.244.0.5";
 /// MTU of the stand-in pod link.
 pub const POD_MTU: u16 = 1500;
 
@@ -129,7 +131,7 @@ pub fn setup_masquerade(
         let port = p.port;
         rules.push_str(&format!(
             "add rule ip nat prerouting iifname \"eth0\" {proto} dport {port} dnat to {vm}:{port}\n\
-             add rule ip nat output ip daddr 127.0.0.1 {proto} dport {port} dnat to {vm}:{port}\n\
+             add rule ip nat output ip daddr {{ 127.0.0.1, {POD_ADDR} }} {proto} dport {port} dnat to {vm}:{port}\n\
              add rule ip nat postrouting ip daddr {vm} {proto} dport {port} snat to {gw_ip}\n",
             gw_ip = plan.gateway
         ));

@@ -317,6 +317,15 @@ pub fn run_vmi(
     check_flags(flags)?;
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let mut ctx = context(flags, arch)?;
+    // Pure conversion first: refuses unsupported or invalid specs up front.
+    if sync {
+        converter::convert(vmi, &ctx).map_err(|e| match e {
+            ConvertError::Host(m) => LauncherError::Runtime(m),
+            other => LauncherError::Input(other.to_string()),
+        })?;
+    }
+    // Network phase 1 (standalone stand-in) and phase 2, once the spec is
+    // known to convert.
     let mut dhcp = Vec::new();
     if settings.setup_pod_network {
         let phase2 = setup_pod_network(vmi)?;
@@ -338,13 +347,6 @@ pub fn run_vmi(
             ctx.prepared.interfaces = phase2.hosts;
             dhcp = phase2.dhcp;
         }
-    }
-    // Pure conversion first: refuses unsupported or invalid specs up front.
-    if sync {
-        converter::convert(vmi, &ctx).map_err(|e| match e {
-            ConvertError::Host(m) => LauncherError::Runtime(m),
-            other => LauncherError::Input(other.to_string()),
-        })?;
     }
     let (images, host_disk_dirs) = match settings.mode {
         Mode::Standalone => (container_disk_images(vmi, settings)?, host_disk_dirs(vmi)?),

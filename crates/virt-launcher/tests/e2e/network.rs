@@ -13,7 +13,7 @@ fn masquerade_vmi(name: &str) -> String {
     guest_vmi(name, "virtio")
         .replace(
             "      rng: {}\n",
-            "      rng: {}\n      interfaces:\n      - name: default\n        masquerade: {}\n        macAddress: \"02-54-00-AB-CD-EF\"\n",
+            "      rng: {}\n      interfaces:\n      - name: default\n        masquerade: {}\n        macAddress: \"02-54-00-AB-CD-EF\"\n        ports: [{name: http, port: 8080}]\n",
         )
         .replace(
             "  volumes:\n",
@@ -52,6 +52,7 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
     assert_eq!(f["router"], "10.0.2.1", "{serial}");
     assert_eq!(f["mtu"], "1500", "{serial}");
     assert_eq!(f["lease"], "86313600", "{serial}");
+    assert_eq!(f["hostname"], "netmasq", "{serial}");
     // DNS: the IPv4 nameservers of the resolv.conf the launcher sees (the
     // host's in standalone mode), else KubeVirt's 8.8.8.8.
     let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
@@ -69,6 +70,18 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
     let ready = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     assert!(ready.contains("ip=10.0.2.2 "), "{ready}");
 
+    // Masquerade port forwarding from the pod's side: the guest's httpd
+    // (tests/guest) on 8080, reached through the pod IP and through
+    // localhost, both DNATed to 10.0.2.2 by phase 1's nftables rules.
+    let netns = format!("/proc/{}/ns/net", l.worker_pid());
+    for addr in ["10.244.0.5:8080", "127.0.0.1:8080"] {
+        let body = http_get_in_netns(&netns, addr);
+        assert!(
+            body.contains("200 OK") && body.contains("GUEST-HTTP"),
+            "{addr}: {body}"
+        );
+    }
+
     // The domain has the interface phase 2 decorated: tap0, the spec MAC
     // canonical, the pod link's MTU.
     let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
@@ -84,6 +97,37 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
     assert!(!links.contains("k6t-eth0"), "{links}");
     l.signal(nix::sys::signal::Signal::SIGTERM);
     l.wait_exit(BOOT_TIMEOUT);
+}
+
+/// `GET /` from a thread that joined the network namespace `netns`.
+fn http_get_in_netns(netns: &str, addr: &str) -> String {
+    let (netns, addr) = (netns.to_owned(), addr.to_owned());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let ns = std::fs::File::open(&netns).unwrap();
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let mut last = String::new();
+        for _ in 0..50 {
+            match std::net::TcpStream::connect_timeout(
+                &addr.parse().unwrap(),
+                std::time::Duration::from_secs(2),
+            ) {
+                Ok(mut s) => {
+                    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                        .unwrap();
+                    s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+                    let mut body = String::new();
+                    let _ = s.read_to_string(&mut body);
+                    return body;
+                }
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        format!("no connection to {addr}: {last}")
+    })
+    .join()
+    .unwrap()
 }
 
 #[test]
