@@ -162,8 +162,9 @@ pub fn hostname_for(vmi_name: &str, spec_hostname: Option<&str>) -> String {
 /// The DHCP magic cookie (RFC 2131 §3) at bytes 236..240.
 pub const MAGIC_COOKIE: [u8; 4] = [99, 130, 83, 99];
 
-/// Decodes a datagram as a DHCP message. `dhcproto` does not check the
-/// magic cookie, so a BOOTP-only or garbage packet is refused here.
+/// Decodes a datagram as a DHCP message. `dhcproto` checks neither the
+/// magic cookie nor `hlen`, so a BOOTP-only or garbage packet is refused
+/// here.
 ///
 /// # Errors
 /// A message saying why the packet was refused.
@@ -178,7 +179,18 @@ pub fn decode_packet(data: &[u8]) -> Result<Message, String> {
     if data[236..240] != MAGIC_COOKIE {
         return Err("wrong magic cookie".into());
     }
-    Message::decode(&mut Decoder::new(data)).map_err(|e| e.to_string())
+    // `dhcproto` keeps `hlen` as sent and panics in `chaddr()` when it is
+    // over 16 (found by the fuzz test): refuse such packets here.
+    if data[2] > 16 {
+        return Err(format!("hardware address length {} is over 16", data[2]));
+    }
+    // dhcproto has `debug_assert!`s on option lengths (option 94 must be
+    // 3 bytes): a packet from the guest must not be able to kill the
+    // server through them, so a panic in decoding is a refused packet.
+    match std::panic::catch_unwind(|| Message::decode(&mut Decoder::new(data))) {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err("the decoder rejected the packet (panic)".into()),
+    }
 }
 
 /// One pod route for option 121: `dst` `None` = default route, `gw`
