@@ -147,6 +147,12 @@ fn setup_pod_network(
         ));
     }
     if let Some(iface) = live.first() {
+        if iface.masquerade.is_none() {
+            return Err(LauncherError::Input(format!(
+                "spec.domain.devices.interfaces[name={}]: --setup-pod-network builds the masquerade binding only",
+                iface.name
+            )));
+        }
         let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
         let cidr = net
             .and_then(|n| n.pod.as_ref())
@@ -173,8 +179,13 @@ fn setup_pod_network(
         network::phase1::setup_masquerade(&plan, &ports, mq).map_err(rt)?;
     }
     let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-    network::phase2::prepare(vmi, &resolv, &network::phase1::link_mac_mtu)
-        .map_err(LauncherError::Input)
+    network::phase2::prepare(
+        vmi,
+        Path::new(PRIVATE_DIR),
+        &resolv,
+        &network::phase1::link_mac_mtu,
+    )
+    .map_err(LauncherError::Input)
 }
 
 /// Where the private runtime's directories go in the mount namespace.
@@ -342,8 +353,13 @@ pub fn run_vmi(
             .any(|i| i.state.as_deref() != Some("absent"));
         if live {
             let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-            let phase2 = network::phase2::prepare(vmi, &resolv, &network::phase1::link_mac_mtu)
-                .map_err(LauncherError::Input)?;
+            let phase2 = network::phase2::prepare(
+                vmi,
+                Path::new(PRIVATE_DIR),
+                &resolv,
+                &network::phase1::link_mac_mtu,
+            )
+            .map_err(LauncherError::Input)?;
             ctx.prepared.interfaces = phase2.hosts;
             dhcp = phase2.dhcp;
         }
