@@ -7,6 +7,7 @@ pub mod arch;
 pub mod defaults;
 pub mod error;
 pub mod load;
+pub mod mac;
 pub mod quantity;
 pub mod validate;
 pub mod vmi;

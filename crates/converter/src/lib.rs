@@ -10,7 +10,7 @@
 //! One module per concern, assembled in [`convert`] in this order: identity
 //! and metadata, [`cpu`], [`memory`], [`cputune`], [`numa`], [`os`] (machine, firmware, SMBIOS),
 //! [`features`] and clock, [`disks`], [`iothreads`], [`filesystems`], [`devices`] (controllers, consoles,
-//! graphics, input, RNG, balloon). Inputs whose feature is not built yet are
+//! graphics, input, RNG, balloon), [`interfaces`]. Inputs whose feature is not built yet are
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
 
 pub mod arch;
@@ -20,6 +20,7 @@ pub mod devices;
 pub mod disks;
 pub mod features;
 pub mod filesystems;
+pub mod interfaces;
 pub mod iothreads;
 pub mod memory;
 pub mod numa;
@@ -203,6 +204,8 @@ pub struct Prepared {
     /// `none` on a block device or a fully allocated image (KubeVirt's
     /// `SetOptimalIOMode`).
     pub native_io: std::collections::BTreeSet<String>,
+    /// What network phase 1 made for each interface, by interface name.
+    pub interfaces: BTreeMap<String, interfaces::InterfaceHost>,
 }
 
 /// Everything besides the VMI that conversion depends on.
@@ -316,6 +319,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
             }],
         });
     }
+    let interface = interfaces::convert(vmi, ctx, vcpus)?;
     let dom = Domain {
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
@@ -344,7 +348,11 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         features: Some(features::convert(vmi, caps)?),
         cpu: Some(cpu.cpu),
         clock: features::clock(vmi)?,
-        devices: domain::Devices { disk: disks, ..dev },
+        devices: domain::Devices {
+            disk: disks,
+            interface,
+            ..dev
+        },
     };
     Ok(dom)
 }

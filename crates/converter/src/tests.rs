@@ -391,6 +391,7 @@ fn every_example_converts_or_names_the_missing_feature() {
             "vmi-host-disk.yaml",
             "vmi-kernel-boot.yaml",
             "vmi-nocloud.yaml",
+            "vmi-migratable.yaml",
             "vmi-pvc.yaml",
             "vmi-sata.yaml",
         ]
@@ -400,7 +401,7 @@ fn every_example_converts_or_names_the_missing_feature() {
         .to_string();
     assert_eq!(
         e,
-        "spec.domain.devices.interfaces: network interfaces (pod networking phase 2) is not supported yet"
+        "spec.volumes[1].cloudInitNoCloud: cloudInitNoCloud volumes (cloud-init) is not supported yet"
     );
 }
 
@@ -859,4 +860,223 @@ fn case_017_efi_firmware_follows_the_files_present() {
         e.starts_with("EFI OVMF roms missing for booting in EFI mode with SecureBoot=false"),
         "{e}"
     );
+}
+
+fn iface<'a>(d: &'a Domain, name: &str) -> &'a domain::Interface {
+    let alias = format!("ua-{name}");
+    d.devices
+        .interface
+        .iter()
+        .find(|x| x.alias.as_ref().is_some_and(|a| a.name == alias))
+        .unwrap_or_else(|| panic!("no interface {name}"))
+}
+
+/// Case 007: MACs in any Go form are rendered canonical; bridge on a
+/// Multus network and masquerade on the pod network, taps by KubeVirt's
+/// naming scheme.
+#[test]
+fn case_007_mac_address_formats() {
+    let d = conv(&data("cases/007-mac-address-formats.yaml"), Arch::Amd64).unwrap();
+    let xml = d.to_xml().unwrap();
+    assert!(
+        xml.contains("<mac address=\"de:ad:00:00:be:af\"/>"),
+        "{xml}"
+    );
+    let def = iface(&d, "default");
+    assert_eq!(def.mac.as_ref().unwrap().address, "de:ad:00:00:be:af");
+    assert_eq!(def.target.as_ref().unwrap().dev, "tap0");
+    assert_eq!(def.target.as_ref().unwrap().managed.as_deref(), Some("no"));
+    let second = iface(&d, "second");
+    assert_eq!(second.mac.as_ref().unwrap().address, "02:54:00:6a:9a:15");
+    // tap + the pod interface name without "pod": first 11 hex digits of
+    // sha256("second").
+    let tap = &second.target.as_ref().unwrap().dev;
+    assert_eq!(tap.len(), 14);
+    assert_eq!(
+        crate::interfaces::pod_iface_name("second", false),
+        format!("pod{}", &tap[3..])
+    );
+    let doc = data("cases/007-mac-address-formats.yaml");
+    for (mac, expect) in [
+        ("dead.0000.beaf", Ok("de:ad:00:00:be:af")),
+        (
+            "de:ad:00:00:be",
+            Err("invalid MAC address \"de:ad:00:00:be\""),
+        ),
+        ("de:ad:00:00:be:af:00:01", Err("has 8 octets")),
+        (
+            "02:00:00:00:00:00",
+            Err("reserved for the masquerade bridge"),
+        ),
+        ("fe:54:00:12:34:56", Err("0xFE")),
+    ] {
+        let doc = doc.replace("DE-AD-00-00-BE-AF", mac);
+        match (conv(&doc, Arch::Amd64), expect) {
+            (Ok(d), Ok(want)) => {
+                assert_eq!(iface(&d, "default").mac.as_ref().unwrap().address, want)
+            }
+            (Err(e), Err(want)) => {
+                let e = e.to_string();
+                assert!(
+                    e.starts_with("spec.domain.devices.interfaces[0].macAddress: ")
+                        && e.contains(want),
+                    "{mac}: {e}"
+                );
+            }
+            (got, want) => panic!("{mac}: got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn interface_model_boot_pci_acpi_link_multiqueue() {
+    let doc = r#"
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: nics, uid: 0b4c1a4e-0000-4000-8000-000000000001}
+spec:
+  domain:
+    cpu: {cores: 3}
+    devices:
+      networkInterfaceMultiqueue: true
+      interfaces:
+      - {name: default, masquerade: {}, bootOrder: 2, pciAddress: "0000:00:0a.0", acpiIndex: 3}
+      - {name: nic2, bridge: {}, model: e1000e, state: down}
+      - {name: nic3, bridge: {}, state: absent}
+    resources: {requests: {memory: 64Mi}}
+  networks:
+  - {name: default, pod: {}}
+  - {name: nic2, multus: {networkName: br-net}}
+  - {name: nic3, multus: {networkName: br-net}}
+"#;
+    let v = vmi(doc, Arch::Amd64);
+    let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    ctx.prepared.interfaces.insert(
+        "default".into(),
+        crate::interfaces::InterfaceHost {
+            tap: "tap0".into(),
+            mac: Some("0a:58:0a:f4:00:05".into()),
+            mtu: Some(1450),
+        },
+    );
+    let d = convert(&v, &ctx).unwrap();
+    assert_eq!(d.devices.interface.len(), 2, "absent interface is left out");
+    let a = iface(&d, "default");
+    assert_eq!(a.interface_type, "ethernet");
+    assert_eq!(a.mac.as_ref().unwrap().address, "0a:58:0a:f4:00:05");
+    assert_eq!(a.mtu.as_ref().unwrap().size, 1450);
+    assert_eq!(
+        a.model.as_ref().unwrap().model_type,
+        "virtio-non-transitional"
+    );
+    let drv = a.driver.as_ref().unwrap();
+    assert_eq!((drv.name.as_str(), drv.queues), ("vhost", Some(3)));
+    assert_eq!(a.boot.as_ref().unwrap().order, 2);
+    assert!(a.rom.is_none());
+    let addr = a.address.as_ref().unwrap();
+    assert_eq!(
+        (
+            addr.domain.as_deref(),
+            addr.bus.as_deref(),
+            addr.slot.as_deref(),
+            addr.function.as_deref()
+        ),
+        (Some("0x0000"), Some("0x00"), Some("0x0a"), Some("0x0"))
+    );
+    assert_eq!(a.acpi.as_ref().unwrap().index, 3);
+    assert!(a.link.is_none());
+    let b = iface(&d, "nic2");
+    assert_eq!(b.model.as_ref().unwrap().model_type, "e1000e");
+    assert!(b.driver.is_none(), "multiqueue is virtio only");
+    assert_eq!(b.rom.as_ref().unwrap().enabled, "no");
+    assert_eq!(b.link.as_ref().unwrap().state, "down");
+    assert!(b.mac.is_none() && b.mtu.is_none());
+    let xml = d.to_xml().unwrap();
+    assert!(
+        xml.contains("<target dev=\"tap0\" managed=\"no\"/>"),
+        "{xml}"
+    );
+    assert!(xml.contains("<link state=\"down\"/>"), "{xml}");
+
+    let bad = |from: &str, to: &str, want: &str| {
+        let e = conv(&doc.replace(from, to), Arch::Amd64)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{to}: {e}");
+    };
+    bad(
+        "model: e1000e",
+        "model: tulip",
+        "interfaces[1].model: \"tulip\" is not one of",
+    );
+    bad("0000:00:0a.0", "0000:00:20.0", "interfaces[0].pciAddress");
+    bad("0000:00:0a.0", "00:0a.0", "interfaces[0].pciAddress");
+    bad(
+        "bootOrder: 2",
+        "bootOrder: 0",
+        "interfaces[0].bootOrder: must be 1 or more",
+    );
+    bad("state: down", "state: sleeping", "interfaces[1].state");
+    bad(
+        "{name: nic3, multus",
+        "{name: other, multus",
+        "interfaces[2].name: no spec.networks entry named \"nic3\"",
+    );
+    bad(
+        "{name: nic2, bridge: {}",
+        "{name: nic2, masquerade: {}",
+        "interfaces[1].masquerade: masquerade is only allowed on the pod network",
+    );
+    bad(
+        "{name: nic3, bridge: {}",
+        "{name: nic2, bridge: {}",
+        "duplicate interface name",
+    );
+    for binding in ["sriov", "slirp", "passt", "macvtap"] {
+        let e = conv(
+            &doc.replace("nic2, bridge: {}", &format!("nic2, {binding}: {{}}")),
+            Arch::Amd64,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            format!("spec.domain.devices.interfaces[1].{binding}: {binding}{} interfaces is not supported yet",
+                "").replace("sriov interfaces", "SR-IOV interfaces")
+        );
+    }
+    let e = conv(
+        &doc.replace("nic2, bridge: {}", "nic2, binding: {name: passt}"),
+        Arch::Amd64,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("interfaces[1].binding: network binding plugins"),
+        "{e}"
+    );
+}
+
+#[test]
+fn transitional_model_and_s390x_rom() {
+    let doc = r#"
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: nics, uid: 0b4c1a4e-0000-4000-8000-000000000001}
+spec:
+  domain:
+    devices:
+      useVirtioTransitional: true
+      interfaces: [{name: default, masquerade: {}}]
+    resources: {requests: {memory: 64Mi}}
+  networks: [{name: default, pod: {}}]
+"#;
+    let d = conv(doc, Arch::Amd64).unwrap();
+    let a = iface(&d, "default");
+    assert_eq!(a.model.as_ref().unwrap().model_type, "virtio-transitional");
+    assert_eq!(a.rom.as_ref().unwrap().enabled, "no");
+    let d = conv(doc, Arch::S390x).unwrap();
+    let a = iface(&d, "default");
+    assert_eq!(a.model.as_ref().unwrap().model_type, "virtio");
+    assert!(a.rom.is_none());
 }

@@ -19,16 +19,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
     let dev = &dom.devices;
     let mut checks: Vec<(bool, String, &str)> = vec![
         (
-            !dev.interfaces.is_empty(),
-            "spec.domain.devices.interfaces".into(),
-            "network interfaces (pod networking phase 2)",
-        ),
-        (
-            !spec.networks.is_empty(),
-            "spec.networks".into(),
-            "networks (pod networking phase 2)",
-        ),
-        (
             dom.launch_security.is_some(),
             "spec.domain.launchSecurity".into(),
             "launch security (SEV)",
@@ -109,6 +99,36 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             format!("{p}.blockSize.matchVolume"),
             "block sizes probed from the volume",
         )]);
+    }
+    for (i, iface) in dev.interfaces.iter().enumerate() {
+        let p = format!("spec.domain.devices.interfaces[{i}]");
+        checks.extend([
+            (
+                iface.sriov.is_some(),
+                format!("{p}.sriov"),
+                "SR-IOV interfaces",
+            ),
+            (
+                iface.slirp.is_some(),
+                format!("{p}.slirp"),
+                "slirp interfaces",
+            ),
+            (
+                iface.passt.is_some(),
+                format!("{p}.passt"),
+                "passt interfaces",
+            ),
+            (
+                iface.macvtap.is_some(),
+                format!("{p}.macvtap"),
+                "macvtap interfaces",
+            ),
+            (
+                iface.binding.is_some(),
+                format!("{p}.binding"),
+                "network binding plugins",
+            ),
+        ]);
     }
     for (i, v) in spec.volumes.iter().enumerate() {
         let p = format!("spec.volumes[{i}]");

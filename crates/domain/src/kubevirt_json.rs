@@ -35,8 +35,8 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     Address, Alias, BackingStore, Channel, Clock, Console, Controller, Cpu, Devices, Disk,
-    DiskDriver, DiskSource, Domain, FeatureState, Features, Graphics, Input, KubeVirtMetadata,
-    MemBalloon, MemoryValue, Os, Rng, Serial, SysInfo, SysInfoEntries, Video,
+    DiskDriver, DiskSource, Domain, FeatureState, Features, Graphics, Input, Interface,
+    KubeVirtMetadata, MemBalloon, MemoryValue, Os, Rng, Serial, SysInfo, SysInfoEntries, Video,
 };
 
 /// `TypeMeta.Kind` of every domain virt-launcher sends.
@@ -545,7 +545,7 @@ fn cpu_json(cpu: Option<&Cpu>) -> Value {
 fn devices_json(d: &Devices) -> Value {
     json!({
         "Emulator": s(&d.emulator),
-        "Interfaces": null,
+        "Interfaces": list(&d.interface, interface_json),
         "Channels": list(&d.channel, channel_json),
         "HostDevices": null,
         "PanicDevices": null,
@@ -663,6 +663,30 @@ fn disk_json(d: &Disk) -> Value {
         "Capacity": null,
         "ExpandDisksEnabled": false,
         "Shareable": opt(d.shareable.as_ref(), |_| json!({})),
+    })
+}
+
+/// `api.Interface` (Go field names; zero values as Go marshals them).
+fn interface_json(i: &Interface) -> Value {
+    json!({
+        "Address": opt(i.address.as_ref(), address_json),
+        "Type": i.interface_type,
+        "TrustGuestRxFilters": "",
+        "Source": { "Network": "", "Device": "", "Bridge": "", "Mode": "", "Address": null },
+        "Target": opt(i.target.as_ref(), |t| json!({ "Device": t.dev, "Managed": s(&t.managed) })),
+        "Model": opt(i.model.as_ref(), |m| json!({ "Type": m.model_type })),
+        "MAC": opt(i.mac.as_ref(), |m| json!({ "MAC": m.address })),
+        "MTU": opt(i.mtu.as_ref(), |m| json!({ "Size": m.size.to_string() })),
+        "BandWidth": null,
+        "BootOrder": opt(i.boot.as_ref(), |b| json!({ "Order": b.order })),
+        "LinkState": opt(i.link.as_ref(), |l| json!({ "State": l.state })),
+        "FilterRef": null,
+        "Alias": opt(i.alias.as_ref(), alias_json),
+        "Driver": opt(i.driver.as_ref(), |d| json!({ "Name": d.name, "Queues": d.queues, "IOMMU": "" })),
+        "Rom": opt(i.rom.as_ref(), |r| json!({ "Enabled": r.enabled })),
+        "ACPI": opt(i.acpi.as_ref(), |a| json!({ "Index": a.index })),
+        "Backend": null,
+        "PortForward": null,
     })
 }
 
@@ -1285,6 +1309,52 @@ mod tests {
                 "Type",
             ]
         );
+    }
+
+    #[test]
+    fn interfaces_have_go_s_key_set() {
+        let xml = LIVE_XML.replace(
+            "<devices>",
+            "<devices><interface type='ethernet'><mac address='02:00:00:00:00:01'/>\
+             <target dev='tap0' managed='no'/><model type='virtio-non-transitional'/>\
+             <mtu size='1450'/><alias name='ua-default'/><rom enabled='no'/>\
+             <link state='down'/></interface>",
+        );
+        let d = Domain::from_xml(&xml).unwrap();
+        let j = domain_json(&meta(), Some(&d), &running());
+        let i = &j["Spec"]["Devices"]["Interfaces"][0];
+        assert_eq!(
+            keys(i),
+            [
+                "ACPI",
+                "Address",
+                "Alias",
+                "Backend",
+                "BandWidth",
+                "BootOrder",
+                "Driver",
+                "FilterRef",
+                "LinkState",
+                "MAC",
+                "MTU",
+                "Model",
+                "PortForward",
+                "Rom",
+                "Source",
+                "Target",
+                "TrustGuestRxFilters",
+                "Type",
+            ]
+        );
+        assert_eq!(i["MAC"], json!({ "MAC": "02:00:00:00:00:01" }));
+        assert_eq!(i["Target"], json!({ "Device": "tap0", "Managed": "no" }));
+        assert_eq!(i["MTU"], json!({ "Size": "1450" }));
+        assert_eq!(
+            i["Alias"],
+            json!({ "Name": "default", "UserDefined": true })
+        );
+        assert_eq!(i["LinkState"], json!({ "State": "down" }));
+        assert_eq!(i["Rom"], json!({ "Enabled": "no" }));
     }
 
     #[test]

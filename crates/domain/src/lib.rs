@@ -721,6 +721,9 @@ pub struct Devices {
     /// Controllers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controller: Vec<Controller>,
+    /// Network interfaces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interface: Vec<Interface>,
     /// Serial ports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serial: Vec<Serial>,
@@ -896,6 +899,110 @@ pub struct VsockCid {
     /// Context id (from 3).
     #[serde(rename = "@address")]
     pub address: u32,
+}
+
+/// `<interface type='ethernet'>`: a NIC on a tap device that network
+/// phase 1 created (`managed='no'`).
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interface {
+    /// `ethernet`.
+    #[serde(rename = "@type")]
+    pub interface_type: String,
+    /// Guest MAC.
+    pub mac: Option<Mac>,
+    /// Host tap device.
+    pub target: Option<InterfaceTarget>,
+    /// NIC model.
+    pub model: Option<Model>,
+    /// vhost driver and queues.
+    pub driver: Option<InterfaceDriver>,
+    /// MTU the guest sees.
+    pub mtu: Option<Mtu>,
+    /// Alias (`ua-<name>`).
+    pub alias: Option<Alias>,
+    /// Per-device boot order.
+    pub boot: Option<BootOrder>,
+    /// Option ROM (`enabled='no'` when the NIC is not a boot device).
+    pub rom: Option<Rom>,
+    /// Guest PCI address.
+    pub address: Option<Address>,
+    /// ACPI index.
+    pub acpi: Option<AcpiIndex>,
+    /// Link state.
+    pub link: Option<LinkState>,
+}
+
+/// `<mac address='02:00:00:00:00:01'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mac {
+    /// Lower-case, colon-separated.
+    #[serde(rename = "@address")]
+    pub address: String,
+}
+
+/// `<target dev='tap0' managed='no'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterfaceTarget {
+    /// Tap name.
+    #[serde(rename = "@dev")]
+    pub dev: String,
+    /// `no`: libvirt uses the existing tap and does not delete it.
+    #[serde(rename = "@managed")]
+    pub managed: Option<String>,
+}
+
+/// `<model type='virtio-non-transitional'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// Model name.
+    #[serde(rename = "@type")]
+    pub model_type: String,
+}
+
+/// `<driver name='vhost' queues='4'/>`.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterfaceDriver {
+    /// `vhost`.
+    #[serde(rename = "@name")]
+    pub name: String,
+    /// Queue pairs.
+    #[serde(rename = "@queues")]
+    pub queues: Option<u32>,
+}
+
+/// `<mtu size='1450'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mtu {
+    /// Bytes.
+    #[serde(rename = "@size")]
+    pub size: u32,
+}
+
+/// `<rom enabled='no'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rom {
+    /// `yes` / `no`.
+    #[serde(rename = "@enabled")]
+    pub enabled: String,
+}
+
+/// `<acpi index='1'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AcpiIndex {
+    /// Index (guest NIC name `eno<N>`).
+    #[serde(rename = "@index")]
+    pub index: u32,
+}
+
+/// `<link state='down'/>`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkState {
+    /// `up` / `down`.
+    #[serde(rename = "@state")]
+    pub state: String,
 }
 
 /// `<disk type='file' device='disk'>`.

@@ -175,7 +175,12 @@ pub fn prepare(
     ctx: &ConvertContext,
     opts: &PrepareOptions,
 ) -> Result<Prepared, StorageError> {
-    let mut prepared = Prepared::default();
+    // Volume facts are probed afresh; facts from elsewhere (network
+    // phase 2's interfaces) are kept.
+    let mut prepared = Prepared {
+        interfaces: ctx.prepared.interfaces.clone(),
+        ..Prepared::default()
+    };
     let keep = |iso: &str| !opts.rebuild_media && Path::new(iso).is_file();
     if let Some((_, _, kind, _)) = cloudinit::find(vmi) {
         let iso = cloud_init_iso(ctx, vmi, kind == cloudinit::DataSource::ConfigDrive);

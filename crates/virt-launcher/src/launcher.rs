@@ -112,6 +112,91 @@ pub struct RuntimeSettings {
     pub keep_state: bool,
     /// Shared libvirt capability cache (QEMU probing costs seconds per start).
     pub cache_dir: PathBuf,
+    /// Standalone: build the pod network in a fresh network namespace
+    /// (`--setup-pod-network`) and run network phase 2 on it.
+    pub setup_pod_network: bool,
+}
+
+/// Standalone mode has no pod network unless `--setup-pod-network` makes
+/// one: a VMI with interfaces is refused rather than run without network.
+///
+/// # Errors
+/// [`LauncherError::Input`] naming the first interface and the flag.
+pub fn refuse_networks_without_pod(vmi: &VirtualMachineInstance) -> Result<(), LauncherError> {
+    match vmi
+        .spec
+        .domain
+        .devices
+        .interfaces
+        .iter()
+        .position(|i| i.state.as_deref() != Some("absent"))
+    {
+        Some(i) => Err(LauncherError::Input(format!(
+            "spec.domain.devices.interfaces[{i}]: standalone mode has no pod network; pass --setup-pod-network to create one"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `--setup-pod-network`: a new network namespace for this process (and
+/// so for libvirt and QEMU), phase 1's masquerade topology in it, then
+/// phase 2. Called while the launcher is single-threaded.
+fn setup_pod_network(
+    vmi: &VirtualMachineInstance,
+) -> Result<network::phase2::Phase2, LauncherError> {
+    let rt = |m: String| LauncherError::Runtime(format!("--setup-pod-network: {m}"));
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+        .map_err(|e| rt(format!("new network namespace: {e}")))?;
+    let ifaces = &vmi.spec.domain.devices.interfaces;
+    let live: Vec<_> = ifaces
+        .iter()
+        .filter(|i| i.state.as_deref() != Some("absent"))
+        .collect();
+    if live.len() > 1 {
+        return Err(LauncherError::Input(
+            "spec.domain.devices.interfaces: --setup-pod-network builds one pod interface; this VMI has more".into(),
+        ));
+    }
+    if let Some(iface) = live.first() {
+        if iface.masquerade.is_none() {
+            return Err(LauncherError::Input(format!(
+                "spec.domain.devices.interfaces[name={}]: --setup-pod-network builds the masquerade binding only",
+                iface.name
+            )));
+        }
+        let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
+        let cidr = net
+            .and_then(|n| n.pod.as_ref())
+            .and_then(|p| p.vm_network_cidr.as_deref());
+        let plan = network::plan::MasqueradePlan::new(cidr).map_err(LauncherError::Input)?;
+        let ports = iface
+            .ports
+            .iter()
+            .map(|p| network::phase1::Port {
+                protocol: p["protocol"].as_str().unwrap_or("TCP").to_owned(),
+                port: p["port"]
+                    .as_u64()
+                    .and_then(|n| u16::try_from(n).ok())
+                    .unwrap_or(0),
+            })
+            .collect::<Vec<_>>();
+        if let Some(bad) = ports.iter().position(|p| p.port == 0) {
+            return Err(LauncherError::Input(format!(
+                "spec.domain.devices.interfaces[name={}].ports[{bad}].port: not a port number",
+                iface.name
+            )));
+        }
+        let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
+        network::phase1::setup_masquerade(&plan, &ports, mq).map_err(rt)?;
+    }
+    let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    network::phase2::prepare(
+        vmi,
+        Path::new(PRIVATE_DIR),
+        &resolv,
+        &network::phase1::link_mac_mtu,
+    )
+    .map_err(LauncherError::Input)
 }
 
 /// Where the private runtime's directories go in the mount namespace.
@@ -312,7 +397,7 @@ pub fn run_vmi(
 ) -> Result<(), LauncherError> {
     check_flags(flags)?;
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
-    let ctx = context(flags, arch)?;
+    let mut ctx = context(flags, arch)?;
     // Pure conversion first: refuses unsupported or invalid specs up front.
     if sync {
         converter::convert(vmi, &ctx).map_err(|e| match e {
@@ -320,6 +405,35 @@ pub fn run_vmi(
             other => LauncherError::Input(other.to_string()),
         })?;
         storage::cloudinit::check_inline(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
+    }
+    // Network phase 1 (standalone stand-in) and phase 2, once the spec is
+    // known to convert.
+    let mut dhcp = Vec::new();
+    if settings.setup_pod_network {
+        let phase2 = setup_pod_network(vmi)?;
+        ctx.prepared.interfaces = phase2.hosts;
+        dhcp = phase2.dhcp;
+    } else if settings.mode == Mode::Pod && sync {
+        // In a pod, virt-handler's phase 1 made eth0, k6t-eth0 and tap0.
+        let live = vmi
+            .spec
+            .domain
+            .devices
+            .interfaces
+            .iter()
+            .any(|i| i.state.as_deref() != Some("absent"));
+        if live {
+            let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+            let phase2 = network::phase2::prepare(
+                vmi,
+                Path::new(PRIVATE_DIR),
+                &resolv,
+                &network::phase1::link_mac_mtu,
+            )
+            .map_err(LauncherError::Input)?;
+            ctx.prepared.interfaces = phase2.hosts;
+            dhcp = phase2.dhcp;
+        }
     }
     let (images, host_disk_dirs, config_sources, pvcs) = match settings.mode {
         Mode::Standalone => (
@@ -382,8 +496,11 @@ pub fn run_vmi(
         if process::is_pid1() {
             mounts.mount_proc()?;
         }
+        // Threads may start now that the mount namespace is private.
+        let servers = network::phase2::DhcpServers::start(std::mem::take(&mut dhcp))
+            .map_err(LauncherError::Runtime)?;
         // A panic must not skip the clean-up below (daemons, mounts, state).
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run_in_runtime(
                 vmi,
                 sync,
@@ -394,8 +511,9 @@ pub fn run_vmi(
                 &config_sources,
                 started,
             )
-        }))
-        .unwrap_or_else(|p| {
+        }));
+        servers.stop();
+        r.unwrap_or_else(|p| {
             let what = p
                 .downcast_ref::<String>()
                 .map(String::as_str)

@@ -94,6 +94,11 @@ struct RunArgs {
     /// files are the public keys written into the cloud-init meta-data.
     #[arg(long = "access-credential", value_parser = parse_config_volume)]
     access_credentials: Vec<(String, PathBuf)>,
+    /// Play the pod: a fresh network namespace where a stand-in for
+    /// virt-handler's network phase 1 builds the masquerade bridge, tap
+    /// and NAT; the VM runs attached inside it, with the launcher's DHCP.
+    #[arg(long)]
+    setup_pod_network: bool,
     #[command(flatten)]
     flags: LauncherFlags,
 }
@@ -210,6 +215,9 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let bytes = read_input(&args.file)?;
     let vmi = launcher::load(&bytes, &args.flags, arch)?;
+    if !args.setup_pod_network {
+        launcher::refuse_networks_without_pod(&vmi)?;
+    }
     let settings = RuntimeSettings {
         mode: Mode::Standalone,
         state_dir: state_dir(&args.flags, &vmi),
@@ -219,6 +227,7 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         access_credentials: args.access_credentials.clone(),
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
+        setup_pod_network: args.setup_pod_network,
     };
     launcher::run_vmi(&vmi, true, &args.flags, &settings, started)
 }
@@ -249,6 +258,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         access_credentials: Vec::new(),
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
+        setup_pod_network: false,
     };
     launcher::run_vmi(&vmi, sync, flags, &settings, started)
 }

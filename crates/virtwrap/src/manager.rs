@@ -251,6 +251,19 @@ impl LibvirtDomainManager {
         let mut opts = self.prepare.clone();
         opts.rebuild_media &= start;
         ctx.prepared = storage::prepare(vmi, &ctx, &opts)?;
+        // Network phase 2 runs before the domain manager starts; an
+        // interface it did not prepare (a VMI arriving later over SyncVMI)
+        // would start without DHCP, so it is refused by name.
+        let devs = &vmi.spec.domain.devices.interfaces;
+        if let Some(i) = devs.iter().position(|x| {
+            x.state.as_deref() != Some("absent") && !ctx.prepared.interfaces.contains_key(&x.name)
+        }) {
+            return Err(ConvertError::unsupported(
+                format!("spec.domain.devices.interfaces[{i}]"),
+                "network phase 2 for interfaces not prepared at launcher start (VMI over SyncVMI)",
+            )
+            .into());
+        }
         Ok(converter::convert(vmi, &ctx)?)
     }
 

@@ -187,8 +187,12 @@ fn path_traversal_in_names() {
 
 #[test]
 fn unsupported_feature_is_named() {
-    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      interfaces:\n      - name: default\n        masquerade: {{}}\n  networks:\n  - name: default\n    pod: {{}}\n{}", volumes());
-    assert_refused(&y, &[], "spec.domain.devices.interfaces: network interfaces (pod networking phase 2) is not supported yet");
+    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      interfaces:\n      - name: default\n        sriov: {{}}\n  networks:\n  - name: default\n    pod: {{}}\n{}", volumes());
+    assert_refused(
+        &y,
+        &["--setup-pod-network"],
+        "spec.domain.devices.interfaces[0].sriov: SR-IOV interfaces is not supported yet",
+    );
 }
 
 #[test]

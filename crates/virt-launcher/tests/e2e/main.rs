@@ -17,5 +17,6 @@ mod define;
 mod harness;
 mod lifecycle;
 mod manager;
+mod network;
 mod protocol;
 mod volumes;

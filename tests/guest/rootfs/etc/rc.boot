@@ -152,6 +152,12 @@ if [ -e /sys/class/net/eth0 ]; then
     i=0 # wait up to 5 s for the first lease
     while [ ! -s /run/ip.eth0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 fi
+# A TCP service for the network e2e tests (masquerade `ports` forwarding):
+# GET / on port 8080 answers GUEST-HTTP.
+if [ -s /run/ip.eth0 ]; then
+    mkdir -p /run/www && echo "GUEST-HTTP $(hostname)" >/run/www/index.html
+    httpd -p 8080 -h /run/www
+fi
 
 # ---- user-data: a #! script runs now, before GUEST-READY. Its output goes to
 # /var/log/user-data.log, which is then copied to the serial console (a file,

@@ -1,0 +1,124 @@
+//! MAC address parsing as KubeVirt accepts `interfaces[].macAddress`
+//! (Go's `net.ParseMAC`, restricted to 6-octet addresses) plus the values
+//! libvirt refuses at start, caught here with a clear message instead.
+
+/// The MAC KubeVirt's phase 1 gives the masquerade bridge `k6t-<pod>`
+/// (`link.StaticMasqueradeBridgeMAC`); a guest must not use it.
+pub const MASQUERADE_BRIDGE_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0];
+
+/// Parses a MAC in one of Go's `net.ParseMAC` forms: `de:ad:00:00:be:af`,
+/// `DE-AD-00-00-BE-AF` or `dead.0000.beaf`, case-insensitive.
+///
+/// # Errors
+/// A message quoting the value: malformed, or not 6 octets (EUI-64 and
+/// InfiniBand forms parse in Go but are not Ethernet MACs).
+pub fn parse_mac(text: &str) -> Result<[u8; 6], String> {
+    let bad = || format!("invalid MAC address {text:?}");
+    let hex = |s: &str| -> Result<Vec<u8>, String> {
+        if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| bad()))
+            .collect()
+    };
+    let bytes: Vec<u8> = if text.len() >= 14 && text.as_bytes().get(4) == Some(&b'.') {
+        let groups: Vec<&str> = text.split('.').collect();
+        if groups.iter().any(|g| g.len() != 4) {
+            return Err(bad());
+        }
+        groups
+            .iter()
+            .map(|g| hex(g))
+            .collect::<Result<Vec<_>, _>>()?
+            .concat()
+    } else if text.len() >= 14 && matches!(text.as_bytes().get(2), Some(b':' | b'-')) {
+        let sep = char::from(text.as_bytes()[2]);
+        let groups: Vec<&str> = text.split(sep).collect();
+        if groups.iter().any(|g| g.len() != 2) {
+            return Err(bad());
+        }
+        groups
+            .iter()
+            .map(|g| hex(g))
+            .collect::<Result<Vec<_>, _>>()?
+            .concat()
+    } else {
+        return Err(bad());
+    };
+    match bytes.len() {
+        6 => Ok([bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5]]),
+        8 | 20 => Err(format!(
+            "MAC address {text:?} has {} octets, an Ethernet MAC has 6",
+            bytes.len()
+        )),
+        _ => Err(bad()),
+    }
+}
+
+/// Parses a guest MAC and refuses the values libvirt or the pod network
+/// cannot use: multicast (libvirt: "expected unicast mac address"), a
+/// first octet 0xFE (libvirt: "Unable to use MAC address starting with
+/// reserved value 0xFE"), and, for masquerade, the bridge's own MAC.
+///
+/// # Errors
+/// A message quoting the value and the reason.
+pub fn parse_guest_mac(text: &str, masquerade: bool) -> Result<[u8; 6], String> {
+    let mac = parse_mac(text)?;
+    if mac[0] & 1 == 1 {
+        return Err(format!("MAC address {text:?} is a multicast address"));
+    }
+    if mac[0] == 0xfe {
+        return Err(format!(
+            "MAC address {text:?} starts with the reserved value 0xFE (libvirt refuses it)"
+        ));
+    }
+    if masquerade && mac == MASQUERADE_BRIDGE_MAC {
+        return Err(format!(
+            "MAC address {text:?} is reserved for the masquerade bridge"
+        ));
+    }
+    Ok(mac)
+}
+
+/// Canonical lower-case colon form (`de:ad:00:00:be:af`), as libvirt and
+/// Go's `HardwareAddr.String()` print it.
+pub fn format_mac(mac: &[u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Case 007's variants table.
+    #[test]
+    fn case_007_variants() {
+        let ok = |s: &str| format_mac(&parse_guest_mac(s, true).unwrap());
+        assert_eq!(ok("DE-AD-00-00-BE-AF"), "de:ad:00:00:be:af");
+        assert_eq!(ok("de:ad:00:00:be:af"), "de:ad:00:00:be:af");
+        assert_eq!(ok("dead.0000.beaf"), "de:ad:00:00:be:af");
+        assert_eq!(ok("02:54:00:6A:9A:15"), "02:54:00:6a:9a:15");
+        let err = |s: &str, masq: bool| parse_guest_mac(s, masq).unwrap_err();
+        assert!(err("de:ad:00:00:be", true).contains("invalid MAC address \"de:ad:00:00:be\""));
+        assert!(err("de:ad:00:00:be:af:00:01", true).contains("has 8 octets"));
+        assert!(err("02:00:00:00:00:00", true).contains("reserved for the masquerade bridge"));
+        assert!(parse_guest_mac("02:00:00:00:00:00", false).is_ok());
+        assert!(err("fe:54:00:12:34:56", false).contains("0xFE"));
+        assert!(err("01:00:5e:00:00:01", false).contains("multicast"));
+        for bad in [
+            "",
+            "de:ad:00:00:be:a",
+            "de:ad-00:00:be:af",
+            "zz:ad:00:00:be:af",
+            "dead.0000.bea",
+            "é:ad:00:00:be:af:",
+        ] {
+            assert!(parse_mac(bad).is_err(), "{bad}");
+        }
+    }
+}

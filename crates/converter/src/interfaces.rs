@@ -1,0 +1,257 @@
+//! Network interfaces (kubevirt-facts §4.4 and §6.2): every interface
+//! that is not `absent` becomes `<interface type='ethernet'>` on the tap
+//! device network phase 1 created, `managed='no'`.
+//!
+//! Host facts (the tap's name, the pod link's MAC and MTU) come from
+//! [`crate::Prepared::interfaces`], filled by the launcher from the
+//! phase 1 cache; without them the tap name follows KubeVirt's naming and
+//! MAC/MTU are left to libvirt, which is what `virt-launcher convert`
+//! shows.
+
+use api::mac::{format_mac, parse_guest_mac};
+use api::vmi::Interface as ApiInterface;
+use api::{Arch, VirtualMachineInstance};
+use domain::{
+    AcpiIndex, Address, Alias, BootOrder, Interface, InterfaceDriver, InterfaceTarget, LinkState,
+    Mac, Model, Mtu, Rom,
+};
+use sha2::{Digest, Sha256};
+
+use crate::{ConvertContext, ConvertError};
+
+/// Most vhost queues KubeVirt configures per NIC.
+pub const MAX_QUEUES: u32 = 256;
+
+/// NIC models KubeVirt accepts in `interfaces[].model`.
+pub const MODELS: &[&str] = &[
+    "e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", "virtio",
+];
+
+/// What network phase 1 found for one interface.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InterfaceHost {
+    /// Tap device in the pod namespace (`tap0`).
+    pub tap: String,
+    /// MAC of the pod link, used when the spec sets none (canonical form).
+    pub mac: Option<String>,
+    /// MTU of the pod link, bytes.
+    pub mtu: Option<u32>,
+}
+
+/// The pod interface name KubeVirt gives a network: `eth0` for the pod
+/// network, `pod` + the first 11 hex digits of SHA-256(network name) for
+/// a Multus one (`pkg/network/namescheme`).
+pub fn pod_iface_name(network_name: &str, is_pod_network: bool) -> String {
+    if is_pod_network {
+        return "eth0".into();
+    }
+    let hash = Sha256::digest(network_name.as_bytes());
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("pod{}", &hex[..11])
+}
+
+/// The tap KubeVirt's phase 1 creates for a pod interface: `tap0` for
+/// `eth0`, else `tap` + the name without its first 3 characters.
+pub fn tap_name(pod_iface: &str) -> String {
+    if pod_iface == "eth0" {
+        "tap0".into()
+    } else {
+        format!("tap{}", pod_iface.get(3..).unwrap_or_default())
+    }
+}
+
+/// The bridge phase 1 creates: `k6t-` + the pod interface name without
+/// its `pod` prefix.
+pub fn bridge_name(pod_iface: &str) -> String {
+    format!("k6t-{}", pod_iface.strip_prefix("pod").unwrap_or(pod_iface))
+}
+
+/// Parses `dddd:bb:ss.f` (hex) into a PCI `<address>`.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming `path` for anything else.
+pub fn pci_address(path: &str, text: &str) -> Result<Address, ConvertError> {
+    let bad = || {
+        ConvertError::invalid(
+            path,
+            format!("{text:?} is not a PCI address of the form dddd:bb:ss.f"),
+        )
+    };
+    let (dbs, func) = text.split_once('.').ok_or_else(bad)?;
+    let parts: Vec<&str> = dbs.split(':').collect();
+    let [dom, bus, slot] = parts.as_slice() else {
+        return Err(bad());
+    };
+    let hex = |s: &str, len: usize, max: u32| {
+        if s.len() != len || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        let v = u32::from_str_radix(s, 16).map_err(|_| bad())?;
+        if v > max {
+            return Err(bad());
+        }
+        Ok(format!("{v:#0w$x}", w = len + 2))
+    };
+    Ok(Address {
+        address_type: "pci".into(),
+        domain: Some(hex(dom, 4, 0xffff)?),
+        bus: Some(hex(bus, 2, 0xff)?),
+        slot: Some(hex(slot, 2, 0x1f)?),
+        function: Some(hex(func, 1, 7)?),
+        ..Address::default()
+    })
+}
+
+/// Builds the `<interface>` elements, in spec order.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming the field for: an interface without
+/// a network of its name, duplicate names, masquerade on a non-pod
+/// network, an unknown model, a malformed or reserved MAC, a bad PCI
+/// address, boot order 0, or a `state` other than up/down/absent.
+pub fn convert(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    vcpus: u32,
+) -> Result<Vec<Interface>, ConvertError> {
+    let dev = &vmi.spec.domain.devices;
+    let caps = crate::arch::caps(ctx.arch);
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let multiqueue = dev.network_interface_multiqueue == Some(true);
+    let virtio_model = if dev.use_virtio_transitional == Some(true) && caps.virtio_model != "virtio"
+    {
+        "virtio-transitional"
+    } else {
+        caps.virtio_model
+    };
+    for (i, iface) in dev.interfaces.iter().enumerate() {
+        let path = format!("spec.domain.devices.interfaces[{i}]");
+        if !seen.insert(iface.name.as_str()) {
+            return Err(ConvertError::invalid(
+                format!("{path}.name"),
+                format!("duplicate interface name {:?}", iface.name),
+            ));
+        }
+        crate::xml_text(&format!("{path}.name"), &iface.name)?;
+        let Some(net) = vmi.spec.networks.iter().find(|n| n.name == iface.name) else {
+            return Err(ConvertError::invalid(
+                format!("{path}.name"),
+                format!("no spec.networks entry named {:?}", iface.name),
+            ));
+        };
+        let is_pod = net.pod.is_some();
+        if !is_pod && net.multus.is_none() {
+            return Err(ConvertError::invalid(
+                format!("spec.networks[name={}]", net.name),
+                "needs a source: pod or multus",
+            ));
+        }
+        let masquerade = iface.masquerade.is_some();
+        if masquerade && !is_pod {
+            return Err(ConvertError::invalid(
+                format!("{path}.masquerade"),
+                "masquerade is only allowed on the pod network",
+            ));
+        }
+        match iface.state.as_deref() {
+            None | Some("" | "up" | "down") => {}
+            Some("absent") => continue,
+            Some(other) => {
+                return Err(ConvertError::invalid(
+                    format!("{path}.state"),
+                    format!("{other:?} is not one of up, down, absent"),
+                ))
+            }
+        }
+        out.push(one(
+            iface,
+            &path,
+            ctx,
+            is_pod,
+            vcpus,
+            multiqueue,
+            virtio_model,
+        )?);
+    }
+    Ok(out)
+}
+
+fn one(
+    iface: &ApiInterface,
+    path: &str,
+    ctx: &ConvertContext,
+    is_pod: bool,
+    vcpus: u32,
+    multiqueue: bool,
+    virtio_model: &str,
+) -> Result<Interface, ConvertError> {
+    let model = iface.model.as_deref().unwrap_or("virtio");
+    if !MODELS.contains(&model) {
+        return Err(ConvertError::invalid(
+            format!("{path}.model"),
+            format!("{model:?} is not one of {}", MODELS.join(", ")),
+        ));
+    }
+    let host = ctx.prepared.interfaces.get(&iface.name);
+    let mac = match &iface.mac_address {
+        Some(text) => Some(format_mac(
+            &parse_guest_mac(text, iface.masquerade.is_some())
+                .map_err(|e| ConvertError::invalid(format!("{path}.macAddress"), e))?,
+        )),
+        None => host.and_then(|h| h.mac.clone()),
+    };
+    let tap = match host {
+        Some(h) => h.tap.clone(),
+        None => tap_name(&pod_iface_name(&iface.name, is_pod)),
+    };
+    let virtio = model == "virtio";
+    let model_type = if virtio {
+        virtio_model.to_owned()
+    } else {
+        model.to_owned()
+    };
+    // One queue pair per vCPU, as KubeVirt does, on virtio only.
+    let queues = (multiqueue && virtio).then(|| vcpus.clamp(1, MAX_QUEUES));
+    let boot = match iface.boot_order {
+        Some(0) => {
+            return Err(ConvertError::invalid(
+                format!("{path}.bootOrder"),
+                "must be 1 or more",
+            ))
+        }
+        Some(order) => Some(BootOrder { order }),
+        None => None,
+    };
+    let rom = (boot.is_none() && matches!(ctx.arch, Arch::Amd64 | Arch::Arm64 | Arch::Ppc64le))
+        .then(|| Rom {
+            enabled: "no".into(),
+        });
+    let address = iface
+        .pci_address
+        .as_deref()
+        .map(|a| pci_address(&format!("{path}.pciAddress"), a))
+        .transpose()?;
+    Ok(Interface {
+        interface_type: "ethernet".into(),
+        mac: mac.map(|address| Mac { address }),
+        target: Some(InterfaceTarget {
+            dev: tap,
+            managed: Some("no".into()),
+        }),
+        model: Some(Model { model_type }),
+        driver: queues.map(|q| InterfaceDriver {
+            name: "vhost".into(),
+            queues: Some(q),
+        }),
+        mtu: host.and_then(|h| h.mtu).map(|size| Mtu { size }),
+        alias: Some(Alias::user(&iface.name)),
+        boot,
+        rom,
+        address,
+        acpi: iface.acpi_index.map(|index| AcpiIndex { index }),
+        link: (iface.state.as_deref() == Some("down")).then(|| LinkState {
+            state: "down".into(),
+        }),
+    })
+}

@@ -1,0 +1,19 @@
+//! Pod networking for the launcher, KubeVirt v1.6.6 semantics
+//! (`pkg/network`, facts in kubevirt-facts §6).
+//!
+//! - [`cache`]: the files network phase 1 (virt-handler) leaves in the
+//!   launcher's private directory, read with KubeVirt's paths and JSON.
+//! - [`plan`]: the masquerade address plan (gateway and VM addresses).
+//! - [`dhcpv4`]: what the guest is told, validated once.
+//! - [`server`]: the single-client DHCPv4 server loop on the pod bridge.
+//! - [`phase2`]: the launcher's part: host facts for the converter and the
+//!   DHCP configuration of each masquerade interface.
+//! - [`phase1`]: a stand-in for virt-handler's part (bridge, tap, NAT),
+//!   for standalone runs and tests; kept apart from everything else.
+
+pub mod cache;
+pub mod dhcpv4;
+pub mod phase1;
+pub mod phase2;
+pub mod plan;
+pub mod server;

@@ -1,0 +1,428 @@
+//! Network phase 2, the launcher's part (kubevirt-facts §6.2–6.3): for
+//! each interface, the host facts the converter puts into the domain
+//! (tap, MAC, MTU) and the DHCP server that configures the guest.
+//!
+//! Built for the pod network (pod link `eth0`, bridge `k6t-eth0`, tap
+//! `tap0`) with the masquerade binding (address plan from the CIDR, MAC
+//! and MTU from the pod link) and the bridge binding (everything from
+//! phase 1's `vif-cache-eth0.json`). Other cases are refused by name
+//! rather than started without a working network.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use api::VirtualMachineInstance;
+use converter::interfaces::{bridge_name, tap_name, InterfaceHost};
+
+use crate::dhcpv4::{
+    hostname_for, parse_resolv_conf, DhcpV4Config, ExtraOptions, ServerOptions, LEASE_SECONDS,
+};
+use crate::plan::MasqueradePlan;
+
+/// Reads a pod link's (MAC, MTU) by name.
+pub type LinkReader = dyn Fn(&str) -> Result<([u8; 6], u16), String>;
+
+/// The result of phase 2's preparation.
+#[derive(Debug)]
+pub struct Phase2 {
+    /// Host facts per interface name, for `Prepared::interfaces`.
+    pub hosts: BTreeMap<String, InterfaceHost>,
+    /// DHCP servers to run: (bridge to bind, what to answer).
+    pub dhcp: Vec<(String, ServerOptions)>,
+}
+
+/// Prepares phase 2 for every interface of `vmi` that is not `absent`.
+/// `link` reads a pod link's MAC and MTU (see [`crate::phase1::link_mac_mtu`]);
+/// `resolv_conf` is the pod's `/etc/resolv.conf` text.
+///
+/// # Errors
+/// A one-line message naming the interface field: a binding other than
+/// masquerade, a bad CIDR, a link that cannot be read, or a DHCP value
+/// that cannot be encoded.
+pub fn prepare(
+    vmi: &VirtualMachineInstance,
+    private_dir: &std::path::Path,
+    resolv_conf: &str,
+    link: &LinkReader,
+) -> Result<Phase2, String> {
+    let mut out = Phase2 {
+        hosts: BTreeMap::new(),
+        dhcp: Vec::new(),
+    };
+    let rc = parse_resolv_conf(resolv_conf);
+    for (i, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
+        let path = format!("spec.domain.devices.interfaces[{i}]");
+        if iface.state.as_deref() == Some("absent") {
+            continue;
+        }
+        let Some(net) = vmi.spec.networks.iter().find(|n| n.name == iface.name) else {
+            return Err(format!(
+                "{path}.name: no spec.networks entry named {:?}",
+                iface.name
+            ));
+        };
+        let Some(pod) = &net.pod else {
+            return Err(format!(
+                "{path}: only the pod network is wired by the launcher's phase 2 yet"
+            ));
+        };
+        let pod_iface = "eth0";
+        if iface.bridge.is_some() {
+            bridge(vmi, iface, &path, private_dir, &rc, &mut out)?;
+            continue;
+        }
+        if iface.masquerade.is_none() {
+            return Err(format!(
+                "{path}: the {} binding is not wired by the launcher's phase 2 yet (use masquerade or bridge)",
+                iface.binding_name().unwrap_or("default")
+            ));
+        }
+        let plan = MasqueradePlan::new(pod.vm_network_cidr.as_deref())
+            .map_err(|e| format!("spec.networks[name={}].pod: {e}", net.name))?;
+        let (pod_mac, mtu) = link(pod_iface)?;
+        let mac = match &iface.mac_address {
+            Some(m) => {
+                api::mac::parse_guest_mac(m, true).map_err(|e| format!("{path}.macAddress: {e}"))?
+            }
+            None => pod_mac,
+        };
+        out.hosts.insert(
+            iface.name.clone(),
+            InterfaceHost {
+                tap: tap_name(pod_iface),
+                mac: Some(api::mac::format_mac(&mac)),
+                mtu: Some(u32::from(mtu)),
+            },
+        );
+        let cfg = DhcpV4Config {
+            client_mac: mac,
+            client_ip: plan.vm,
+            prefix_len: plan.network.prefix_len(),
+            server_ip: plan.gateway,
+            router: Some(plan.gateway),
+            dns: rc.nameservers.clone(),
+            search: rc.search.clone(),
+            subdomain: vmi.spec.subdomain.clone().unwrap_or_default(),
+            hostname: hostname_for(&vmi.metadata.name, vmi.spec.hostname.as_deref()),
+            mtu,
+            routes: Vec::new(),
+            lease_seconds: LEASE_SECONDS,
+            extra: extra(iface),
+        };
+        let opts = cfg.build().map_err(|e| format!("{path}: DHCP: {e}"))?;
+        out.dhcp.push((bridge_name(pod_iface), opts));
+    }
+    Ok(out)
+}
+
+fn extra(iface: &api::vmi::Interface) -> ExtraOptions {
+    let d = iface.dhcp_options.clone().unwrap_or_default();
+    ExtraOptions {
+        boot_file_name: d.boot_file_name,
+        tftp_server_name: d.tftp_server_name,
+        ntp_servers: d.ntp_servers,
+        private_options: d
+            .private_options
+            .into_iter()
+            .map(|p| (p.option, p.value))
+            .collect(),
+    }
+}
+
+/// Bridge binding: the guest gets the pod's own address, from phase 1's
+/// DHCP cache; no DHCP server when phase 1 says IPAM is disabled.
+fn bridge(
+    vmi: &VirtualMachineInstance,
+    iface: &api::vmi::Interface,
+    path: &str,
+    private_dir: &std::path::Path,
+    rc: &crate::dhcpv4::ResolvConf,
+    out: &mut Phase2,
+) -> Result<(), String> {
+    use crate::cache::{read_dhcp_config, vif_cache_path};
+    use crate::dhcpv4::Route;
+    let pod_iface = "eth0";
+    let cache = read_dhcp_config(private_dir, pod_iface).map_err(|e| format!("{path}: {e}"))?;
+    let file = vif_cache_path(private_dir, pod_iface);
+    let corrupt = |what: String| format!("{path}: network cache {}: {what}", file.display());
+    let cache_mac = cache.mac_bytes().map_err(corrupt)?;
+    let mac = match &iface.mac_address {
+        Some(m) => Some(
+            api::mac::parse_guest_mac(m, false).map_err(|e| format!("{path}.macAddress: {e}"))?,
+        ),
+        None => cache_mac,
+    };
+    out.hosts.insert(
+        iface.name.clone(),
+        InterfaceHost {
+            tap: tap_name(pod_iface),
+            mac: mac.as_ref().map(api::mac::format_mac),
+            mtu: (cache.mtu != 0).then_some(u32::from(cache.mtu)),
+        },
+    );
+    if cache.ipam_disabled {
+        return Ok(());
+    }
+    let (Some((ip, prefix)), Some(mac)) = (cache.ipv4().map_err(corrupt)?, mac) else {
+        return Ok(());
+    };
+    let v4 = |s: &Option<String>, what: &str| -> Result<Option<std::net::Ipv4Addr>, String> {
+        match s.as_deref() {
+            None | Some("") => Ok(None),
+            Some(t) => t
+                .parse()
+                .map(Some)
+                .map_err(|_| corrupt(format!("{what} {t:?} is not an IPv4 address"))),
+        }
+    };
+    let server = v4(&cache.advertising_ip_addr, "AdvertisingIPAddr")?
+        .ok_or_else(|| corrupt("AdvertisingIPAddr is missing".into()))?;
+    let mut routes = Vec::new();
+    for r in cache.routes.clone().unwrap_or_default() {
+        // The kernel's route to the pod's own subnet (it has a source
+        // address) is the guest's on-link subnet, not a route to send.
+        if r.src.as_deref().is_some_and(|s| !s.is_empty()) {
+            continue;
+        }
+        let dst = match &r.dst {
+            None => None,
+            Some(d) => match (
+                d.addr().map_err(&corrupt)?,
+                d.prefix_len().map_err(&corrupt)?,
+            ) {
+                (Some(std::net::IpAddr::V4(a)), Some(p)) => {
+                    Some(ipnet::Ipv4Net::new(a, p).map_err(|e| corrupt(e.to_string()))?)
+                }
+                _ => continue,
+            },
+        };
+        routes.push(Route {
+            dst,
+            gw: v4(&r.gw, "Routes[].Gw")?,
+        });
+    }
+    let subdomain = if cache.subdomain.is_empty() {
+        vmi.spec.subdomain.clone().unwrap_or_default()
+    } else {
+        cache.subdomain.clone()
+    };
+    let cfg = DhcpV4Config {
+        client_mac: mac,
+        client_ip: ip,
+        prefix_len: prefix,
+        server_ip: server,
+        router: v4(&cache.gateway, "Gateway")?,
+        dns: rc.nameservers.clone(),
+        search: rc.search.clone(),
+        subdomain,
+        hostname: hostname_for(&vmi.metadata.name, vmi.spec.hostname.as_deref()),
+        mtu: cache.mtu,
+        routes,
+        lease_seconds: LEASE_SECONDS,
+        extra: extra(iface),
+    };
+    let opts = cfg.build().map_err(|e| format!("{path}: DHCP: {e}"))?;
+    out.dhcp.push((bridge_name(pod_iface), opts));
+    Ok(())
+}
+
+/// Running DHCP servers; [`DhcpServers::stop`] ends them.
+#[derive(Debug)]
+pub struct DhcpServers {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl DhcpServers {
+    /// Binds every server (port 67 on its bridge) and starts one thread
+    /// each. A server error after start is logged.
+    ///
+    /// # Errors
+    /// The bind error, naming the bridge.
+    pub fn start(servers: Vec<(String, ServerOptions)>) -> Result<Self, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for (bridge, opts) in servers {
+            let sock = crate::server::bind(&bridge, crate::server::SERVER_PORT)
+                .map_err(|e| format!("DHCP server on {bridge}: {e}"))?;
+            let stop = Arc::clone(&stop);
+            let t = std::thread::Builder::new()
+                .name(format!("dhcp-{bridge}"))
+                .spawn(move || {
+                    tracing::info!(%bridge, "DHCPv4 server started");
+                    match crate::server::serve(&sock, &opts, crate::server::CLIENT_PORT, &stop) {
+                        Ok(stats) => tracing::info!(%bridge, ?stats, "DHCPv4 server stopped"),
+                        Err(e) => tracing::error!(%bridge, "DHCPv4 server failed: {e}"),
+                    }
+                })
+                .map_err(|e| format!("DHCP server thread: {e}"))?;
+            threads.push(t);
+        }
+        Ok(DhcpServers { stop, threads })
+    }
+
+    /// Stops the servers and waits for them (at most one poll period).
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dhcproto::v4::{DhcpOption, OptionCode};
+    use std::path::Path;
+
+    fn vmi(doc: &str) -> VirtualMachineInstance {
+        let mut v = api::load_vmi(doc.as_bytes(), api::Arch::Amd64).unwrap();
+        api::defaults::fill_missing_uid(&mut v);
+        v
+    }
+
+    const VMI: &str = "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: testvm1.example}
+spec:
+  subdomain: mysub
+  domain:
+    devices:
+      interfaces:
+      - name: default
+        masquerade: {}
+        dhcpOptions: {ntpServers: [10.0.0.5]}
+    resources: {requests: {memory: 64Mi}}
+  networks: [{name: default, pod: {vmNetworkCIDR: 10.11.0.0/24}}]
+";
+
+    fn link(name: &str) -> Result<([u8; 6], u16), String> {
+        assert_eq!(name, "eth0");
+        Ok(([0x0a, 0x58, 0, 0, 0, 5], 1450))
+    }
+
+    #[test]
+    fn masquerade_interface_gets_host_facts_and_a_dhcp_plan() {
+        let resolv = "nameserver 10.96.0.10\nsearch ns1.svc.cluster.local svc.cluster.local\n";
+        let p = prepare(&vmi(VMI), Path::new("/nonexistent"), resolv, &link).unwrap();
+        let h = &p.hosts["default"];
+        assert_eq!(h.tap, "tap0");
+        assert_eq!(h.mac.as_deref(), Some("0a:58:00:00:00:05"));
+        assert_eq!(h.mtu, Some(1450));
+        let (bridge, opts) = &p.dhcp[0];
+        assert_eq!(bridge, "k6t-eth0");
+        let c = &opts.config;
+        assert_eq!(c.client_ip, std::net::Ipv4Addr::new(10, 11, 0, 2));
+        assert_eq!(c.server_ip, std::net::Ipv4Addr::new(10, 11, 0, 1));
+        assert_eq!(c.hostname, "testvm1");
+        assert_eq!(c.mtu, 1450);
+        assert_eq!(c.client_mac, [0x0a, 0x58, 0, 0, 0, 5]);
+        assert_eq!(
+            opts.options().get(OptionCode::DomainName),
+            Some(&DhcpOption::DomainName(
+                "mysub.ns1.svc.cluster.local".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn other_bindings_and_bad_values_are_refused_by_field() {
+        let none = Path::new("/nonexistent");
+        let e = prepare(
+            &vmi(&VMI.replace("masquerade: {}", "sriov: {}")),
+            none,
+            "",
+            &link,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("interfaces[0]: the sriov binding is not wired"),
+            "{e}"
+        );
+        let e = prepare(
+            &vmi(&VMI.replace("masquerade: {}", "bridge: {}")),
+            none,
+            "",
+            &link,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains(
+                "interfaces[0]: network cache /nonexistent/vif-cache-eth0.json: No such file"
+            ),
+            "{e}"
+        );
+        let e = prepare(
+            &vmi(&VMI.replace("10.0.0.5", "ntp.example.org")),
+            Path::new("/"),
+            "",
+            &link,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("interfaces[0]: DHCP: Could not parse NTP server"),
+            "{e}"
+        );
+        let e = prepare(
+            &vmi(&VMI.replace("10.11.0.0/24", "10.11.0.0/31")),
+            Path::new("/"),
+            "",
+            &link,
+        )
+        .unwrap_err();
+        assert!(e.contains("at least 4 addresses"), "{e}");
+        let fail = |_: &str| -> Result<([u8; 6], u16), String> { Err("no eth0".into()) };
+        assert_eq!(
+            prepare(&vmi(VMI), Path::new("/"), "", &fail).unwrap_err(),
+            "no eth0"
+        );
+    }
+
+    /// Bridge binding: the pod's address, MAC, MTU, gateway and routes
+    /// from what virt-handler wrote (the kernel's subnet route skipped).
+    #[test]
+    fn bridge_interface_is_served_from_the_vif_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("vif-cache-eth0.json"),
+            r#"{"Name":"eth0","IP":{"IP":"10.244.0.5","Mask":"////AA=="},"MAC":"qrvM3e7/",
+               "AdvertisingIPAddr":"169.254.75.10","Mtu":1450,"IPAMDisabled":false,
+               "Gateway":"10.244.0.1","Subdomain":"",
+               "Routes":[{"Dst":{"IP":"10.244.0.0","Mask":"////AA=="},"Src":"10.244.0.5","Gw":""},
+                         {"Dst":null,"Src":"","Gw":"10.244.0.1"},
+                         {"Dst":{"IP":"10.96.0.0","Mask":"//8AAA=="},"Src":"","Gw":"10.244.0.1"}]}"#,
+        )
+        .unwrap();
+        let v = vmi(&VMI.replace("masquerade: {}", "bridge: {}"));
+        let p = prepare(&v, dir.path(), "nameserver 10.96.0.10\n", &link).unwrap();
+        let h = &p.hosts["default"];
+        assert_eq!(
+            (h.tap.as_str(), h.mac.as_deref(), h.mtu),
+            ("tap0", Some("aa:bb:cc:dd:ee:ff"), Some(1450))
+        );
+        let c = &p.dhcp[0].1.config;
+        assert_eq!(c.client_ip, std::net::Ipv4Addr::new(10, 244, 0, 5));
+        assert_eq!(c.prefix_len, 24);
+        assert_eq!(c.server_ip, std::net::Ipv4Addr::new(169, 254, 75, 10));
+        assert_eq!(c.router, Some(std::net::Ipv4Addr::new(10, 244, 0, 1)));
+        assert_eq!(c.client_mac, [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff]);
+        assert_eq!(c.routes.len(), 2, "{:?}", c.routes);
+        assert_eq!(
+            crate::dhcpv4::classless_routes(&c.routes)[0].0,
+            "10.96.0.0/16".parse::<ipnet::Ipv4Net>().unwrap()
+        );
+        // IPAM disabled: the interface, but no DHCP server.
+        let text = std::fs::read_to_string(dir.path().join("vif-cache-eth0.json")).unwrap();
+        std::fs::write(
+            dir.path().join("vif-cache-eth0.json"),
+            text.replace("\"IPAMDisabled\":false", "\"IPAMDisabled\":true"),
+        )
+        .unwrap();
+        let p = prepare(&v, dir.path(), "", &link).unwrap();
+        assert!(p.dhcp.is_empty());
+        assert!(p.hosts.contains_key("default"));
+    }
+}

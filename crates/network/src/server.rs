@@ -1,0 +1,121 @@
+//! The DHCPv4 server loop: one UDP socket on port 67 bound to the pod
+//! bridge (`SO_BINDTODEVICE`), one guest answered.
+//!
+//! Bounded by construction: one receive buffer, no per-client state, at
+//! most one reply per request, and requests beyond [`MAX_REPLIES_PER_SEC`]
+//! in a second are dropped, so a flood costs at most that many encodes.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use dhcproto::Encodable;
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::dhcpv4::ServerOptions;
+
+/// DHCP server port.
+pub const SERVER_PORT: u16 = 67;
+/// DHCP client port.
+pub const CLIENT_PORT: u16 = 68;
+/// Replies sent per second at most (a guest needs 2 per lease).
+pub const MAX_REPLIES_PER_SEC: u32 = 1000;
+/// How often the loop checks the stop flag.
+pub const POLL: Duration = Duration::from_millis(200);
+
+/// Counters of one server run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Datagrams received.
+    pub received: u64,
+    /// Datagrams `dhcproto` could not decode.
+    pub malformed: u64,
+    /// Replies sent.
+    pub replied: u64,
+    /// Requests dropped by the rate limit.
+    pub throttled: u64,
+}
+
+/// Opens the server socket on `device` (`k6t-eth0`), port `port`.
+///
+/// # Errors
+/// The socket error, e.g. no such device or port 67 without
+/// `CAP_NET_BIND_SERVICE`.
+pub fn bind(device: &str, port: u16) -> io::Result<UdpSocket> {
+    let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_reuse_address(true)?;
+    s.set_broadcast(true)?;
+    s.bind_device(Some(device.as_bytes()))?;
+    s.set_read_timeout(Some(POLL))?;
+    s.bind(&SocketAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)).into())?;
+    Ok(s.into())
+}
+
+/// Answers requests on `socket` until `stop` is set. Replies go to the
+/// broadcast address on the bound device (the guest has no address yet)
+/// unless the client already has one (`ciaddr`, renewals), port
+/// `client_port`.
+///
+/// # Errors
+/// A receive or send error other than a timeout or interruption.
+pub fn serve(
+    socket: &UdpSocket,
+    options: &ServerOptions,
+    client_port: u16,
+    stop: &AtomicBool,
+) -> io::Result<Stats> {
+    let mut stats = Stats::default();
+    let mut buf = [0u8; 1536];
+    let mut window = Instant::now();
+    let mut in_window = 0u32;
+    while !stop.load(Ordering::Relaxed) {
+        let n = match socket.recv(&mut buf) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        };
+        stats.received += 1;
+        let data = &buf[..n];
+        let req = match crate::dhcpv4::decode_packet(data) {
+            Ok(m) => m,
+            Err(e) => {
+                stats.malformed += 1;
+                tracing::debug!(error = %e, "malformed DHCP packet ignored");
+                continue;
+            }
+        };
+        let Some(reply) = options.reply(&req) else {
+            continue;
+        };
+        if window.elapsed() >= Duration::from_secs(1) {
+            window = Instant::now();
+            in_window = 0;
+        }
+        if in_window >= MAX_REPLIES_PER_SEC {
+            stats.throttled += 1;
+            continue;
+        }
+        in_window += 1;
+        let bytes = reply
+            .to_vec()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let dest = if req.ciaddr().is_unspecified() {
+            Ipv4Addr::BROADCAST
+        } else {
+            req.ciaddr()
+        };
+        socket.send_to(&bytes, SocketAddrV4::new(dest, client_port))?;
+        stats.replied += 1;
+    }
+    Ok(stats)
+}

@@ -1,0 +1,152 @@
+//! Pod networking end to end: `virt-launcher run --setup-pod-network`
+//! builds the masquerade bridge, tap and NAT in a network namespace of its
+//! own, the real guest runs busybox `udhcpc` against the launcher's DHCP
+//! server, and prints the lease it got on the serial console
+//! (`GUEST-DHCP ...`, from tests/guest's udhcpc script). Nothing here
+//! touches the host's network: the namespace dies with the launcher.
+
+use std::process::Command;
+
+use crate::harness::*;
+
+fn masquerade_vmi(name: &str) -> String {
+    guest_vmi(name, "virtio")
+        .replace(
+            "      rng: {}\n",
+            "      rng: {}\n      interfaces:\n      - name: default\n        masquerade: {}\n        macAddress: \"02-54-00-AB-CD-EF\"\n        ports: [{name: http, port: 8080}]\n",
+        )
+        .replace(
+            "  volumes:\n",
+            "  networks:\n  - name: default\n    pod: {}\n  volumes:\n",
+        )
+}
+
+/// The `key=value` fields of the first serial line starting with `marker`.
+fn fields(serial: &str, marker: &str) -> std::collections::BTreeMap<String, String> {
+    let line = serial
+        .lines()
+        .find(|l| l.starts_with(marker))
+        .unwrap_or_else(|| panic!("no {marker} line in:\n{serial}"));
+    line.split_whitespace()
+        .skip(1)
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
+    let yaml = masquerade_vmi("netmasq");
+    assert!(yaml.contains("masquerade"), "{yaml}");
+    let mut l = Launcher::start(
+        &yaml,
+        &Opts {
+            args: &["--setup-pod-network"],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-DHCP", 1, BOOT_TIMEOUT);
+    let f = fields(&serial, "GUEST-DHCP");
+    assert_eq!(f["interface"], "eth0", "{serial}");
+    assert_eq!(f["ip"], "10.0.2.2/24", "{serial}");
+    assert_eq!(f["router"], "10.0.2.1", "{serial}");
+    assert_eq!(f["mtu"], "1500", "{serial}");
+    assert_eq!(f["lease"], "86313600", "{serial}");
+    assert_eq!(f["hostname"], "netmasq", "{serial}");
+    // DNS: the IPv4 nameservers of the resolv.conf the launcher sees (the
+    // host's in standalone mode), else KubeVirt's 8.8.8.8.
+    let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    let mut want: Vec<String> = resolv
+        .lines()
+        .filter_map(|l| l.strip_prefix("nameserver"))
+        .map(str::trim)
+        .filter(|a| a.parse::<std::net::Ipv4Addr>().is_ok())
+        .map(str::to_owned)
+        .collect();
+    if want.is_empty() {
+        want.push("8.8.8.8".into());
+    }
+    assert_eq!(f["dns"], want.join(","), "{serial}");
+    let ready = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(ready.contains("ip=10.0.2.2 "), "{ready}");
+
+    // Masquerade port forwarding from the pod's side: the guest's httpd
+    // (tests/guest) on 8080, reached through the pod IP and through
+    // localhost, both DNATed to 10.0.2.2 by phase 1's nftables rules.
+    let netns = format!("/proc/{}/ns/net", l.worker_pid());
+    for addr in ["10.244.0.5:8080", "127.0.0.1:8080"] {
+        let body = http_get_in_netns(&netns, addr);
+        assert!(
+            body.contains("200 OK") && body.contains("GUEST-HTTP"),
+            "{addr}: {body}"
+        );
+    }
+
+    // The domain has the interface phase 2 decorated: tap0, the spec MAC
+    // canonical, the pod link's MTU.
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(xml.contains("<mac address='02:54:00:ab:cd:ef'/>"), "{xml}");
+    assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
+    assert!(xml.contains("<mtu size='1500'/>"), "{xml}");
+    assert!(xml.contains("<alias name='ua-default'/>"), "{xml}");
+
+    // The host's network is untouched: no k6t-eth0 or tap0 out here.
+    let out = Command::new("ip").args(["-o", "link"]).output().unwrap();
+    let links = String::from_utf8_lossy(&out.stdout);
+    assert!(!links.contains("k6t-eth0"), "{links}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    l.wait_exit(BOOT_TIMEOUT);
+}
+
+/// `GET /` from a thread that joined the network namespace `netns`.
+fn http_get_in_netns(netns: &str, addr: &str) -> String {
+    let (netns, addr) = (netns.to_owned(), addr.to_owned());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let ns = std::fs::File::open(&netns).unwrap();
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let mut last = String::new();
+        for _ in 0..50 {
+            match std::net::TcpStream::connect_timeout(
+                &addr.parse().unwrap(),
+                std::time::Duration::from_secs(2),
+            ) {
+                Ok(mut s) => {
+                    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                        .unwrap();
+                    s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+                    let mut body = String::new();
+                    let _ = s.read_to_string(&mut body);
+                    return body;
+                }
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        format!("no connection to {addr}: {last}")
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn pod_network_without_the_flag_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let vmi = dir.path().join("vmi.yaml");
+    std::fs::write(&vmi, masquerade_vmi("netrefused")).unwrap();
+    let out = Command::new(launcher_bin())
+        .arg("run")
+        .arg(&vmi)
+        .args(["--use-emulation", "--state-dir"])
+        .arg(dir.path().join("state"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        "virt-launcher: spec.domain.devices.interfaces[0]: standalone mode has no pod network; pass --setup-pod-network to create one"
+    );
+}
