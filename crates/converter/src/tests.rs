@@ -382,26 +382,35 @@ fn every_example_converts_or_names_the_missing_feature() {
         }
     }
     converted.sort();
+    // Every KubeVirt example converts on amd64 now.
     assert_eq!(
         converted,
         [
             "vmi-alpine-efi.yaml",
             "vmi-arm.yaml",
             "vmi-ephemeral.yaml",
+            "vmi-fedora.yaml",
             "vmi-host-disk.yaml",
             "vmi-kernel-boot.yaml",
-            "vmi-nocloud.yaml",
+            "vmi-masquerade.yaml",
             "vmi-migratable.yaml",
+            "vmi-multus-multiple-net.yaml",
+            "vmi-nocloud.yaml",
             "vmi-pvc.yaml",
             "vmi-sata.yaml",
+            "vmi-windows.yaml",
         ]
     );
-    let e = conv(&data("examples/vmi-fedora.yaml"), Arch::Amd64)
-        .unwrap_err()
-        .to_string();
+    // Fedora: masquerade on the pod network plus a NoCloud disk, both converted.
+    let d = conv(&data("examples/vmi-fedora.yaml"), Arch::Amd64).unwrap();
+    assert_eq!(disk(&d, "cloudinitdisk").target.dev, "vdb");
+    assert_eq!(d.devices.interface.len(), 1);
     assert_eq!(
-        e,
-        "spec.volumes[1].cloudInitNoCloud: cloudInitNoCloud volumes (cloud-init) is not supported yet"
+        d.devices.interface[0]
+            .alias
+            .as_ref()
+            .map(|a| a.name.as_str()),
+        Some("ua-default")
     );
 }
 
