@@ -30,6 +30,24 @@ fn ip(args: &[&str]) {
     );
 }
 
+/// Waits until `dev` (in the calling thread's namespace) is operationally
+/// up: the kernel activates a device's queue only then (linkwatch, up to a
+/// second after `ip link set up`), and drops what is sent before.
+fn wait_up(dev: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = Command::new("ip")
+            .args(["-o", "link", "show", "dev", dev])
+            .output()
+            .expect("iproute2 `ip` must be installed (see .ci/install)");
+        if String::from_utf8_lossy(&out.stdout).contains("state UP") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{dev} never came up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn request(kind: MessageType, mac: &[u8], xid: u32) -> Vec<u8> {
     let z = Ipv4Addr::UNSPECIFIED;
     let mut m = Message::new_with_id(xid, z, z, z, z, mac);
@@ -63,6 +81,8 @@ fn discover_offer_request_ack_over_veth() {
     // namespace, the kernel would drop the replies as martians).
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let (up_tx, up_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let guest = std::thread::spawn(move || {
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
             .expect("unshare(CLONE_NEWNET) needs root / CAP_SYS_ADMIN");
@@ -70,6 +90,9 @@ fn discover_offer_request_ack_over_veth() {
         ready_rx.recv().unwrap();
         ip(&["link", "set", "lo", "up"]);
         ip(&["link", "set", "guest0", "up"]);
+        wait_up("guest0");
+        up_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
         guest_side();
     });
     std::thread::spawn(move || {
@@ -106,8 +129,11 @@ fn discover_offer_request_ack_over_veth() {
         let sock = server::bind("k6t-eth0", 1067).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        let srv = std::thread::spawn(move || server::serve(&sock, &opts, 1068, &stop2));
         ready_tx.send(()).unwrap();
+        up_rx.recv().unwrap();
+        wait_up("k6t-eth0");
+        let srv = std::thread::spawn(move || server::serve(&sock, &opts, 1068, &stop2));
+        go_tx.send(()).unwrap();
         guest.join().unwrap();
         stop.store(true, Ordering::Relaxed);
         let stats = srv.join().unwrap().unwrap();
