@@ -8,7 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,16 +17,10 @@ use dhcproto::Encodable;
 use network::dhcpv4::{DhcpV4Config, ExtraOptions, LEASE_SECONDS};
 use network::server;
 
-const MAC: [u8; 6] = [0x02, 0x54, 0, 0, 0, 1];
+#[path = "../tests/support/veth_pair.rs"]
+mod veth_pair;
 
-fn ip(args: &[&str]) {
-    let ok = Command::new("ip")
-        .args(args)
-        .status()
-        .expect("ip")
-        .success();
-    assert!(ok, "ip {args:?}");
-}
+const MAC: [u8; 6] = [0x02, 0x54, 0, 0, 0, 1];
 
 fn discover(xid: u32) -> Vec<u8> {
     let z = Ipv4Addr::UNSPECIFIED;
@@ -54,94 +47,81 @@ fn client() -> UdpSocket {
 }
 
 fn main() {
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-    let guest = std::thread::spawn(move || {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare: run as root");
-        tid_tx.send(nix::unistd::gettid().as_raw()).unwrap();
-        ready_rx.recv().unwrap();
-        ip(&["link", "set", "guest0", "up"]);
-        let c = client();
-        let to = SocketAddrV4::new(Ipv4Addr::BROADCAST, 1067);
-        let mut buf = [0u8; 1536];
-        // Latency: one DISCOVER at a time, 500 of them (under the rate cap).
-        let mut lat = Vec::new();
-        for xid in 0..500u32 {
-            let t = Instant::now();
-            c.send_to(&discover(xid), to).unwrap();
-            loop {
-                let n = c.recv(&mut buf).expect("no OFFER");
-                if network::dhcpv4::decode_packet(&buf[..n]).unwrap().xid() == xid {
-                    break;
-                }
-            }
-            lat.push(t.elapsed());
-        }
-        lat.sort();
-        println!(
-            "DISCOVER->OFFER latency over veth: median {:?}, p99 {:?}, max {:?} (n=500)",
-            lat[250], lat[495], lat[499]
-        );
-        std::thread::sleep(Duration::from_millis(1100)); // fresh rate window
-                                                         // Flood: send as fast as possible for 2 s, count OFFERs.
-        c.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
-        let start = Instant::now();
-        let (mut sent, mut got) = (0u64, 0u64);
-        let pkt = discover(0xffff);
-        while start.elapsed() < Duration::from_secs(2) {
-            for _ in 0..64 {
-                if c.send_to(&pkt, to).is_ok() {
-                    sent += 1;
-                }
-            }
-            while c.recv(&mut buf).is_ok() {
-                got += 1;
+    veth_pair::veth_pair(guest_side, pod_side);
+}
+
+fn guest_side() {
+    let c = client();
+    let to = SocketAddrV4::new(Ipv4Addr::BROADCAST, 1067);
+    let mut buf = [0u8; 1536];
+    // Latency: one DISCOVER at a time, 500 of them (under the rate cap).
+    let mut lat = Vec::new();
+    for xid in 0..500u32 {
+        let t = Instant::now();
+        c.send_to(&discover(xid), to).unwrap();
+        loop {
+            let n = c.recv(&mut buf).expect("no OFFER");
+            if network::dhcpv4::decode_packet(&buf[..n]).unwrap().xid() == xid {
+                break;
             }
         }
-        let secs = start.elapsed().as_secs_f64();
-        println!(
-            "flood: {sent} DISCOVERs in {secs:.1} s ({:.0}/s), {got} OFFERs ({:.0}/s; cap {}/s)",
-            sent as f64 / secs,
-            got as f64 / secs,
-            server::MAX_REPLIES_PER_SEC
-        );
-    });
-    std::thread::spawn(move || {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare: run as root");
-        ip(&[
-            "link", "add", "k6t-eth0", "type", "veth", "peer", "name", "guest0",
-        ]);
-        ip(&["addr", "add", "10.0.2.1/24", "dev", "k6t-eth0"]);
-        ip(&["link", "set", "k6t-eth0", "up"]);
-        let tid: i32 = tid_rx.recv().unwrap();
-        ip(&["link", "set", "guest0", "netns", &tid.to_string()]);
-        let opts = DhcpV4Config {
-            client_mac: MAC,
-            client_ip: Ipv4Addr::new(10, 0, 2, 2),
-            prefix_len: 24,
-            server_ip: Ipv4Addr::new(10, 0, 2, 1),
-            router: Some(Ipv4Addr::new(10, 0, 2, 1)),
-            dns: vec![Ipv4Addr::new(10, 96, 0, 10)],
-            search: vec!["default.svc.cluster.local".into()],
-            subdomain: String::new(),
-            hostname: "vm".into(),
-            mtu: 1500,
-            routes: vec![],
-            lease_seconds: LEASE_SECONDS,
-            extra: ExtraOptions::default(),
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    println!(
+        "DISCOVER->OFFER latency over veth: median {:?}, p99 {:?}, max {:?} (n=500)",
+        lat[250], lat[495], lat[499]
+    );
+    // A fresh rate window, then the flood: send as fast as possible for
+    // 2 s, count OFFERs.
+    std::thread::sleep(Duration::from_millis(1100));
+    c.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    let start = Instant::now();
+    let (mut sent, mut got) = (0u64, 0u64);
+    let pkt = discover(0xffff);
+    while start.elapsed() < Duration::from_secs(2) {
+        for _ in 0..64 {
+            if c.send_to(&pkt, to).is_ok() {
+                sent += 1;
+            }
         }
-        .build()
-        .unwrap();
-        let sock = server::bind("k6t-eth0", 1067).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = Arc::clone(&stop);
-        let srv = std::thread::spawn(move || server::serve(&sock, &opts, 1068, &stop2));
-        ready_tx.send(()).unwrap();
-        guest.join().unwrap();
-        stop.store(true, Ordering::Relaxed);
-        let stats = srv.join().unwrap().unwrap();
-        println!("server: {stats:?}");
-    })
-    .join()
+        while c.recv(&mut buf).is_ok() {
+            got += 1;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "flood: {sent} DISCOVERs in {secs:.1} s ({:.0}/s), {got} OFFERs ({:.0}/s; cap {}/s)",
+        sent as f64 / secs,
+        got as f64 / secs,
+        server::MAX_REPLIES_PER_SEC
+    );
+}
+
+fn pod_side(guest: veth_pair::Guest) {
+    let opts = DhcpV4Config {
+        client_mac: MAC,
+        client_ip: Ipv4Addr::new(10, 0, 2, 2),
+        prefix_len: 24,
+        server_ip: Ipv4Addr::new(10, 0, 2, 1),
+        router: Some(Ipv4Addr::new(10, 0, 2, 1)),
+        dns: vec![Ipv4Addr::new(10, 96, 0, 10)],
+        search: vec!["default.svc.cluster.local".into()],
+        subdomain: String::new(),
+        hostname: "vm".into(),
+        mtu: 1500,
+        routes: vec![],
+        lease_seconds: LEASE_SECONDS,
+        extra: ExtraOptions::default(),
+    }
+    .build()
     .unwrap();
+    let sock = server::bind("k6t-eth0", 1067).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let srv = std::thread::spawn(move || server::serve(&sock, &opts, 1068, &stop2));
+    guest.run();
+    stop.store(true, Ordering::Relaxed);
+    let stats = srv.join().unwrap().unwrap();
+    println!("server: {stats:?}");
 }

@@ -6,7 +6,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,37 +15,10 @@ use dhcproto::Encodable;
 use network::dhcpv4::{decode_packet, DhcpV4Config, ExtraOptions, LEASE_SECONDS};
 use network::server;
 
+#[path = "support/veth_pair.rs"]
+mod veth_pair;
+
 const MAC: [u8; 6] = [0x02, 0x54, 0x00, 0x00, 0x00, 0x01];
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("iproute2 `ip` must be installed (see .ci/install)");
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Waits until `dev` (in the calling thread's namespace) is operationally
-/// up: the kernel activates a device's queue only then (linkwatch, up to a
-/// second after `ip link set up`), and drops what is sent before.
-fn wait_up(dev: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let out = Command::new("ip")
-            .args(["-o", "link", "show", "dev", dev])
-            .output()
-            .expect("iproute2 `ip` must be installed (see .ci/install)");
-        if String::from_utf8_lossy(&out.stdout).contains("state UP") {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{dev} never came up");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn request(kind: MessageType, mac: &[u8], xid: u32) -> Vec<u8> {
     let z = Ipv4Addr::UNSPECIFIED;
@@ -75,38 +47,7 @@ fn recv(client: &UdpSocket, xid: u32) -> Option<Message> {
 
 #[test]
 fn discover_offer_request_ack_over_veth() {
-    // Network namespaces are per thread, and `ip` children inherit the
-    // calling thread's. The "pod" thread owns the server side of a veth
-    // pair, whose peer goes to the "guest" thread's own namespace (in one
-    // namespace, the kernel would drop the replies as martians).
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-    let (up_tx, up_rx) = std::sync::mpsc::channel::<()>();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let guest = std::thread::spawn(move || {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
-            .expect("unshare(CLONE_NEWNET) needs root / CAP_SYS_ADMIN");
-        tid_tx.send(nix::unistd::gettid().as_raw()).unwrap();
-        ready_rx.recv().unwrap();
-        ip(&["link", "set", "lo", "up"]);
-        ip(&["link", "set", "guest0", "up"]);
-        wait_up("guest0");
-        up_tx.send(()).unwrap();
-        go_rx.recv().unwrap();
-        guest_side();
-    });
-    std::thread::spawn(move || {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
-            .expect("unshare(CLONE_NEWNET) needs root / CAP_SYS_ADMIN");
-        ip(&["link", "set", "lo", "up"]);
-        ip(&[
-            "link", "add", "k6t-eth0", "type", "veth", "peer", "name", "guest0",
-        ]);
-        ip(&["addr", "add", "10.0.2.1/24", "dev", "k6t-eth0"]);
-        ip(&["link", "set", "k6t-eth0", "up"]);
-        let tid: i32 = tid_rx.recv().unwrap();
-        ip(&["link", "set", "guest0", "netns", &tid.to_string()]);
-
+    veth_pair::veth_pair(guest_side, |guest| {
         let opts = DhcpV4Config {
             client_mac: MAC,
             client_ip: Ipv4Addr::new(10, 0, 2, 2),
@@ -129,19 +70,13 @@ fn discover_offer_request_ack_over_veth() {
         let sock = server::bind("k6t-eth0", 1067).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        ready_tx.send(()).unwrap();
-        up_rx.recv().unwrap();
-        wait_up("k6t-eth0");
         let srv = std::thread::spawn(move || server::serve(&sock, &opts, 1068, &stop2));
-        go_tx.send(()).unwrap();
-        guest.join().unwrap();
+        guest.run();
         stop.store(true, Ordering::Relaxed);
         let stats = srv.join().unwrap().unwrap();
         assert_eq!(stats.replied, 3, "{stats:?}");
         assert_eq!(stats.malformed, 2, "{stats:?}");
-    })
-    .join()
-    .unwrap();
+    });
 }
 
 fn guest_side() {
