@@ -211,8 +211,9 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             }
         })
     })?;
-    if json_out {
-        println!("{out}");
+    let pretty = || serde_json::to_string_pretty(&out).unwrap_or_default() + "\n";
+    let text = if json_out {
+        format!("{out}\n")
     } else {
         match args.action {
             Action::Ping
@@ -223,27 +224,38 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Softreboot
             | Action::Guestping
             | Action::Freeze
-            | Action::Unfreeze => println!("ok"),
-            Action::Exec => {
-                print!("{}", out["stdOut"].as_str().unwrap_or(""));
-                let code = out["exitCode"].as_i64().unwrap_or(-1);
-                if code != 0 {
-                    return Err(LauncherError::Runtime(format!("exit code {code}")));
-                }
-            }
-            Action::Guestinfo | Action::Users | Action::Filesystems => {
-                println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())
-            }
-            Action::Version => println!("{}", out["version"].as_str().unwrap_or("")),
-            Action::Domain => println!(
-                "{}\t{}\t{} ({})",
+            | Action::Unfreeze => "ok\n".to_owned(),
+            Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),
+            Action::Guestinfo | Action::Users | Action::Filesystems | Action::Stats => pretty(),
+            Action::Version => format!("{}\n", out["version"].as_str().unwrap_or("")),
+            Action::Domain => format!(
+                "{}\t{}\t{} ({})\n",
                 out["Spec"]["Name"].as_str().unwrap_or(""),
                 out["Spec"]["UUID"].as_str().unwrap_or(""),
                 out["Status"]["Status"].as_str().unwrap_or(""),
                 out["Status"]["Reason"].as_str().unwrap_or("")
             ),
-            Action::Stats => println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default()),
+        }
+    };
+    write_stdout(&text)?;
+    if !json_out && matches!(args.action, Action::Exec) {
+        let code = out["exitCode"].as_i64().unwrap_or(-1);
+        if code != 0 {
+            return Err(LauncherError::Runtime(format!("exit code {code}")));
         }
     }
     Ok(())
+}
+
+/// Writes `text` to stdout. A reader that went away (`| head`) is not an
+/// error: what it wanted has been written; `println!` would panic there.
+fn write_stdout(text: &str) -> Result<(), LauncherError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(LauncherError::Runtime(
+            format!("cannot write to stdout: {e}"),
+        )),
+        _ => Ok(()),
+    }
 }

@@ -160,6 +160,24 @@ fn agent_info_os_hostname_interfaces_exec_and_ping() {
     let (ok, _, err) = ctl(&l, &["exec", "--", "/no/such/program"]);
     assert!(!ok && !err.is_empty(), "a missing program is an error");
     assert_eq!(ctl_json(&l, &["guestping"])["ok"], true);
+    // A reader that goes away (`ctl ... | head`) is no failure of ctl.
+    let mut child = Command::new(launcher_bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(l.state.join("share/sockets/launcher-sock"))
+        .args(["-o", "json", "domain"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "ctl with a closed stdout: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // Polling goes on: a new host name shows up at a later sys poll.
     let r = ctl_json(&l, &["exec", "--", "/bin/hostname", "agent-e2e"]);
