@@ -304,12 +304,16 @@ impl Launcher {
             .unwrap_or_default()
     }
 
-    /// Waits until the serial console has printed `marker` `count` times.
+    /// Waits until the serial console has printed `count` complete lines
+    /// containing `marker`; returns everything printed so far.
     pub fn wait_serial(&mut self, marker: &str, count: usize, timeout: Duration) -> String {
         let start = Instant::now();
         loop {
             let s = self.serial();
-            if s.matches(marker).count() >= count {
+            // Only whole lines count: the guest may be mid-way through the
+            // marker's line, and callers read the fields that follow it.
+            let complete = &s[..s.rfind('\n').map_or(0, |i| i + 1)];
+            if complete.matches(marker).count() >= count {
                 return s;
             }
             if let Some(st) = self.try_exit() {
