@@ -49,6 +49,16 @@ pub async fn unix_channel_tracked(
         .await
 }
 
+/// The innermost error of `e`'s source chain, as text: what went wrong at
+/// the bottom (tonic's transport errors say only "transport error").
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
 /// A connected command client, its protocol version checked.
 pub struct Client {
     /// `kubevirt.cmd.v1.Cmd`.
@@ -58,8 +68,9 @@ pub struct Client {
 /// Why a client could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// Connecting failed.
-    #[error("cannot connect to {0}: {1}")]
+    /// Connecting failed (shown with the underlying cause, e.g. `No such
+    /// file or directory`, not tonic's bare "transport error").
+    #[error("cannot connect to {}: {}", .0.display(), root_cause(.1))]
     Connect(PathBuf, tonic::transport::Error),
     /// The version negotiation failed.
     #[error("version negotiation with {0} failed: {1}")]

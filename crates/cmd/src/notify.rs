@@ -95,6 +95,8 @@ pub struct Notifier {
     queue: Arc<Mutex<Queue>>,
     wake: Arc<Notify>,
     drained: Arc<Notify>,
+    /// No virt-handler is expected (standalone): an absent socket is normal.
+    standalone: bool,
 }
 
 fn socket_path(share_dir: &Path) -> PathBuf {
@@ -109,11 +111,24 @@ fn socket_path(share_dir: &Path) -> PathBuf {
 impl Notifier {
     /// Starts the sending task on the current tokio runtime.
     pub fn start(share_dir: &Path) -> Notifier {
+        Self::start_with(share_dir, false)
+    }
+
+    /// [`Notifier::start`] for a launcher with no virt-handler (standalone
+    /// `run`): events are still queued and delivered if something listens
+    /// on the notify socket, but its absence is logged at debug level only,
+    /// not as a warning.
+    pub fn start_standalone(share_dir: &Path) -> Notifier {
+        Self::start_with(share_dir, true)
+    }
+
+    fn start_with(share_dir: &Path, standalone: bool) -> Notifier {
         let n = Notifier {
             final_queued: Arc::default(),
             queue: Arc::default(),
             wake: Arc::default(),
             drained: Arc::default(),
+            standalone,
         };
         let worker = n.clone();
         let share = share_dir.to_owned();
@@ -205,7 +220,7 @@ impl Notifier {
         let path = socket_path(share);
         let ch = unix_channel(&path)
             .await
-            .map_err(|e| format!("dial {}: {e}", path.display()))?;
+            .map_err(|e| format!("dial {}: {}", path.display(), crate::client::root_cause(&e)))?;
         let info = tokio::time::timeout(
             SEND_TIMEOUT,
             NotifyInfoClient::new(ch.clone()).info(NotifyInfoRequest {}),
@@ -284,7 +299,15 @@ impl Notifier {
                     }
                     Err(e) => {
                         if !logged_away {
-                            tracing::warn!("cannot reach virt-handler ({e}); events are queued");
+                            if self.standalone && !socket_path(&share).exists() {
+                                tracing::debug!(
+                                    "no virt-handler notify socket (standalone); events are queued"
+                                );
+                            } else {
+                                tracing::warn!(
+                                    "cannot reach virt-handler ({e}); events are queued"
+                                );
+                            }
                             logged_away = true;
                         }
                         tokio::time::sleep(RETRY_INTERVAL).await;

@@ -469,3 +469,32 @@ async fn notify_queue_is_bounded_and_keeps_the_last_event() {
     assert_eq!(n.pending(), cmd::notify::MAX_QUEUE);
     assert_eq!(n.counts().1, 11);
 }
+
+/// A missing or dead command socket is reported with its cause (what an
+/// operator can act on), not tonic's bare "transport error".
+#[tokio::test]
+async fn connect_errors_name_the_socket_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("launcher-sock");
+    let e = cmd::client::Client::connect(&missing)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "cannot connect to {}: No such file or directory (os error 2)",
+            missing.display()
+        )
+    );
+    // A socket file nobody listens on any more.
+    let dead = dir.path().join("dead-sock");
+    drop(std::os::unix::net::UnixListener::bind(&dead).unwrap());
+    let e = cmd::client::Client::connect(&dead)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.ends_with("Connection refused (os error 111)"), "{e}");
+}

@@ -75,12 +75,13 @@ struct Budget {
 }
 
 /// Copies the contents of directory `src` (canonical, inside `root`) into
-/// the existing directory `dst` (module docs).
+/// the existing directory `dst` (module docs); with `dst` `None` only walks
+/// the tree and applies the same checks, writing nothing.
 fn copy_tree(
     field: &str,
     root: &Path,
     src: &Path,
-    dst: &Path,
+    dst: Option<&Path>,
     depth: usize,
     budget: &mut Budget,
 ) -> Result<(), StorageError> {
@@ -108,7 +109,7 @@ fn copy_tree(
         }
         let name = e.file_name();
         let from = src.join(&name);
-        let to = dst.join(&name);
+        let to = dst.map(|d| d.join(&name));
         let lmeta = fs::symlink_metadata(&from).map_err(io_err(field, "stat", &from))?;
         let real = if lmeta.file_type().is_symlink() {
             resolve_inside(field, root, &from)?
@@ -118,10 +119,14 @@ fn copy_tree(
         let meta = fs::metadata(&real).map_err(io_err(field, "stat", &real))?;
         let mode = meta.permissions().mode() & 0o777;
         if meta.is_dir() {
-            fs::create_dir(&to).map_err(io_err(field, "mkdir", &to))?;
-            copy_tree(field, root, &real, &to, depth + 1, budget)?;
-            fs::set_permissions(&to, fs::Permissions::from_mode(mode))
-                .map_err(io_err(field, "chmod", &to))?;
+            if let Some(to) = &to {
+                fs::create_dir(to).map_err(io_err(field, "mkdir", to))?;
+            }
+            copy_tree(field, root, &real, to.as_deref(), depth + 1, budget)?;
+            if let Some(to) = &to {
+                fs::set_permissions(to, fs::Permissions::from_mode(mode))
+                    .map_err(io_err(field, "chmod", to))?;
+            }
         } else if meta.is_file() {
             budget.bytes += meta.len();
             if budget.bytes > MAX_BYTES {
@@ -130,6 +135,7 @@ fn copy_tree(
                     format!("more than {MAX_BYTES} bytes of files"),
                 ));
             }
+            let Some(to) = &to else { continue };
             let mut input = fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NOFOLLOW)
@@ -140,11 +146,11 @@ fn copy_tree(
                 .create_new(true)
                 .mode(0o600)
                 .custom_flags(libc::O_NOFOLLOW)
-                .open(&to)
-                .map_err(io_err(field, "create", &to))?;
+                .open(to)
+                .map_err(io_err(field, "create", to))?;
             io::copy(&mut input, &mut out).map_err(io_err(field, "copy", &real))?;
-            fs::set_permissions(&to, fs::Permissions::from_mode(mode))
-                .map_err(io_err(field, "chmod", &to))?;
+            fs::set_permissions(to, fs::Permissions::from_mode(mode))
+                .map_err(io_err(field, "chmod", to))?;
         } else {
             return Err(volume_err(
                 field,
@@ -196,22 +202,19 @@ pub fn label(v: &Volume) -> Option<&str> {
         .filter(|l| !l.is_empty())
 }
 
-/// Builds the disk of config volume `v` (the `index`-th) from `src`: an
-/// ISO 9660 image, or a FAT one with [`ConfigDiskFs::Vfat`] (same path).
-///
-/// # Errors
-/// [`StorageError`] naming the volume field: missing directory, a link
-/// outside it, a special file, a bad label, `xorrisofs` failing. Nothing
-/// half-written is left at the ISO path.
-pub fn generate(
-    vmi: &VirtualMachineInstance,
-    ctx: &ConvertContext,
+/// The volume, its kind, field path, label and canonical source root of
+/// config volume `index`, after the label and directory checks.
+fn checked_source<'a>(
+    vmi: &'a VirtualMachineInstance,
     index: usize,
     src: &Path,
-    owner: Option<(u32, u32)>,
     fs_kind: ConfigDiskFs,
-) -> Result<PathBuf, StorageError> {
-    let v = &vmi.spec.volumes[index];
+) -> Result<(&'a Volume, ConfigKind, String, &'a str, PathBuf), StorageError> {
+    let v = vmi
+        .spec
+        .volumes
+        .get(index)
+        .ok_or_else(|| volume_err(&format!("spec.volumes[{index}]"), "no such volume"))?;
     let Some(kind) = ConfigKind::of(v) else {
         return Err(volume_err(
             &format!("spec.volumes[{index}]"),
@@ -241,6 +244,46 @@ pub fn generate(
         }
         Err(e) => return Err(io_err(&field, "open", src)(e)),
     };
+    Ok((v, kind, field, label, root))
+}
+
+/// Checks config volume `index`'s source directory `src` as [`generate`]
+/// would read it (label, directory, links only inside it, no special files,
+/// bounds) without writing anything, so bad input is refused before the
+/// launcher starts libvirt.
+///
+/// # Errors
+/// The [`StorageError`] [`generate`] would return for the same input.
+pub fn check(
+    vmi: &VirtualMachineInstance,
+    index: usize,
+    src: &Path,
+    fs_kind: ConfigDiskFs,
+) -> Result<(), StorageError> {
+    let (_, _, field, _, root) = checked_source(vmi, index, src, fs_kind)?;
+    let mut budget = Budget {
+        entries: 0,
+        bytes: 0,
+    };
+    copy_tree(&field, &root, &root, None, 0, &mut budget)
+}
+
+/// Builds the disk of config volume `v` (the `index`-th) from `src`: an
+/// ISO 9660 image, or a FAT one with [`ConfigDiskFs::Vfat`] (same path).
+///
+/// # Errors
+/// [`StorageError`] naming the volume field: missing directory, a link
+/// outside it, a special file, a bad label, `xorrisofs` failing. Nothing
+/// half-written is left at the ISO path.
+pub fn generate(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    index: usize,
+    src: &Path,
+    owner: Option<(u32, u32)>,
+    fs_kind: ConfigDiskFs,
+) -> Result<PathBuf, StorageError> {
+    let (v, kind, field, label, root) = checked_source(vmi, index, src, fs_kind)?;
     let iso = PathBuf::from(kind.iso(ctx, &v.name));
     ensure_parent_under(&field, &ctx.paths.private_dir, &iso)?;
     let parent = iso.parent().unwrap_or(Path::new("/")).to_owned();
@@ -254,7 +297,7 @@ pub fn generate(
             entries: 0,
             bytes: 0,
         };
-        copy_tree(&field, &root, &root, &stage, 0, &mut budget)?;
+        copy_tree(&field, &root, &root, Some(&stage), 0, &mut budget)?;
         match fs_kind {
             ConfigDiskFs::Iso9660 => crate::iso::create(&stage, label, &iso),
             ConfigDiskFs::Vfat => crate::fat::create(&stage, label, &iso),

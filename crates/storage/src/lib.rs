@@ -164,6 +164,30 @@ impl Default for PrepareOptions {
     }
 }
 
+/// Reads every input [`prepare`] will read from outside the launcher's
+/// directories — cloud-init data and its secrets, access-credential keys,
+/// config volume directories — and applies the same checks, writing
+/// nothing. The launcher calls it before it starts libvirt, so bad input is
+/// refused (exit 2) before anything runs.
+///
+/// # Errors
+/// The [`StorageError`] naming the field that [`prepare`] would return.
+pub fn check_inputs(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    opts: &PrepareOptions,
+) -> Result<(), StorageError> {
+    cloudinit::read(vmi, ctx, &opts.config_sources)?;
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        if let Some(kind) = ConfigKind::of(v) {
+            let field = format!("spec.volumes[{i}].{}", kind.field());
+            let src = configdisk::source_dir(ctx, &opts.config_sources, kind, v, &field)?;
+            configdisk::check(vmi, i, &src, opts.config_disk_fs)?;
+        }
+    }
+    Ok(())
+}
+
 /// Prepares every volume of `vmi` (see the module docs).
 ///
 /// # Errors

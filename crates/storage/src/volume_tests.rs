@@ -447,18 +447,47 @@ fn secret_downward_api_and_service_account_disks_use_their_paths_and_default_lab
     );
 }
 
+/// Every path under `root`, sorted (what a check must leave unchanged).
+fn paths_under(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
 #[test]
 fn config_disk_links_out_of_the_directory_special_files_and_bad_labels_are_refused() {
     let e = env();
     let v = vmi("  - name: cm\n    configMap: {name: app}\n");
     let iso = e.root.join("private/config-map-disks/cm.iso");
+    // The launcher's pre-start check and the real preparation refuse the
+    // same input with the same error, and the check writes nothing.
+    let refused = |v: &api::VirtualMachineInstance, dir: &Path| {
+        let before = paths_under(&e.root);
+        let checked = check_inputs(v, &e.ctx, &standalone(&[("cm", dir)]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(paths_under(&e.root), before, "check_inputs wrote something");
+        let prepared = prepare(v, &e.ctx, &standalone(&[("cm", dir)]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(checked, prepared);
+        prepared
+    };
 
     let out = e.root.join("out");
     fs::create_dir_all(&out).unwrap();
     symlink("/etc/shadow", out.join("shadow")).unwrap();
-    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &out)]))
-        .unwrap_err()
-        .to_string();
+    let err = refused(&v, &out);
     assert!(
         err.starts_with("spec.volumes[0].configMap: ")
             && err.contains("/etc/shadow, outside the volume's directory"),
@@ -469,17 +498,13 @@ fn config_disk_links_out_of_the_directory_special_files_and_bad_labels_are_refus
     let up = e.root.join("up");
     fs::create_dir_all(up.join("sub")).unwrap();
     symlink("../../out", up.join("sub/escape")).unwrap();
-    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &up)]))
-        .unwrap_err()
-        .to_string();
+    let err = refused(&v, &up);
     assert!(err.contains("outside the volume's directory"), "{err}");
 
     let cyc = e.root.join("cyc");
     fs::create_dir_all(&cyc).unwrap();
     symlink(".", cyc.join("loop")).unwrap();
-    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &cyc)]))
-        .unwrap_err()
-        .to_string();
+    let err = refused(&v, &cyc);
     assert!(err.contains("(a link cycle?)"), "{err}");
 
     let fifo = e.root.join("fifo");
@@ -489,25 +514,19 @@ fn config_disk_links_out_of_the_directory_special_files_and_bad_labels_are_refus
         nix::sys::stat::Mode::from_bits_truncate(0o600),
     )
     .unwrap();
-    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &fifo)]))
-        .unwrap_err()
-        .to_string();
+    let err = refused(&v, &fifo);
     assert!(err.contains("is not a regular file or directory"), "{err}");
 
     let ok = e.root.join("ok");
     fs::create_dir_all(&ok).unwrap();
     let long = vmi("  - name: cm\n    configMap: {name: app, volumeLabel: ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456}\n");
-    let err = prepare(&long, &e.ctx, &standalone(&[("cm", &ok)]))
-        .unwrap_err()
-        .to_string();
+    let err = refused(&long, &ok);
     assert!(
         err.starts_with("spec.volumes[0].configMap.volumeLabel: \"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456\" must have 1 to 32 characters"),
         "{err}"
     );
     let missing = e.root.join("missing");
-    let err = prepare(&v, &e.ctx, &standalone(&[("cm", &missing)]))
-        .unwrap_err()
-        .to_string();
+    let err = refused(&v, &missing);
     assert!(err.contains("does not exist"), "{err}");
     assert!(!iso.exists());
 }

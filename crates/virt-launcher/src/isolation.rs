@@ -67,6 +67,8 @@ const MARKER: &str = ".virt-launcher-state";
 pub struct StateDir {
     root: PathBuf,
     _lock: Flock<File>,
+    /// The launcher made `root` (it did not exist before).
+    created: bool,
 }
 
 impl StateDir {
@@ -86,6 +88,7 @@ impl StateDir {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("stat", root)(e)),
         }
+        let created = !root.exists();
         let marker = root.join(MARKER);
         match fs::read_dir(root) {
             Ok(mut entries) => {
@@ -113,9 +116,22 @@ impl StateDir {
             .map_err(io_err("open", &lock_path))?;
         let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
             .map_err(|_| IsolationError::Busy(root.to_owned()))?;
+        // A launcher that exited may have unlinked the lock file we opened
+        // (see `remove`): only a lock on the file at the path counts.
+        let same = match (fs::metadata(&lock_path), lock.metadata()) {
+            (Ok(a), Ok(b)) => {
+                use std::os::unix::fs::MetadataExt;
+                a.ino() == b.ino() && a.dev() == b.dev()
+            }
+            _ => false,
+        };
+        if !same {
+            return Err(IsolationError::Busy(root.to_owned()));
+        }
         let dir = StateDir {
             root: root.to_owned(),
             _lock: lock,
+            created,
         };
         dir.clear()?;
         Ok(dir)
@@ -134,6 +150,31 @@ impl StateDir {
         let p = self.root.join(rel);
         fs::create_dir_all(&p).map_err(io_err("mkdir", &p))?;
         Ok(p)
+    }
+
+    /// Removes the state at exit: everything in it, then the marker and the
+    /// lock file, and the directory itself when the launcher created it (a
+    /// `--state-dir` of the user's own is left, empty). Never follows
+    /// symbolic links.
+    ///
+    /// # Errors
+    /// The first removal error.
+    pub fn remove(self) -> Result<(), IsolationError> {
+        self.clear()?;
+        for name in [MARKER, ".lock"] {
+            let p = self.root.join(name);
+            match fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err("remove", &p)(e)),
+            }
+        }
+        if self.created {
+            // Still locked until `self` drops; an acquirer that opened the
+            // old lock file notices the unlinked inode and backs off.
+            fs::remove_dir(&self.root).map_err(io_err("remove", &self.root))?;
+        }
+        Ok(())
     }
 
     /// Removes everything but the lock file. Never follows symbolic links.
@@ -331,6 +372,33 @@ mod tests {
             StateDir::acquire(&link),
             Err(IsolationError::NotADirectory(_))
         ));
+    }
+
+    #[test]
+    fn removal_at_exit_leaves_nothing_of_the_launchers_own() {
+        let d = tempfile::tempdir().unwrap();
+        // A directory the launcher creates goes entirely.
+        let made = d.path().join("state");
+        let s = StateDir::acquire(&made).unwrap();
+        fs::create_dir_all(s.subdir("libvirt/run").unwrap()).unwrap();
+        fs::write(made.join("libvirt/run/x"), b"x").unwrap();
+        s.remove().unwrap();
+        assert!(!made.exists());
+        // The user's own empty directory stays, empty.
+        let mine = d.path().join("mine");
+        fs::create_dir(&mine).unwrap();
+        let s = StateDir::acquire(&mine).unwrap();
+        fs::write(mine.join("y"), b"y").unwrap();
+        s.remove().unwrap();
+        assert!(mine.is_dir());
+        assert_eq!(fs::read_dir(&mine).unwrap().count(), 0);
+        // After a removal the directory can be claimed again, once.
+        let again = StateDir::acquire(&mine).unwrap();
+        assert!(matches!(
+            StateDir::acquire(&mine),
+            Err(IsolationError::Busy(_))
+        ));
+        drop(again);
     }
 
     #[test]

@@ -447,6 +447,18 @@ pub fn run_vmi(
         ),
         Mode::Pod => (Vec::new(), Vec::new(), ConfigSources::Pod, Vec::new()),
     };
+    if sync {
+        // Everything read from outside the launcher's directories (cloud-init
+        // secrets, keys, config volume trees) is checked now, before libvirt
+        // starts, so bad input is refused without starting anything.
+        let check = PrepareOptions {
+            config_sources: config_sources.clone(),
+            config_disk_fs: flags.config_disk_fs.into(),
+            ..PrepareOptions::default()
+        };
+        storage::check_inputs(vmi, &ctx, &check)
+            .map_err(|e| LauncherError::Input(e.to_string()))?;
+    }
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
     })?;
@@ -527,7 +539,7 @@ pub fn run_vmi(
     mounts.unmount_all();
     if settings.keep_state {
         tracing::info!(state_dir = %state.path().display(), "state kept");
-    } else if let Err(e) = state.clear() {
+    } else if let Err(e) = state.remove() {
         tracing::warn!("cannot remove the state: {e}");
     }
     result
@@ -957,6 +969,7 @@ impl Grpc {
         id: Identity,
         cache: Arc<DomainCache>,
         agent: Arc<virtwrap::agent::Agent>,
+        standalone: bool,
     ) -> Result<Grpc, LauncherError> {
         // Poll virt-handler's connection briefly before sleeping, as Go's
         // runtime does (cmd::spin): back-to-back calls skip a wake-up.
@@ -972,7 +985,11 @@ impl Grpc {
         let handle = rt.handle().clone();
         let notifier = {
             let _guard = rt.enter();
-            cmd::notify::Notifier::start(share)
+            if standalone {
+                cmd::notify::Notifier::start_standalone(share)
+            } else {
+                cmd::notify::Notifier::start(share)
+            }
         };
         let handler = Arc::new(LauncherHandler::new(
             manager,
@@ -1119,6 +1136,7 @@ fn run_domain(
         id.clone(),
         Arc::clone(&cache),
         Arc::clone(&agent),
+        matches!(config_sources, ConfigSources::Standalone { .. }),
     )?;
     let stop_events = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))

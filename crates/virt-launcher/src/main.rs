@@ -178,6 +178,8 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
         ctx.ovmf_files = Some(launcher::dir_files(&ctx.paths.ovmf_dir));
     }
     let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
+    // The inline cloud-init data is refused here as `run` would refuse it.
+    storage::cloudinit::check_inline(&vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
     let xml = dom
         .to_xml()
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
@@ -291,10 +293,9 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            // A JSON log line for collectors, and always one plain line for people.
-            if !matches!(cli.command, Some(Command::Convert(_) | Command::Ctl(_)))
-                && !std::io::IsTerminal::is_terminal(&std::io::stderr())
-            {
+            // In a pod, a JSON log line for the log collector too; always
+            // exactly one plain line for people.
+            if cli.command.is_none() && !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                 tracing::error!("{e}");
             }
             eprintln!("virt-launcher: {e}");

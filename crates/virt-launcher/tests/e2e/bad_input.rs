@@ -13,6 +13,18 @@ fn volumes() -> &'static str {
 
 /// Runs the launcher on `yaml`; returns (exit code, last stderr line).
 pub(crate) fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
+    let (code, last, started) = refuse_reporting_start(yaml, extra);
+    assert!(
+        !started,
+        "input refused only after libvirt was started (it must be checked first): {last}"
+    );
+    (code, last)
+}
+
+/// [`refuse`] for input that can only be judged once the runtime exists
+/// (an image's format, read by qemu-img inside it): also returns whether a
+/// daemon was started.
+pub(crate) fn refuse_reporting_start(yaml: &str, extra: &[&str]) -> (i32, String, bool) {
     require_stack();
     let dir = tempfile::tempdir().unwrap();
     let vmi = dir.path().join("vmi.yaml");
@@ -43,7 +55,7 @@ pub(crate) fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let last = stderr.lines().last().unwrap_or("").to_owned();
     // Refused before anything starts: no state directory; refused later
-    // (a volume checked once the runtime exists): an emptied one.
+    // (a volume checked once the runtime exists): removed again.
     let left: Vec<String> = std::fs::read_dir(&state)
         .map(|d| {
             d.flatten()
@@ -52,12 +64,22 @@ pub(crate) fn refuse(yaml: &str, extra: &[&str]) -> (i32, String) {
         })
         .unwrap_or_default();
     assert!(
-        left.iter()
-            .all(|n| n == ".lock" || n == ".virt-launcher-state"),
+        left.is_empty() && !state.exists(),
         "state left behind for refused input: {left:?}\n{stderr}"
     );
     assert!(processes_mentioning(&uid).is_empty());
-    (out.status.code().unwrap_or(-1), last)
+    // One plain line for people, not repeated as a JSON log line.
+    if let Some(msg) = last.strip_prefix("virt-launcher: ") {
+        assert_eq!(
+            stderr.matches(msg).count(),
+            1,
+            "refusal repeated:\n{stderr}"
+        );
+    }
+    let started = stderr
+        .lines()
+        .any(|l| l.contains("\"daemon\":") && l.contains("\"msg\":\"started\""));
+    (out.status.code().unwrap_or(-1), last, started)
 }
 
 pub(crate) fn assert_refused(yaml: &str, extra: &[&str], expect: &str) {
@@ -266,4 +288,35 @@ fn a_foreign_state_directory_is_never_emptied() {
         std::fs::read(dir.path().join("precious")).unwrap(),
         b"keep me"
     );
+}
+
+/// A container disk that is a qcow2 whose backing file is a host file: the
+/// image is judged by `qemu-img info` inside the runtime (so libvirt has
+/// started), refused by volume, and QEMU never opens the host file.
+#[test]
+fn container_disk_with_a_backing_file_on_the_host_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("evil.qcow2");
+    let out = Command::new("qemu-img")
+        .args(["create", "-f", "qcow2", "-F", "raw", "-b", "/etc/hostname"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let y = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n{}",
+        volumes()
+    );
+    let arg = format!("containerdisk={}", img.display());
+    let (code, line, _) = refuse_reporting_start(&y, &["--no-disk", "--container-disk", &arg]);
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.starts_with("virt-launcher: spec.volumes[0].containerDisk"),
+        "{line}"
+    );
+    assert!(line.contains("backing"), "{line}");
 }
