@@ -36,36 +36,28 @@ pub struct Port {
 }
 
 fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<(), String> {
-    use std::io::Write;
     let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("{program}: {e} (install iproute2 and nftables)"))?;
-    if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
-        input
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("{program}: {e}"))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
+    cmd.args(args);
+    let res = match stdin {
+        Some(text) => process::run_with_input(cmd, text.as_bytes(), COMMAND_TIMEOUT, 1 << 20),
+        None => process::run(cmd, COMMAND_TIMEOUT, 1 << 20),
+    };
+    match res {
+        Ok(_) => Ok(()),
+        Err(process::RunError::Spawn { source, .. }) => Err(format!(
+            "{program}: {source} (install iproute2 and nftables)"
+        )),
+        Err(process::RunError::Failed { stderr, .. }) => Err(format!(
             "{program} {}: {}",
             args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-        ))
+            stderr.split_whitespace().collect::<Vec<_>>().join(" ")
+        )),
+        Err(e) => Err(e.to_string()),
     }
 }
+
+/// How long one `ip` or `nft` call may take.
+const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn ip(args: &[&str]) -> Result<(), String> {
     run("ip", args, None)
@@ -145,16 +137,13 @@ pub fn setup_masquerade(
 /// # Errors
 /// The command's error, or output without a MAC/MTU.
 pub fn link_mac_mtu(link: &str) -> Result<([u8; 6], u16), String> {
-    let out = Command::new("ip")
-        .args(["-j", "link", "show", "dev", link])
-        .output()
-        .map_err(|e| format!("ip: {e} (install iproute2)"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "ip link show {link}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+    let mut cmd = Command::new("ip");
+    cmd.args(["-j", "link", "show", "dev", link]);
+    let out = process::run(cmd, COMMAND_TIMEOUT, 1 << 20).map_err(|e| match e {
+        process::RunError::Spawn { source, .. } => format!("ip: {source} (install iproute2)"),
+        process::RunError::Failed { stderr, .. } => format!("ip link show {link}: {stderr}"),
+        other => other.to_string(),
+    })?;
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).map_err(|e| format!("ip -j link show {link}: {e}"))?;
     let l = &v[0];

@@ -228,17 +228,52 @@ pub enum RunError {
 /// # Errors
 /// [`RunError`]: not started, timed out (killed), or non-zero exit (with
 /// its standard error).
-pub fn run(mut cmd: Command, timeout: Duration, max_output: usize) -> Result<Output, RunError> {
+pub fn run(cmd: Command, timeout: Duration, max_output: usize) -> Result<Output, RunError> {
+    run_inner(cmd, None, timeout, max_output)
+}
+
+/// [`run`] with `input` written to the program's standard input (then
+/// closed), e.g. `nft -f -`.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with_input(
+    cmd: Command,
+    input: &[u8],
+    timeout: Duration,
+    max_output: usize,
+) -> Result<Output, RunError> {
+    run_inner(cmd, Some(input.to_vec()), timeout, max_output)
+}
+
+fn run_inner(
+    mut cmd: Command,
+    input: Option<Vec<u8>>,
+    timeout: Duration,
+    max_output: usize,
+) -> Result<Output, RunError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let r = reaper();
     let mut child = r.spawn(&mut cmd).map_err(|source| RunError::Spawn {
         program: program.clone(),
         source,
     })?;
     let pid = child.id();
+    if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A writer thread, so a program that does not read cannot block us
+        // past the timeout; the pipe closes when the thread ends.
+        thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&data);
+        });
+    }
     let read = |s: Option<Box<dyn Read + Send>>| {
         thread::spawn(move || {
             let mut buf = Vec::new();
@@ -306,6 +341,19 @@ mod tests {
         let o = run(c, Duration::from_secs(10), 1024).unwrap();
         assert_eq!(o.stdout, b"out\n");
         assert_eq!(o.stderr, b"err\n");
+    }
+
+    #[test]
+    fn input_reaches_stdin_and_a_program_that_never_reads_it_still_times_out() {
+        let mut c = Command::new("sh");
+        c.args(["-c", "tr a-z A-Z"]);
+        let big = "nft rules\n".repeat(100_000); // more than a pipe buffer
+        let out = run_with_input(c, big.as_bytes(), Duration::from_secs(20), 4 << 20).unwrap();
+        assert_eq!(out.stdout, big.to_uppercase().as_bytes());
+        let mut c = Command::new("sleep");
+        c.arg("30");
+        let e = run_with_input(c, big.as_bytes(), Duration::from_millis(300), 1024).unwrap_err();
+        assert!(matches!(e, RunError::Timeout { .. }), "{e}");
     }
 
     #[test]

@@ -147,20 +147,86 @@ fn setup_pod_network(
     let rt = |m: String| LauncherError::Runtime(format!("--setup-pod-network: {m}"));
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
+    network_phase1(vmi, "--setup-pod-network")?;
+    let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    network::phase2::prepare(
+        vmi,
+        Path::new(PRIVATE_DIR),
+        &resolv,
+        &network::phase1::link_mac_mtu,
+    )
+    .map_err(LauncherError::Input)
+}
+
+/// Why the current network namespace is not one phase 1 may build in:
+/// the host's (PID 1's, where that can be read), or one that already has
+/// links besides `lo` (a fresh `unshare -n` namespace has only `lo`).
+fn foreign_network_namespace() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(a), Ok(b)) = (
+        std::fs::metadata("/proc/self/ns/net"),
+        std::fs::metadata("/proc/1/ns/net"),
+    ) {
+        if a.ino() == b.ino() && a.dev() == b.dev() {
+            return Some("this is the host's network namespace".into());
+        }
+    }
+    // getifaddrs asks the kernel over netlink, so it sees this namespace
+    // (sysfs may show another); every link has an AF_PACKET entry.
+    let mut links: Vec<String> = match nix::ifaddrs::getifaddrs() {
+        Ok(addrs) => addrs
+            .map(|a| a.interface_name)
+            .filter(|n| n != "lo")
+            .collect(),
+        Err(e) => return Some(format!("cannot list links: {e}")),
+    };
+    links.sort();
+    links.dedup();
+    (!links.is_empty()).then(|| {
+        format!(
+            "the network namespace already has links ({}), expected only lo",
+            links.join(", ")
+        )
+    })
+}
+
+/// `virt-launcher pod-network-phase1 VMI`: virt-handler's network phase 1
+/// for the VMI's pod interface, in the current network namespace, which
+/// must be a fresh one with only `lo` (it creates `eth0`, a bridge, a tap
+/// and NAT rules: never in the host's). For tests and for pods without
+/// virt-handler.
+///
+/// # Errors
+/// [`LauncherError::Input`] for a VMI phase 1 cannot build, or when run in
+/// the host's network namespace; [`LauncherError::Runtime`] when a command
+/// fails.
+pub fn pod_network_phase1(vmi: &VirtualMachineInstance) -> Result<(), LauncherError> {
+    if let Some(why) = foreign_network_namespace() {
+        return Err(LauncherError::Input(format!(
+            "pod-network-phase1: {why}; run it in a new network namespace of its own (e.g. unshare -n)"
+        )));
+    }
+    network_phase1(vmi, "pod-network-phase1")
+}
+
+/// The phase-1 stand-in (masquerade, one pod interface) in the current
+/// network namespace; `what` prefixes the messages.
+fn network_phase1(vmi: &VirtualMachineInstance, what: &str) -> Result<(), LauncherError> {
+    let rt = |m: String| LauncherError::Runtime(format!("{what}: {m}"));
     let ifaces = &vmi.spec.domain.devices.interfaces;
     let live: Vec<_> = ifaces
         .iter()
         .filter(|i| i.state.as_deref() != Some("absent"))
         .collect();
     if live.len() > 1 {
-        return Err(LauncherError::Input(
-            "spec.domain.devices.interfaces: --setup-pod-network builds one pod interface; this VMI has more".into(),
-        ));
+        return Err(LauncherError::Input(format!(
+            "spec.domain.devices.interfaces: {what} builds one pod interface; this VMI has more"
+        )));
     }
     if let Some(iface) = live.first() {
         if iface.masquerade.is_none() {
             return Err(LauncherError::Input(format!(
-                "spec.domain.devices.interfaces[name={}]: --setup-pod-network builds the masquerade binding only",
+                "spec.domain.devices.interfaces[name={}]: {what} builds the masquerade binding only",
                 iface.name
             )));
         }
@@ -189,14 +255,7 @@ fn setup_pod_network(
         let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
         network::phase1::setup_masquerade(&plan, &ports, mq).map_err(rt)?;
     }
-    let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-    network::phase2::prepare(
-        vmi,
-        Path::new(PRIVATE_DIR),
-        &resolv,
-        &network::phase1::link_mac_mtu,
-    )
-    .map_err(LauncherError::Input)
+    Ok(())
 }
 
 /// Where the private runtime's directories go in the mount namespace.
@@ -1092,10 +1151,31 @@ fn run_domain(
         rebuild_media: true,
         config_disk_fs: flags.config_disk_fs.into(),
     };
-    let manager = Arc::new(
-        LibvirtDomainManager::new(connector.clone(), ctx.clone(), prepare)
-            .map_err(|e| LauncherError::Runtime(e.to_string()))?,
-    );
+    let mut manager = LibvirtDomainManager::new(connector.clone(), ctx.clone(), prepare)
+        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    // In a pod, the VMI virt-handler syncs brings its interfaces: phase 2
+    // (host facts, DHCP) runs then, in the pod's network namespace where
+    // virt-handler's phase 1 made the bridge and tap.
+    let dhcp_servers: Arc<std::sync::Mutex<Vec<network::phase2::DhcpServers>>> = Arc::default();
+    if matches!(config_sources, ConfigSources::Pod) {
+        let servers = Arc::clone(&dhcp_servers);
+        manager = manager.with_network_phase2(Box::new(move |vmi: &VirtualMachineInstance| {
+            let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+            let p = network::phase2::prepare(
+                vmi,
+                Path::new(PRIVATE_DIR),
+                &resolv,
+                &network::phase1::link_mac_mtu,
+            )?;
+            let started = network::phase2::DhcpServers::start(p.dhcp)?;
+            servers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(started);
+            Ok(p.hosts)
+        }));
+    }
+    let manager = Arc::new(manager);
     tracing::info!(ms = ms(started), "libvirt ready");
     let id = Identity::of(vmi);
     let share = PathBuf::from(&flags.kubevirt_share_dir);
@@ -1220,6 +1300,13 @@ fn run_domain(
         });
     }
     grpc.stop();
+    for servers in std::mem::take(
+        &mut *dhcp_servers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    ) {
+        servers.stop();
+    }
     outcome
 }
 

@@ -51,6 +51,18 @@ enum Command {
     Run(Box<RunArgs>),
     /// Talk to a running launcher over its command socket.
     Ctl(ctl::CtlArgs),
+    /// Build virt-handler's network phase 1 for a VMI's pod interface
+    /// (masquerade: eth0, bridge k6t-eth0, tap0, nftables NAT) in the
+    /// current network namespace, which must not be the host's (run it
+    /// under `unshare -n` or `ip netns exec`): the pod a launcher in pod
+    /// mode expects, for tests and pods without virt-handler.
+    PodNetworkPhase1(Phase1Args),
+}
+
+#[derive(Args, Debug)]
+struct Phase1Args {
+    /// VMI manifest, YAML or JSON (`-` for standard input).
+    file: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -234,6 +246,13 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     launcher::run_vmi(&vmi, true, &args.flags, &settings, started)
 }
 
+fn phase1(args: &Phase1Args) -> Result<(), LauncherError> {
+    let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let bytes = read_input(&args.file)?;
+    let vmi = api::load_vmi(&bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
+    launcher::pod_network_phase1(&vmi)
+}
+
 fn state_dir(flags: &LauncherFlags, vmi: &api::VirtualMachineInstance) -> PathBuf {
     flags
         .state_dir
@@ -283,11 +302,12 @@ fn main() -> ExitCode {
         Some(Command::Convert(a)) => convert(a),
         Some(Command::Run(a)) => run(a, started),
         Some(Command::Ctl(a)) => ctl::run(a),
+        Some(Command::PodNetworkPhase1(a)) => phase1(a),
         None => pod(&cli.flags, started),
     };
     match res {
         Ok(()) => {
-            if !matches!(cli.command, Some(Command::Convert(_) | Command::Ctl(_))) {
+            if matches!(cli.command, None | Some(Command::Run(_))) {
                 tracing::info!("Exiting...");
             }
             ExitCode::SUCCESS

@@ -138,7 +138,22 @@ pub struct LibvirtDomainManager {
     connector: Connector,
     ctx: Mutex<ConvertContext>,
     prepare: PrepareOptions,
+    /// Network phase 2 for interfaces a VMI brings over SyncVMI (pod mode);
+    /// held locked while it runs so two syncs never run it twice.
+    phase2: Mutex<Option<Box<NetworkPhase2>>>,
 }
+
+/// Network phase 2 run when a synced VMI has interfaces the launcher has
+/// not prepared yet (KubeVirt does it in SyncVMI, before the domain is
+/// defined): given the VMI, returns the host facts per interface name
+/// (tap, MAC, MTU) and has started what serves them (DHCP). Errors are one
+/// line naming the interface field.
+pub type NetworkPhase2 = dyn Fn(
+        &VirtualMachineInstance,
+    )
+        -> Result<std::collections::BTreeMap<String, converter::interfaces::InterfaceHost>, String>
+    + Send
+    + Sync;
 
 /// Error codes that mean the connection itself is gone (KubeVirt's list:
 /// INTERNAL_ERROR, INVALID_CONN, NO_MEMORY, SYSTEM_ERROR, RPC,
@@ -170,7 +185,74 @@ impl LibvirtDomainManager {
             connector,
             ctx: Mutex::new(ctx),
             prepare,
+            phase2: Mutex::new(None),
         })
+    }
+
+    /// Sets the network phase 2 run for interfaces not prepared when the
+    /// launcher started (see [`NetworkPhase2`]); without it such a VMI is
+    /// refused by name.
+    #[must_use]
+    pub fn with_network_phase2(self, phase2: Box<NetworkPhase2>) -> Self {
+        *self
+            .phase2
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(phase2);
+        self
+    }
+
+    /// Runs network phase 2 for `vmi` if it has live interfaces without
+    /// host facts and a phase 2 is set, and keeps the facts for later
+    /// syncs. Returns the facts to convert with.
+    fn network_phase2(
+        &self,
+        vmi: &VirtualMachineInstance,
+        known: &std::collections::BTreeMap<String, converter::interfaces::InterfaceHost>,
+    ) -> Result<
+        std::collections::BTreeMap<String, converter::interfaces::InterfaceHost>,
+        ManagerError,
+    > {
+        let missing =
+            |k: &std::collections::BTreeMap<String, converter::interfaces::InterfaceHost>| {
+                vmi.spec
+                    .domain
+                    .devices
+                    .interfaces
+                    .iter()
+                    .any(|x| x.state.as_deref() != Some("absent") && !k.contains_key(&x.name))
+            };
+        if !missing(known) {
+            return Ok(known.clone());
+        }
+        let hook = self
+            .phase2
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(run) = hook.as_ref() else {
+            return Ok(known.clone());
+        };
+        // Another sync may have run it while this one waited for the lock.
+        let current = self
+            .ctx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .prepared
+            .interfaces
+            .clone();
+        if !missing(&current) {
+            return Ok(current);
+        }
+        let hosts = run(vmi).map_err(|m| ManagerError::Convert(ConvertError::Host(m)))?;
+        tracing::info!(
+            interfaces = ?hosts.keys().collect::<Vec<_>>(),
+            "network phase 2 done for the synced VMI"
+        );
+        let mut ctx = self
+            .ctx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ctx.prepared.interfaces.extend(hosts);
+        Ok(ctx.prepared.interfaces.clone())
     }
 
     fn lock(&self) -> MutexGuard<'_, Connect> {
@@ -251,16 +333,18 @@ impl LibvirtDomainManager {
         let mut opts = self.prepare.clone();
         opts.rebuild_media &= start;
         ctx.prepared = storage::prepare(vmi, &ctx, &opts)?;
-        // Network phase 2 runs before the domain manager starts; an
-        // interface it did not prepare (a VMI arriving later over SyncVMI)
-        // would start without DHCP, so it is refused by name.
+        if start {
+            ctx.prepared.interfaces = self.network_phase2(vmi, &ctx.prepared.interfaces)?;
+        }
+        // An interface still without host facts (no phase 2 here, e.g.
+        // standalone) would start without network: refused by name.
         let devs = &vmi.spec.domain.devices.interfaces;
         if let Some(i) = devs.iter().position(|x| {
             x.state.as_deref() != Some("absent") && !ctx.prepared.interfaces.contains_key(&x.name)
         }) {
             return Err(ConvertError::unsupported(
                 format!("spec.domain.devices.interfaces[{i}]"),
-                "network phase 2 for interfaces not prepared at launcher start (VMI over SyncVMI)",
+                "network phase 2 for interfaces not prepared at launcher start",
             )
             .into());
         }

@@ -132,6 +132,8 @@ impl Default for Opts<'_> {
 /// mounts it (`<container-disk-dir>/disk_0.img`, read-only).
 const POD_SCRIPT: &str = r#"set -e
 mount --make-rprivate /
+# virt-handler's network phase 1, when the pod has a network namespace of its own.
+if [ -n "${POD_PHASE1_VMI:-}" ]; then "$1" pod-network-phase1 "$POD_PHASE1_VMI"; fi
 for d in /var/run/kubevirt /var/run/kubevirt-ephemeral-disks; do mkdir -p $d; mount -t tmpfs tmpfs $d; done
 # virt-handler's view of the share dir: a host directory the test can reach.
 if [ -n "${POD_SHARE:-}" ]; then mount --bind "$POD_SHARE" /var/run/kubevirt; fi
@@ -150,6 +152,10 @@ exec "$@"
 
 /// The wrapper that plays the pod around the launcher (see [`POD_SCRIPT`]).
 pub const POD_WRAPPER: &[&str] = &["unshare", "-m", "sh", "-c", POD_SCRIPT, "sh"];
+
+/// [`POD_WRAPPER`] with a network namespace of the pod's own, in which
+/// `virt-launcher pod-network-phase1` plays virt-handler's phase 1.
+pub const POD_NET_WRAPPER: &[&str] = &["unshare", "-m", "-n", "sh", "-c", POD_SCRIPT, "sh"];
 
 static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -187,6 +193,20 @@ impl Launcher {
                 ..Opts::default()
             },
             POD_WRAPPER,
+        )
+    }
+
+    /// Pod mode waiting for virt-handler, in a pod network namespace where
+    /// phase 1 built the VMI's masquerade interface (see [`POD_NET_WRAPPER`]).
+    pub fn start_pod_for_handler_on_network(yaml: &str) -> Launcher {
+        Self::start_wrapped(
+            yaml,
+            &Opts {
+                pod: true,
+                handler: true,
+                ..Opts::default()
+            },
+            POD_NET_WRAPPER,
         )
     }
 
@@ -233,6 +253,9 @@ impl Launcher {
                 .collect();
             cmd.env("POD_PRIVATE", &private)
                 .env("POD_MOUNTS", mounts.join(" "));
+            if wrapper == POD_NET_WRAPPER {
+                cmd.env("POD_PHASE1_VMI", &vmi_path);
+            }
         }
         if opts.pod && opts.handler {
             // virt-handler will send the VMI: only its identity on the command line.

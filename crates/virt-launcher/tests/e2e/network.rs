@@ -9,7 +9,7 @@ use std::process::Command;
 
 use crate::harness::*;
 
-fn masquerade_vmi(name: &str) -> String {
+pub(crate) fn masquerade_vmi(name: &str) -> String {
     guest_vmi(name, "virtio")
         .replace(
             "      rng: {}\n",
@@ -22,7 +22,7 @@ fn masquerade_vmi(name: &str) -> String {
 }
 
 /// The `key=value` fields of the first serial line starting with `marker`.
-fn fields(serial: &str, marker: &str) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn fields(serial: &str, marker: &str) -> std::collections::BTreeMap<String, String> {
     let line = serial
         .lines()
         .find(|l| l.starts_with(marker))

@@ -8,8 +8,12 @@ use std::time::Duration;
 use crate::harness::{alive, guest_vmi, processes_mentioning, repo_root, Launcher, BOOT_TIMEOUT};
 
 fn vmi_json(l: &Launcher, name: &str) -> std::path::PathBuf {
-    let yaml = guest_vmi(name, "virtio");
-    let mut doc: serde_json::Value = serde_yaml_ng::from_str(&yaml).unwrap();
+    vmi_json_of(l, &guest_vmi(name, "virtio"))
+}
+
+/// The VMI manifest `yaml` as virt-handler sends it (JSON, the launcher's UID).
+fn vmi_json_of(l: &Launcher, yaml: &str) -> std::path::PathBuf {
+    let mut doc: serde_json::Value = serde_yaml_ng::from_str(yaml).unwrap();
     doc["metadata"]["uid"] = serde_json::Value::String(l.uid.clone());
     let p = l.dir.path().join("vmi.json");
     std::fs::write(&p, doc.to_string()).unwrap();
@@ -163,4 +167,42 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
     );
     assert!(!alive(qemu));
     assert!(!alive(daemon));
+}
+
+/// The production path of pod networking: virt-handler made the pod's
+/// bridge and tap (phase 1, played by `virt-launcher pod-network-phase1` in
+/// the pod's own network namespace), then syncs a VMI with a masquerade
+/// interface; the launcher runs phase 2 in SyncVMI (interface facts, DHCP
+/// server), and the real guest gets KubeVirt's address plan over DHCP.
+#[test]
+fn pod_mode_runs_network_phase_2_for_the_vmi_virt_handler_syncs() {
+    let yaml = crate::network::masquerade_vmi("podnet");
+    let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
+    let vmi = vmi_json_of(&l, &yaml);
+    let serial = l.serial_log_path();
+    let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
+    let out = h.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        l.log()
+    );
+    let serial = l.serial();
+    let f = crate::network::fields(&serial, "GUEST-DHCP");
+    assert_eq!(f["ip"], "10.0.2.2/24", "{serial}");
+    assert_eq!(f["router"], "10.0.2.1", "{serial}");
+    assert_eq!(f["hostname"], "podnet", "{serial}");
+    assert!(
+        l.log().contains("network phase 2 done for the synced VMI"),
+        "{}",
+        l.log()
+    );
+    assert!(
+        l.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(processes_mentioning(&l.uid).is_empty());
 }
