@@ -1254,8 +1254,30 @@ fn run_domain(
                 Ok(())
             }
             Ok(true) => {
-                tracing::info!(ms = ms(started), domain = %vmi.domain_name(), "domain running");
-                crate::monitor::watch(vmi, &manager, sup, &signals, grace, flags.qemu_timeout)
+                // Created paused for virt-handler to move the emulator
+                // thread (isolateEmulatorThread); with no virt-handler here
+                // its second sync is ours: it resumes the domain.
+                let resumed = if virtwrap::manager::starts_paused(vmi)
+                    && vmi.spec.start_strategy.as_deref() != Some("Paused")
+                {
+                    manager.sync_vmi(vmi).map(|_| ()).map_err(manager_error)
+                } else {
+                    Ok(())
+                };
+                match resumed {
+                    Ok(()) => {
+                        tracing::info!(ms = ms(started), domain = %vmi.domain_name(), "domain running");
+                        crate::monitor::watch(
+                            vmi,
+                            &manager,
+                            sup,
+                            &signals,
+                            grace,
+                            flags.qemu_timeout,
+                        )
+                    }
+                    Err(e) => Err(e),
+                }
             }
             Err(e) => Err(manager_error(e)),
         }

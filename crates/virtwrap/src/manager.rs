@@ -67,8 +67,11 @@ pub struct DomainStatus {
 /// KubeVirt's are: syncing a running VMI, killing a stopped one, deleting
 /// a missing one all succeed and change nothing.
 pub trait DomainManager: Send + Sync {
-    /// Prepares volumes, converts, defines and starts the domain; a no-op
-    /// for a domain that is already running or paused. Returns the spec.
+    /// Prepares volumes, converts, defines and starts the domain (paused
+    /// when [`starts_paused`]); for a domain that already runs, a no-op,
+    /// except that a paused domain not paused by request (Pause,
+    /// `startStrategy: Paused`) is resumed, as KubeVirt's sync does.
+    /// Returns the spec.
     ///
     /// # Errors
     /// [`ManagerError`] from preparation, conversion or libvirt.
@@ -141,6 +144,19 @@ pub struct LibvirtDomainManager {
     /// Network phase 2 for interfaces a VMI brings over SyncVMI (pod mode);
     /// held locked while it runs so two syncs never run it twice.
     phase2: Mutex<Option<Box<NetworkPhase2>>>,
+    /// Domains paused by request (startStrategy Paused, Pause): a sync
+    /// leaves them paused; any other paused domain a sync resumes.
+    user_paused: Mutex<std::collections::BTreeSet<String>>,
+}
+
+/// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
+/// `startStrategy: Paused`, or dedicated CPUs with an isolated emulator
+/// thread (virt-handler moves the emulator thread before the vCPUs run;
+/// its next sync resumes the domain). kubevirt-facts §8.1 step 5.
+pub fn starts_paused(vmi: &VirtualMachineInstance) -> bool {
+    let cpu = vmi.spec.domain.cpu.as_ref();
+    vmi.spec.start_strategy.as_deref() == Some("Paused")
+        || cpu.is_some_and(|c| c.dedicated_cpu_placement && c.isolate_emulator_thread)
 }
 
 /// Network phase 2 run when a synced VMI has interfaces the launcher has
@@ -186,7 +202,27 @@ impl LibvirtDomainManager {
             ctx: Mutex::new(ctx),
             prepare,
             phase2: Mutex::new(None),
+            user_paused: Mutex::default(),
         })
+    }
+
+    fn is_user_paused(&self, name: &str) -> bool {
+        self.user_paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(name)
+    }
+
+    fn set_user_paused(&self, name: &str, paused: bool) {
+        let mut set = self
+            .user_paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if paused {
+            set.insert(name.to_owned());
+        } else {
+            set.remove(name);
+        }
     }
 
     /// Sets the network phase 2 run for interfaces not prepared when the
@@ -455,17 +491,25 @@ impl DomainManager for LibvirtDomainManager {
             tracing::debug!(domain = %vmi.domain_name(), free_ports, "reserved PCIe root ports for hot-plug");
             Ok(d)
         };
-        let flags = if vmi.spec.start_strategy.as_deref() == Some("Paused") {
+        let flags = if starts_paused(vmi) {
             sys::VIR_DOMAIN_START_PAUSED
         } else {
             0
         };
+        let name = vmi.domain_name();
         self.with_conn(|conn| {
             let dom = match Self::lookup(conn, vmi)? {
                 Some(d) => {
                     let (st, _) = d.get_state()?;
+                    if st == sys::VIR_DOMAIN_PAUSED && !self.is_user_paused(&name) {
+                        // Started paused for virt-handler (or paused by an
+                        // error): this sync lets it run, as KubeVirt does.
+                        d.resume()?;
+                        tracing::info!(domain = %name, "domain resumed by sync");
+                        return Ok(());
+                    }
                     if ACTIVE.contains(&st) {
-                        tracing::debug!(domain = %vmi.domain_name(), "domain already active; nothing to do");
+                        tracing::debug!(domain = %name, "domain already active; nothing to do");
                         return Ok(());
                     }
                     // Defined but not running: refresh the definition, then start.
@@ -478,7 +522,10 @@ impl DomainManager for LibvirtDomainManager {
                 }
             };
             dom.create_with_flags(flags)?;
-            tracing::info!(domain = %vmi.domain_name(), "domain started");
+            if vmi.spec.start_strategy.as_deref() == Some("Paused") {
+                self.set_user_paused(&name, true);
+            }
+            tracing::info!(domain = %name, paused = flags != 0, "domain started");
             Ok(())
         })?;
         Ok(spec)
@@ -540,6 +587,7 @@ impl DomainManager for LibvirtDomainManager {
                 d.suspend()?;
                 tracing::info!(domain = %vmi.domain_name(), "domain paused");
             }
+            self.set_user_paused(&vmi.domain_name(), true);
             Ok(())
         })
     }
@@ -552,6 +600,7 @@ impl DomainManager for LibvirtDomainManager {
                 d.resume()?;
                 tracing::info!(domain = %vmi.domain_name(), "domain resumed");
             }
+            self.set_user_paused(&vmi.domain_name(), false);
             Ok(())
         })
     }

@@ -468,3 +468,34 @@ fn host_disk_is_a_file_on_the_host() {
     );
     assert!(img.is_file(), "a host disk outlives the VM");
 }
+
+/// Dedicated CPUs with an isolated emulator thread: KubeVirt creates the
+/// domain paused (virt-handler moves the emulator thread, then its next
+/// sync resumes it). Standalone has no virt-handler, so the launcher's own
+/// second sync resumes it: the guest boots, libvirt says it was unpaused,
+/// and the vCPU and emulator pinning are in effect.
+#[test]
+fn isolated_emulator_thread_starts_paused_then_runs() {
+    let yaml = guest_vmi("isolated", "virtio").replace(
+        "    cpu: {cores: 1}\n",
+        "    cpu: {cores: 1, dedicatedCpuPlacement: true, isolateEmulatorThread: true}\n",
+    );
+    assert!(yaml.contains("isolateEmulatorThread"), "{yaml}");
+    let mut l = Launcher::start(&yaml, &Opts::default());
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-READY"), "{serial}");
+    assert_eq!(l.domstate(), "running (unpaused)", "{}", l.log());
+    assert!(l.log().contains("\"paused\":true"), "{}", l.log());
+    let (ok, pins) = l.virsh(&["emulatorpin", &l.domain]);
+    assert!(ok, "{pins}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(xml.contains("<emulatorpin cpuset="), "{xml}");
+    assert!(xml.contains("<vcpupin vcpu='0' cpuset="), "{xml}");
+    l.signal(Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+}
