@@ -8,7 +8,10 @@
 
 use crate::arch::Arch;
 use crate::quantity::Quantity;
-use crate::vmi::{CdromTarget, Cpu, Disk, DiskTarget, Machine, Memory, VirtualMachineInstance};
+use crate::vmi::{
+    CdromTarget, Cpu, CpuFeature, Disk, DiskTarget, FeatureHyperv, FeatureState, Machine, Memory,
+    VirtualMachineInstance,
+};
 
 /// `terminationGracePeriodSeconds` when unset.
 pub const DEFAULT_GRACE_PERIOD_SECONDS: i64 = 30;
@@ -30,7 +33,8 @@ const FIRMWARE_UUID_NAMESPACE: uuid::Uuid = uuid::Uuid::NAMESPACE_URL;
 ///   read-only with its tray closed; input bus `usb` and type `tablet`;
 /// - `firmware.uuid` ← a UUID derived from namespace and name (virt-api would
 ///   pick a random one; deriving it keeps re-runs of one VMI on one domain);
-/// - `terminationGracePeriodSeconds` ← 30.
+/// - `terminationGracePeriodSeconds` ← 30;
+/// - Hyper-V enlightenment dependencies ([`hyperv_dependencies`]).
 pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
     let arch = vmi
         .spec
@@ -135,6 +139,77 @@ pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
     vmi.spec
         .termination_grace_period_seconds
         .get_or_insert(DEFAULT_GRACE_PERIOD_SECONDS);
+    apply_hyperv_dependencies(&mut vmi.spec.domain);
+}
+
+/// A Hyper-V enlightenment that needs another one enabled: (feature,
+/// required feature), by their `spec.domain.features.hyperv` field names.
+/// KubeVirt v1.6.6 `pkg/defaults` (`getHypervFeatureDependencies`), leaves
+/// first so that a requirement filled in here is itself checked later.
+pub const HYPERV_DEPENDENCIES: [(&str, &str); 5] = [
+    ("evmcs", "vapic"),
+    ("ipi", "vpindex"),
+    ("tlbflush", "vpindex"),
+    ("synictimer", "synic"),
+    ("synic", "vpindex"),
+];
+
+/// State of one enlightenment by field name: `None` absent, else whether
+/// it is enabled (`{}` counts as enabled, as API defaulting makes it).
+pub fn hyperv_state(h: &FeatureHyperv, name: &str) -> Option<bool> {
+    let st = |s: &Option<FeatureState>| s.as_ref().map(FeatureState::is_enabled);
+    match name {
+        "evmcs" => st(&h.evmcs),
+        "vapic" => st(&h.vapic),
+        "ipi" => st(&h.ipi),
+        "tlbflush" => st(&h.tlbflush),
+        "vpindex" => st(&h.vpindex),
+        "synic" => st(&h.synic),
+        "synictimer" => h.synictimer.as_ref().map(|t| t.enabled != Some(false)),
+        _ => None,
+    }
+}
+
+fn hyperv_state_mut<'a>(
+    h: &'a mut FeatureHyperv,
+    name: &str,
+) -> Option<&'a mut Option<FeatureState>> {
+    match name {
+        "vapic" => Some(&mut h.vapic),
+        "vpindex" => Some(&mut h.vpindex),
+        "synic" => Some(&mut h.synic),
+        _ => None,
+    }
+}
+
+/// KubeVirt's `SetHypervFeatureDependencies`: an enabled enlightenment
+/// whose requirement is not mentioned gets it enabled (a requirement the
+/// user disabled is left for validation to refuse); an enabled `evmcs`
+/// needs the `vmx` CPU feature with policy `require` (added, or its policy
+/// changed).
+fn apply_hyperv_dependencies(dom: &mut crate::vmi::DomainSpec) {
+    let Some(h) = dom.features.as_mut().and_then(|f| f.hyperv.as_mut()) else {
+        return;
+    };
+    for (feature, requires) in HYPERV_DEPENDENCIES {
+        if hyperv_state(h, feature) == Some(true) && hyperv_state(h, requires).is_none() {
+            if let Some(slot) = hyperv_state_mut(h, requires) {
+                *slot = Some(FeatureState {
+                    enabled: Some(true),
+                });
+            }
+        }
+    }
+    if hyperv_state(h, "evmcs") == Some(true) {
+        let cpu = dom.cpu.get_or_insert_with(Cpu::default);
+        match cpu.features.iter_mut().find(|f| f.name == "vmx") {
+            Some(f) => f.policy = "require".into(),
+            None => cpu.features.push(CpuFeature {
+                name: "vmx".into(),
+                policy: "require".into(),
+            }),
+        }
+    }
 }
 
 /// Gives a VMI that has no `metadata.uid` (a hand-written manifest run

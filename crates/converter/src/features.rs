@@ -88,6 +88,18 @@ pub fn convert(vmi: &VirtualMachineInstance, caps: &ArchCaps) -> Result<Features
 
 fn hyperv(h: &api::vmi::FeatureHyperv) -> Result<HyperV, ConvertError> {
     let base = "spec.domain.features.hyperv";
+    // KubeVirt's admission (IsRequirementFulfilled): defaulting enabled
+    // every requirement not mentioned, so one still off was disabled.
+    for (feature, requires) in api::defaults::HYPERV_DEPENDENCIES {
+        if api::defaults::hyperv_state(h, feature) == Some(true)
+            && api::defaults::hyperv_state(h, requires) != Some(true)
+        {
+            return Err(ConvertError::invalid(
+                format!("{base}.{feature}"),
+                format!("'{base}.{feature}' requires '{base}.{requires}', which was disabled."),
+            ));
+        }
+    }
     let st = |s: &Option<api::vmi::FeatureState>| {
         s.as_ref().map(|s| FeatureState::on_off(s.is_enabled()))
     };
@@ -337,6 +349,39 @@ mod tests {
     }
 
     #[test]
+    fn hyperv_dependencies_are_enabled_by_default_and_a_disabled_one_is_refused() {
+        // synictimer needs synic needs vpindex; evmcs needs vapic and vmx.
+        let d = conv(
+            "      hyperv:\n        synictimer: {}\n        evmcs: {}\n",
+            Arch::Amd64,
+        )
+        .unwrap();
+        let xml = d.to_xml().unwrap();
+        for want in [
+            "<synic state=\"on\"/>",
+            "<vpindex state=\"on\"/>",
+            "<vapic state=\"on\"/>",
+            "<evmcs state=\"on\"/>",
+            "<feature policy=\"require\" name=\"vmx\"/>",
+        ] {
+            assert!(xml.contains(want), "{want} missing:\n{xml}");
+        }
+        let e = conv(
+            "      hyperv:\n        ipi: {}\n        vpindex: {enabled: false}\n",
+            Arch::Amd64,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "spec.domain.features.hyperv.ipi: 'spec.domain.features.hyperv.ipi' requires 'spec.domain.features.hyperv.vpindex', which was disabled."
+        );
+        // A disabled feature needs nothing.
+        assert!(conv("      hyperv:\n        tlbflush: {enabled: false}\n        vpindex: {enabled: false}\n", Arch::Amd64)
+        .is_ok());
+    }
+
+    #[test]
     fn hyperv_enlightenments_map_to_states() {
         let d = conv(
             "      hyperv:\n        relaxed: {}\n        vapic: {enabled: false}\n        spinlocks: {}\n        synictimer: {direct: {}}\n        vendorid: {vendorid: KVMKVMKVM}\n",
@@ -355,7 +400,10 @@ mod tests {
             ("on", "on")
         );
         assert_eq!(h.vendor_id.unwrap().value.as_deref(), Some("KVMKVMKVM"));
-        assert!(h.synic.is_none() && h.evmcs.is_none());
+        // synictimer brings synic, which brings vpindex (KubeVirt's defaults).
+        assert_eq!(h.synic.unwrap().state, "on");
+        assert_eq!(h.vpindex.unwrap().state, "on");
+        assert!(h.evmcs.is_none());
     }
 
     #[test]
