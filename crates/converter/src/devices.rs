@@ -329,12 +329,15 @@ pub fn convert(
                     format!("a TPM is not supported on {}", ctx.arch),
                 ));
             }
+            // A persistent TPM keeps its swtpm state (on KubeVirt's backend
+            // storage) and uses the CRB interface (kubevirt-facts §5 TPM).
+            let persistent = t.persistent == Some(true);
             dev.tpm.push(Tpm {
-                model: "tpm-tis".into(),
+                model: if persistent { "tpm-crb" } else { "tpm-tis" }.into(),
                 backend: TpmBackend {
                     backend_type: "emulator".into(),
                     version: Some("2.0".into()),
-                    persistent_state: None,
+                    persistent_state: persistent.then(|| "yes".into()),
                 },
             });
         }
@@ -525,6 +528,17 @@ mod tests {
     }
 
     #[test]
+    fn persistent_tpm_is_crb_with_persistent_state() {
+        let x = xml("      tpm: {persistent: true}\n", "", Arch::Amd64);
+        assert!(
+            x.contains(
+                "<tpm model=\"tpm-crb\">\n      <backend type=\"emulator\" version=\"2.0\" persistent_state=\"yes\"/>"
+            ),
+            "{x}"
+        );
+    }
+
+    #[test]
     fn tpm_sound_and_usb_redirection() {
         let x = xml(
             "      tpm: {}\n      sound: {name: audio}\n      clientPassthrough: {}\n",
@@ -569,10 +583,6 @@ mod tests {
         assert_eq!(
             err("      clientPassthrough: {}\n", "", Arch::S390x),
             "spec.domain.devices.clientPassthrough: USB redirection needs USB, which s390x does not have"
-        );
-        assert_eq!(
-            err("      tpm: {persistent: true}\n", "", Arch::Amd64),
-            "spec.domain.devices.tpm.persistent: persistent TPM state (needs KubeVirt's backend storage) is not supported yet"
         );
     }
 

@@ -24,11 +24,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "launch security (SEV)",
         ),
         (
-            dev.tpm.as_ref().is_some_and(|t| t.persistent == Some(true)),
-            "spec.domain.devices.tpm.persistent".into(),
-            "persistent TPM state (needs KubeVirt's backend storage)",
-        ),
-        (
             !dev.gpus.is_empty(),
             "spec.domain.devices.gpus".into(),
             "GPUs",
@@ -77,16 +72,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             fw.acpi.is_some(),
             "spec.domain.firmware.acpi".into(),
             "ACPI SLIC/MSDM tables",
-        ));
-        let persistent = fw
-            .bootloader
-            .as_ref()
-            .and_then(|b| b.efi.as_ref())
-            .is_some_and(|e| e.persistent == Some(true));
-        checks.push((
-            persistent,
-            "spec.domain.firmware.bootloader.efi.persistent".into(),
-            "persistent EFI variables (needs KubeVirt's backend storage)",
         ));
     }
     for (i, d) in dev.disks.iter().enumerate() {

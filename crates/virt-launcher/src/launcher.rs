@@ -115,6 +115,75 @@ pub struct RuntimeSettings {
     /// Standalone: build the pod network in a fresh network namespace
     /// (`--setup-pod-network`) and run network phase 2 on it.
     pub setup_pod_network: bool,
+    /// Standalone: KubeVirt's backend storage (`--backend-storage`), the
+    /// directory that keeps EFI variables and TPM state across runs.
+    pub backend_storage: Option<PathBuf>,
+}
+
+/// Where KubeVirt mounts the backend storage (the `persistent-state-for-<vm>`
+/// claim) in the pod: (subdirectory of the storage, mount point).
+/// KubeVirt v1.6.6 `pkg/storage/backend-storage`.
+const BACKEND_STORAGE_MOUNTS: [(&str, &str); 2] = [
+    ("nvram", "/var/lib/libvirt/qemu/nvram"),
+    ("swtpm", "/var/lib/libvirt/swtpm"),
+];
+
+/// The field that asks for backend storage (persistent EFI variables or
+/// TPM state), if any.
+fn backend_storage_field(vmi: &VirtualMachineInstance) -> Option<&'static str> {
+    let dom = &vmi.spec.domain;
+    let efi = dom
+        .firmware
+        .as_ref()
+        .and_then(|f| f.bootloader.as_ref())
+        .and_then(|b| b.efi.as_ref())
+        .is_some_and(|e| e.persistent == Some(true));
+    let tpm = dom
+        .devices
+        .tpm
+        .as_ref()
+        .is_some_and(|t| t.enabled != Some(false) && t.persistent == Some(true));
+    if efi {
+        Some("spec.domain.firmware.bootloader.efi.persistent")
+    } else if tpm {
+        Some("spec.domain.devices.tpm.persistent")
+    } else {
+        None
+    }
+}
+
+/// Standalone: the backend storage directory, checked; a VMI that asks for
+/// persistence without one is refused (its state would be lost silently).
+fn backend_storage_dir(
+    vmi: &VirtualMachineInstance,
+    s: &RuntimeSettings,
+) -> Result<Option<PathBuf>, LauncherError> {
+    let Some(dir) = &s.backend_storage else {
+        return match backend_storage_field(vmi) {
+            Some(field) => Err(LauncherError::Input(format!(
+                "{field}: standalone mode has no backend storage; pass --backend-storage DIR to keep the state across runs"
+            ))),
+            None => Ok(None),
+        };
+    };
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(LauncherError::Input(format!(
+                "--backend-storage {}: not a directory",
+                dir.display()
+            )))
+        }
+        Err(e) => {
+            return Err(LauncherError::Input(format!(
+                "--backend-storage {}: {e}",
+                dir.display()
+            )))
+        }
+    }
+    std::fs::canonicalize(dir)
+        .map(Some)
+        .map_err(|e| LauncherError::Input(format!("--backend-storage {}: {e}", dir.display())))
 }
 
 /// Standalone mode has no pod network unless `--setup-pod-network` makes
@@ -494,6 +563,10 @@ pub fn run_vmi(
             dhcp = phase2.dhcp;
         }
     }
+    let backend_storage = match settings.mode {
+        Mode::Standalone => backend_storage_dir(vmi, settings)?,
+        Mode::Pod => None,
+    };
     let (images, host_disk_dirs, config_sources, pvcs) = match settings.mode {
         Mode::Standalone => (
             container_disk_images(vmi, settings)?,
@@ -551,6 +624,22 @@ pub fn run_vmi(
                     &state.subdir("container-disks")?,
                     Path::new(&flags.container_disk_dir),
                 )?;
+            }
+        }
+        if let Some(dir) = &backend_storage {
+            // After /var/lib/libvirt's bind: these sit on top of it.
+            for (sub, target) in BACKEND_STORAGE_MOUNTS {
+                let source = dir.join(sub);
+                match std::fs::symlink_metadata(&source) {
+                    Ok(m) if !m.is_dir() => {
+                        return Err(LauncherError::Input(format!(
+                            "--backend-storage: {} is not a directory",
+                            source.display()
+                        )))
+                    }
+                    _ => {}
+                }
+                mounts.bind_dir(&source, Path::new(target))?;
             }
         }
         for (index, source) in &images {

@@ -101,6 +101,12 @@ struct RunArgs {
     /// ephemeral volumes and read-only claims.
     #[arg(long = "pvc", value_parser = parse_container_disk)]
     pvcs: Vec<(String, PathBuf)>,
+    /// KubeVirt's backend storage (the VM's `persistent-state-for-<vm>`
+    /// claim): a directory whose `nvram/` and `swtpm/` are mounted where
+    /// libvirt keeps EFI variables and TPM state, so VMIs with
+    /// `efi.persistent` or `tpm.persistent` keep them across runs.
+    #[arg(long = "backend-storage")]
+    backend_storage: Option<PathBuf>,
     /// Directory of the Secret of an sshPublicKey access credential with
     /// noCloud or configDrive propagation, as SECRET=DIR (repeatable): its
     /// files are the public keys written into the cloud-init meta-data.
@@ -242,6 +248,7 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
         setup_pod_network: args.setup_pod_network,
+        backend_storage: args.backend_storage.clone(),
     };
     launcher::run_vmi(&vmi, true, &args.flags, &settings, started)
 }
@@ -280,6 +287,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
         setup_pod_network: false,
+        backend_storage: None,
     };
     launcher::run_vmi(&vmi, sync, flags, &settings, started)
 }

@@ -81,7 +81,8 @@ pub trait DomainManager: Send + Sync {
     /// # Errors
     /// [`ManagerError::Libvirt`].
     fn kill_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
-    /// Undefines the domain (and its EFI variables).
+    /// Undefines the domain, keeping its EFI variable store (KubeVirt's
+    /// `UNDEFINE_KEEP_NVRAM`).
     ///
     /// # Errors
     /// [`ManagerError::Libvirt`].
@@ -554,7 +555,9 @@ impl DomainManager for LibvirtDomainManager {
             let Some(d) = Self::lookup(conn, vmi)? else {
                 return Ok(());
             };
-            match d.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_NVRAM) {
+            // KubeVirt keeps the EFI variable store: with persistent EFI it
+            // is on the backend storage and must survive the domain.
+            match d.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_KEEP_NVRAM) {
                 Ok(()) => {
                     tracing::info!(domain = %vmi.domain_name(), "domain undefined");
                     Ok(())

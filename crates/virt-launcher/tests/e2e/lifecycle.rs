@@ -499,3 +499,85 @@ fn isolated_emulator_thread_starts_paused_then_runs() {
         l.log()
     );
 }
+
+/// KubeVirt's backend storage standalone: with `--backend-storage DIR`,
+/// the EFI variable store and the TPM state of a VMI asking for
+/// persistence live in DIR (`nvram/`, `swtpm/`), outlive the launcher,
+/// and the next run boots on them; without the flag the VMI is refused.
+#[test]
+fn persistent_efi_variables_and_tpm_state_live_on_backend_storage() {
+    let yaml = guest_vmi("persist", "virtio").replace(
+        "    memory: {guest: 128Mi}\n",
+        "    memory: {guest: 256Mi}\n    firmware:\n      bootloader:\n        efi: {secureBoot: false, persistent: true}\n",
+    ).replace("      rng: {}\n", "      rng: {}\n      tpm: {persistent: true}\n");
+    assert!(yaml.contains("persistent: true"), "{yaml}");
+    let (code, line) = crate::bad_input::refuse(&yaml, &[]);
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.contains("spec.domain.firmware.bootloader.efi.persistent: standalone mode has no backend storage; pass --backend-storage DIR"),
+        "{line}"
+    );
+
+    let storage = tempfile::tempdir().unwrap();
+    let arg = storage.path().to_str().unwrap().to_owned();
+    let vars = storage.path().join("nvram/persist_VARS.fd");
+    let template = std::fs::read("/usr/share/OVMF/OVMF_VARS.fd").expect("ovmf installed");
+    let mut inode = None;
+    for run in 0..2 {
+        let mut l = Launcher::start(
+            &yaml,
+            &Opts {
+                args: &["--backend-storage", &arg],
+                ..Opts::default()
+            },
+        );
+        let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+        assert!(serial.contains("GUEST-READY"), "run {run}: {serial}");
+        let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+        assert!(ok, "{xml}");
+        assert!(xml.contains("<tpm model='tpm-crb'>"), "{xml}");
+        assert!(xml.contains("persistent_state='yes'"), "{xml}");
+        l.signal(Signal::SIGTERM);
+        assert!(
+            l.wait_exit(Duration::from_secs(90)).success(),
+            "{}",
+            l.log()
+        );
+        // The variable store is in the backend storage, written by the
+        // firmware (no longer the template), and the second run used the
+        // same file rather than a fresh copy.
+        let meta = std::fs::metadata(&vars).unwrap_or_else(|e| panic!("{}: {e}", vars.display()));
+        assert_eq!(meta.len(), template.len() as u64);
+        assert_ne!(
+            std::fs::read(&vars).unwrap(),
+            template,
+            "run {run}: never written"
+        );
+        let ino = std::os::unix::fs::MetadataExt::ino(&meta);
+        if let Some(first) = inode {
+            assert_eq!(first, ino, "the second run replaced the variable store");
+        }
+        inode = Some(ino);
+        // swtpm's state, per domain UUID, kept after the launcher is gone.
+        let tpm_state: Vec<_> = walk(&storage.path().join("swtpm"))
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "permall"))
+            .collect();
+        assert_eq!(tpm_state.len(), 1, "run {run}: {tpm_state:?}");
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
