@@ -90,6 +90,18 @@ pub struct CloudInitData {
     pub network_data: Vec<u8>,
     /// The meta-data document (JSON), exactly as written.
     pub meta_data: Vec<u8>,
+    /// The SSH public keys in the meta-data (see [`public_keys`]).
+    pub public_keys: BTreeMap<String, String>,
+}
+
+impl CloudInitData {
+    /// Re-renders the meta-data with the config drive's `devices` list
+    /// (a no-op for NoCloud or an empty list).
+    pub fn set_devices(&mut self, vmi: &VirtualMachineInstance, devices: &[DeviceData]) {
+        if self.source == DataSource::ConfigDrive && !devices.is_empty() {
+            self.meta_data = meta_data_with_devices(vmi, self.source, &self.public_keys, devices);
+        }
+    }
 }
 
 /// The first cloud-init volume of `vmi`: (index, volume, source kind, source).
@@ -322,6 +334,7 @@ pub fn read(
         user_data: user,
         network_data: net,
         meta_data,
+        public_keys: keys,
     }))
 }
 
@@ -356,8 +369,88 @@ struct ConfigDriveMeta<'a> {
     hostname: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
     uuid: &'a str,
+    #[serde(skip_serializing_if = "<[DeviceData]>::is_empty")]
+    devices: &'a [DeviceData],
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     public_keys: &'a BTreeMap<String, String>,
+}
+
+/// One entry of the config drive's `devices` list: a tagged device and the
+/// address the hypervisor gave it, as KubeVirt's `cloudinit.DeviceData`
+/// (fields in its order; `mac` omitted when empty, `tags` always written).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceData {
+    /// `nic` (KubeVirt also writes `hostdev` for GPUs and host devices).
+    #[serde(rename = "type")]
+    pub device_type: String,
+    /// The address type, `pci`.
+    pub bus: String,
+    /// PCI address `DDDD:BB:SS.F` (e.g. `0000:01:00.0`).
+    pub address: String,
+    /// The interface's MAC address.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub mac: String,
+    /// The device's `tag`.
+    pub tags: Vec<String>,
+}
+
+/// The `devices` entries for the VMI's tagged interfaces, from the domain
+/// libvirt defined (which has the PCI addresses): each `<interface>` whose
+/// alias is `ua-<name>` of a VMI interface with a `tag`, in domain order
+/// (KubeVirt's `buildDevicesMetadata`). Interfaces without a PCI address
+/// are skipped.
+pub fn tagged_devices(vmi: &VirtualMachineInstance, dom: &domain::Domain) -> Vec<DeviceData> {
+    let tags: BTreeMap<&str, &str> = vmi
+        .spec
+        .domain
+        .devices
+        .interfaces
+        .iter()
+        .filter_map(|i| {
+            i.tag
+                .as_deref()
+                .filter(|t| !t.is_empty())
+                .map(|t| (i.name.as_str(), t))
+        })
+        .collect();
+    if tags.is_empty() {
+        return Vec::new();
+    }
+    let hex = |s: &Option<String>| {
+        s.as_deref()
+            .map(|v| v.strip_prefix("0x").unwrap_or(v).to_owned())
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for nic in &dom.devices.interface {
+        let Some(name) = nic.alias.as_ref().and_then(|a| a.name.strip_prefix("ua-")) else {
+            continue;
+        };
+        let (Some(tag), Some(addr)) = (tags.get(name), nic.address.as_ref()) else {
+            continue;
+        };
+        if addr.address_type != "pci" {
+            continue;
+        }
+        out.push(DeviceData {
+            device_type: "nic".into(),
+            bus: addr.address_type.clone(),
+            address: format!(
+                "{}:{}:{}.{}",
+                hex(&addr.domain),
+                hex(&addr.bus),
+                hex(&addr.slot),
+                hex(&addr.function)
+            ),
+            mac: nic
+                .mac
+                .as_ref()
+                .map(|m| m.address.clone())
+                .unwrap_or_default(),
+            tags: vec![(*tag).to_owned()],
+        });
+    }
+    out
 }
 
 /// The SSH public keys of the access credentials propagated to `kind`
@@ -452,6 +545,18 @@ pub fn meta_data(
     kind: DataSource,
     public_keys: &BTreeMap<String, String>,
 ) -> Vec<u8> {
+    meta_data_with_devices(vmi, kind, public_keys, &[])
+}
+
+/// [`meta_data`] with the config drive's `devices` list (ignored for
+/// NoCloud, whose meta-data has none; omitted when empty, as KubeVirt
+/// sets it only when some device is tagged).
+pub fn meta_data_with_devices(
+    vmi: &VirtualMachineInstance,
+    kind: DataSource,
+    public_keys: &BTreeMap<String, String>,
+    devices: &[DeviceData],
+) -> Vec<u8> {
     let ann = &vmi.metadata.annotations;
     let instance_type = ann
         .get("kubevirt.io/cluster-instancetype-name")
@@ -478,6 +583,7 @@ pub fn meta_data(
             instance_id: format!("{}.{}", vmi.metadata.name, vmi.namespace()),
             hostname: &host,
             uuid,
+            devices,
             public_keys,
         }),
     }

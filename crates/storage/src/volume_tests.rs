@@ -291,6 +291,53 @@ fn config_drive_has_the_openstack_layout_and_kubevirts_meta_data() {
 }
 
 #[test]
+fn config_drive_devices_list_tagged_interfaces_from_the_defined_domain() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: t, namespace: ns}\nspec:\n  domain:\n    firmware: {uuid: 11111111-2222-3333-4444-555555555555}\n    devices:\n      interfaces:\n      - {name: a, masquerade: {}, tag: specialNet}\n      - {name: b, bridge: {}}\n      - {name: c, bridge: {}, tag: \"x<y\"}\n  networks:\n  - {name: a, pod: {}}\n  volumes:\n  - name: ci\n    cloudInitConfigDrive: {userData: x}\n";
+    let v = load(doc);
+    // What libvirt returns for the defined domain: addresses assigned,
+    // aliases as the converter wrote them; `c` has no PCI address yet.
+    let dom = domain::Domain::from_xml(
+        "<domain type='kvm'><name>ns_t</name><memory unit='b'>134217728</memory><vcpu>1</vcpu><os><type arch='x86_64' machine='q35'>hvm</type></os><devices>\
+         <interface type='ethernet'><mac address='02:00:00:00:00:0a'/><alias name='ua-a'/>\
+         <address type='pci' domain='0x0000' bus='0x01' slot='0x00' function='0x0'/></interface>\
+         <interface type='ethernet'><mac address='02:00:00:00:00:0b'/><alias name='ua-b'/>\
+         <address type='pci' domain='0x0000' bus='0x02' slot='0x00' function='0x0'/></interface>\
+         <interface type='ethernet'><alias name='ua-c'/></interface>\
+         </devices></domain>",
+    )
+    .unwrap();
+    let devices = cloudinit::tagged_devices(&v, &dom);
+    assert_eq!(devices.len(), 1, "{devices:?}");
+    let md = String::from_utf8(cloudinit::meta_data_with_devices(
+        &v,
+        cloudinit::DataSource::ConfigDrive,
+        &BTreeMap::new(),
+        &devices,
+    ))
+    .unwrap();
+    assert_eq!(
+        md,
+        r#"{"instance_id":"t.ns","hostname":"t","uuid":"11111111-2222-3333-4444-555555555555","devices":[{"type":"nic","bus":"pci","address":"0000:01:00.0","mac":"02:00:00:00:00:0a","tags":["specialNet"]}]}"#
+    );
+    // No tagged device: no `devices` key at all (KubeVirt leaves it nil).
+    let none = cloudinit::meta_data_with_devices(
+        &v,
+        cloudinit::DataSource::ConfigDrive,
+        &BTreeMap::new(),
+        &[],
+    );
+    assert!(!String::from_utf8(none).unwrap().contains("devices"));
+    // NoCloud meta-data never lists devices.
+    let nc = cloudinit::meta_data_with_devices(
+        &v,
+        cloudinit::DataSource::NoCloud,
+        &BTreeMap::new(),
+        &devices,
+    );
+    assert!(!String::from_utf8(nc).unwrap().contains("devices"));
+}
+
+#[test]
 fn hostname_is_spec_hostname_else_the_name_before_its_first_dot() {
     let mut v = vmi("  - name: c\n    cloudInitNoCloud: {userData: x}\n");
     v.metadata.name = "web.example.com".into();

@@ -207,6 +207,48 @@ impl LibvirtDomainManager {
         })
     }
 
+    /// KubeVirt writes the config drive after the domain is defined, so its
+    /// meta-data can list the tagged interfaces with the PCI addresses
+    /// libvirt gave them: when the VMI has a config drive and tagged
+    /// interfaces, its ISO is rebuilt here with that `devices` list.
+    fn config_drive_devices(
+        &self,
+        vmi: &VirtualMachineInstance,
+        dom: &VirtDomain,
+    ) -> Result<(), ManagerError> {
+        let config_drive = matches!(
+            storage::cloudinit::find(vmi),
+            Some((_, _, storage::cloudinit::DataSource::ConfigDrive, _))
+        );
+        let tagged = vmi
+            .spec
+            .domain
+            .devices
+            .interfaces
+            .iter()
+            .any(|i| i.tag.as_deref().is_some_and(|t| !t.is_empty()));
+        if !config_drive || !tagged {
+            return Ok(());
+        }
+        let xml = dom.get_xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
+        let defined = domain::Domain::from_xml(&xml)?;
+        let devices = storage::cloudinit::tagged_devices(vmi, &defined);
+        let ctx = self
+            .ctx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(mut data) = storage::cloudinit::read(vmi, &ctx, &self.prepare.config_sources)? {
+            data.set_devices(vmi, &devices);
+            storage::cloudinit::generate(vmi, &ctx, &data, self.prepare.owner)?;
+            tracing::info!(
+                devices = devices.len(),
+                "config drive rebuilt with the tagged devices"
+            );
+        }
+        Ok(())
+    }
+
     fn is_user_paused(&self, name: &str) -> bool {
         self.user_paused
             .lock()
@@ -522,6 +564,7 @@ impl DomainManager for LibvirtDomainManager {
                     d
                 }
             };
+            self.config_drive_devices(vmi, &dom)?;
             dom.create_with_flags(flags)?;
             if vmi.spec.start_strategy.as_deref() == Some("Paused") {
                 self.set_user_paused(&name, true);

@@ -524,3 +524,60 @@ fn kubevirt_vmi_host_disk_example_boots_from_the_file_on_the_host() {
     // An existing image is used as it is: DiskOrCreate never resizes it.
     assert_eq!(fs::metadata(&img).unwrap().len(), len);
 }
+
+/// KubeVirt's config drive device metadata: a tagged interface is listed
+/// in `meta_data.json` with the PCI address libvirt gave it at define time
+/// (the ISO is rebuilt after define), read by the real guest.
+#[test]
+fn config_drive_lists_tagged_interfaces_with_their_pci_address() {
+    let script = "#!/bin/sh\necho \"DEVMETA $(cat /run/cidata/meta_data.json)\"\n";
+    let y = format!(
+        "{}  - name: cloudinit\n    cloudInitConfigDrive:\n      userDataBase64: {}\n",
+        crate::network::masquerade_vmi("ci-tagged")
+            .replace(
+                "        masquerade: {}\n",
+                "        masquerade: {}\n        tag: specialNet\n"
+            )
+            .replace(
+                "      - name: scratch\n        disk: {bus: virtio}\n",
+                "      - name: scratch\n        disk: {bus: virtio}\n      - name: cloudinit\n        disk: {bus: virtio}\n"
+            ),
+        base64_std(script.as_bytes())
+    );
+    assert!(
+        y.contains("tag: specialNet") && y.contains("- name: cloudinit\n        disk"),
+        "{y}"
+    );
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--setup-pod-network"],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("DEVMETA", 1, BOOT_TIMEOUT);
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    // The interface's address as libvirt has it, e.g.
+    // <address type='pci' domain='0x0000' bus='0x01' slot='0x00' function='0x0'/>
+    let iface = &xml[xml.find("<interface").unwrap()..xml.find("</interface>").unwrap()];
+    let attr = |name: &str| {
+        let at = iface
+            .find(&format!(" {name}='0x"))
+            .unwrap_or_else(|| panic!("{iface}"));
+        let rest = &iface[at + name.len() + 5..];
+        rest[..rest.find('\'').unwrap()].to_owned()
+    };
+    let address = format!(
+        "{}:{}:{}.{}",
+        attr("domain"),
+        attr("bus"),
+        attr("slot"),
+        attr("function")
+    );
+    let want = format!(
+        r#""devices":[{{"type":"nic","bus":"pci","address":"{address}","mac":"02:54:00:ab:cd:ef","tags":["specialNet"]}}]"#
+    );
+    assert!(serial.contains(&want), "{want}\n{serial}");
+    shutdown(l);
+}
