@@ -932,9 +932,10 @@ pub struct Volume {
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub downward_metrics: Option<Value>,
-    /// Not implemented yet; refused when present.
+    /// Windows answer files from a ConfigMap or Secret, served as an ISO
+    /// labelled `unattendCD`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sysprep: Option<Value>,
+    pub sysprep: Option<SysprepSource>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_dump: Option<Value>,
@@ -990,6 +991,28 @@ pub struct ConfigMapSource {
     /// ISO volume label (default `cfgdata`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_label: Option<String>,
+}
+
+/// `volumes[].sysprep`: exactly one of a ConfigMap or a Secret holding
+/// `autounattend.xml` or `unattend.xml` (KubeVirt `SysprepSource`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SysprepSource {
+    /// The ConfigMap (`LocalObjectReference`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<LocalRef>,
+    /// The Secret (`LocalObjectReference`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<LocalRef>,
+}
+
+/// `LocalObjectReference`: an object in the VMI's namespace, by name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalRef {
+    /// The object's name.
+    #[serde(default)]
+    pub name: String,
 }
 
 /// `volumes[].secret`.

@@ -152,6 +152,9 @@ pub enum ConfigKind {
     /// `serviceAccount`: source `/var/run/secrets/kubernetes.io/serviceaccount/`,
     /// disk `<private>/service-account-disk/service-account.iso`.
     ServiceAccount,
+    /// `sysprep`: source `<private>/sysprep/<vol>/`, disk
+    /// `<private>/sysprep-disks/<vol>.iso`, label `unattendCD`.
+    Sysprep,
 }
 
 impl ConfigKind {
@@ -165,6 +168,8 @@ impl ConfigKind {
             Some(ConfigKind::DownwardApi)
         } else if v.service_account.is_some() {
             Some(ConfigKind::ServiceAccount)
+        } else if v.sysprep.is_some() {
+            Some(ConfigKind::Sysprep)
         } else {
             None
         }
@@ -177,6 +182,7 @@ impl ConfigKind {
             ConfigKind::Secret => "secret",
             ConfigKind::DownwardApi => "downwardAPI",
             ConfigKind::ServiceAccount => "serviceAccount",
+            ConfigKind::Sysprep => "sysprep",
         }
     }
 
@@ -188,6 +194,7 @@ impl ConfigKind {
             ConfigKind::Secret => format!("{p}/secret/{volume}"),
             ConfigKind::DownwardApi => format!("{p}/downwardapi/{volume}"),
             ConfigKind::ServiceAccount => "/var/run/secrets/kubernetes.io/serviceaccount".into(),
+            ConfigKind::Sysprep => format!("{p}/sysprep/{volume}"),
         }
     }
 
@@ -199,6 +206,7 @@ impl ConfigKind {
             ConfigKind::Secret => format!("{p}/secret-disks/{volume}.iso"),
             ConfigKind::DownwardApi => format!("{p}/downwardapi-disks/{volume}.iso"),
             ConfigKind::ServiceAccount => format!("{p}/service-account-disk/service-account.iso"),
+            ConfigKind::Sysprep => format!("{p}/sysprep-disks/{volume}.iso"),
         }
     }
 }
@@ -232,6 +240,14 @@ pub fn locate(
         )));
     }
     if let Some(kind) = ConfigKind::of(v) {
+        if let Some(s) = &v.sysprep {
+            if s.config_map.is_some() == s.secret.is_some() {
+                return Err(ConvertError::invalid(
+                    format!("spec.volumes[{index}].sysprep"),
+                    "exactly one of configMap or secret is required",
+                ));
+            }
+        }
         return Ok(raw_file(kind.iso(ctx, &v.name)));
     }
     if v.container_disk.is_some() {

@@ -137,6 +137,7 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
                     | "secret"
                     | "serviceAccount"
                     | "downwardAPI"
+                    | "sysprep"
                     | "ephemeral"
             );
             if !supported {

@@ -30,6 +30,29 @@ use crate::{ensure_parent_under, io_err, volume_err, ConfigDiskFs, ConfigSources
 
 /// Default volume label of config disks (KubeVirt: `cfgdata`).
 pub const DEFAULT_LABEL: &str = "cfgdata";
+/// Label of sysprep disks (KubeVirt: `unattendCD`; Windows finds the answer
+/// file on any removable drive, whatever its label).
+pub const SYSPREP_LABEL: &str = "unattendCD";
+
+/// KubeVirt refuses a sysprep source without an answer file at its top
+/// level: `autounattend.xml` or `unattend.xml`, in any letter case.
+fn check_unattend(field: &str, root: &Path) -> Result<(), StorageError> {
+    let found = fs::read_dir(root)
+        .map_err(io_err(field, "read directory", root))?
+        .flatten()
+        .any(|e| {
+            let n = e.file_name().to_string_lossy().to_lowercase();
+            n == "autounattend.xml" || n == "unattend.xml"
+        });
+    if found {
+        Ok(())
+    } else {
+        Err(volume_err(
+            field,
+            "Sysprep drive should contain autounattend.xml or unattend.xml but neither were found.",
+        ))
+    }
+}
 /// Deepest directory nesting copied.
 pub const MAX_DEPTH: usize = 16;
 /// Most entries (files and directories) copied per volume.
@@ -222,7 +245,11 @@ fn checked_source<'a>(
         ));
     };
     let field = format!("spec.volumes[{index}].{}", kind.field());
-    let label = label(v).unwrap_or(DEFAULT_LABEL);
+    let label = if kind == ConfigKind::Sysprep {
+        SYSPREP_LABEL
+    } else {
+        label(v).unwrap_or(DEFAULT_LABEL)
+    };
     match fs_kind {
         ConfigDiskFs::Iso9660 => crate::iso::check_label(label),
         ConfigDiskFs::Vfat => crate::fat::check_label(label),
@@ -244,6 +271,9 @@ fn checked_source<'a>(
         }
         Err(e) => return Err(io_err(&field, "open", src)(e)),
     };
+    if kind == ConfigKind::Sysprep {
+        check_unattend(&field, &root)?;
+    }
     Ok((v, kind, field, label, root))
 }
 

@@ -458,6 +458,34 @@ fn config_map_disk_keeps_content_modes_and_label_and_follows_links_inside() {
 }
 
 #[test]
+fn sysprep_disk_is_labelled_unattend_cd_and_needs_an_answer_file() {
+    let e = env();
+    let src = e.root.join("sysprep-src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("Autounattend.XML"), "<unattend/>\n").unwrap();
+    let v = vmi("  - name: sp\n    sysprep: {configMap: {name: answers}}\n");
+    prepare(&v, &e.ctx, &standalone(&[("sp", &src)])).unwrap();
+    let iso = e.root.join("private/sysprep-disks/sp.iso");
+    assert_eq!(isoinfo(&iso).volume_id, "unattendCD");
+    let (_t, x) = extract(&iso);
+    assert_eq!(
+        fs::read(x.join("Autounattend.XML")).unwrap(),
+        b"<unattend/>\n"
+    );
+
+    let empty = e.root.join("no-answers");
+    fs::create_dir_all(&empty).unwrap();
+    fs::write(empty.join("readme.txt"), "x").unwrap();
+    let err = check_inputs(&v, &e.ctx, &standalone(&[("sp", &empty)]))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "spec.volumes[0].sysprep: Sysprep drive should contain autounattend.xml or unattend.xml but neither were found."
+    );
+}
+
+#[test]
 fn secret_downward_api_and_service_account_disks_use_their_paths_and_default_label() {
     let e = env();
     let sec = e.root.join("sec");

@@ -739,7 +739,7 @@ fn config_volume_dirs(
             || v.cloud_init_config_drive.is_some();
         if !takes_dir {
             return Err(LauncherError::Input(format!(
-                "--config-volume {name}=...: volume {name:?} is not a configMap, secret, downwardAPI, serviceAccount or cloud-init volume"
+                "--config-volume {name}=...: volume {name:?} is not a configMap, secret, downwardAPI, serviceAccount, sysprep or cloud-init volume"
             )));
         }
         let meta = std::fs::metadata(dir).map_err(|e| {

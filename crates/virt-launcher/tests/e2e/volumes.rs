@@ -291,7 +291,7 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
     assert_refused(
         &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
         &["--config-volume", "containerdisk=/tmp"],
-        "--config-volume containerdisk=...: volume \"containerdisk\" is not a configMap, secret, downwardAPI, serviceAccount or cloud-init volume",
+        "--config-volume containerdisk=...: volume \"containerdisk\" is not a configMap, secret, downwardAPI, serviceAccount, sysprep or cloud-init volume",
     );
     assert_refused(
         &format!(
@@ -324,8 +324,8 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
         &["--config-volume", "../../etc=/tmp"],
         "spec.volumes[1].name: \"../../etc\" must be",
     );
-    // A link out of the directory is found once the runtime exists: still
-    // exit 2, the field named, no ISO, the state emptied.
+    // A link out of the directory: refused before libvirt starts (exit 2,
+    // the field named, no ISO, no state left).
     let dir = tempfile::tempdir().unwrap();
     symlink("/etc/shadow", dir.path().join("shadow")).unwrap();
     let arg = format!("v={}", dir.path().display());
@@ -333,6 +333,20 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
         &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
         &["--config-volume", &arg],
         "outside the volume's directory",
+    );
+    // Sysprep: one source, and an answer file in it.
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    sysprep: {{}}\n"),
+        &[],
+        "spec.volumes[1].sysprep: exactly one of configMap or secret is required",
+    );
+    let answers = tempfile::tempdir().unwrap();
+    fs::write(answers.path().join("notes.txt"), "no answer file").unwrap();
+    let arg = format!("v={}", answers.path().display());
+    assert_refused(
+        &format!("{BAD_HEAD}  - name: v\n    sysprep: {{secret: {{name: s}}}}\n"),
+        &["--config-volume", &arg],
+        "spec.volumes[1].sysprep: Sysprep drive should contain autounattend.xml or unattend.xml but neither were found.",
     );
 }
 
