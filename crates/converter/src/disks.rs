@@ -140,6 +140,15 @@ pub fn cloud_init_dir(ctx: &ConvertContext, vmi: &VirtualMachineInstance) -> Str
     )
 }
 
+/// The downwardMetrics volume's disk, a vhostmd metrics image the guest
+/// reads (`<private>/downwardapi-disks/vhostmd0`, kubevirt-facts §5.4).
+pub fn downward_metrics_disk(ctx: &ConvertContext) -> String {
+    format!(
+        "{}/downwardapi-disks/vhostmd0",
+        ctx.paths.private_dir.trim_end_matches('/')
+    )
+}
+
 /// The kinds of config volumes KubeVirt turns into ISO disks (facts 5.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigKind {
@@ -238,6 +247,9 @@ pub fn locate(
             vmi,
             v.cloud_init_config_drive.is_some(),
         )));
+    }
+    if v.downward_metrics.is_some() {
+        return Ok(raw_file(downward_metrics_disk(ctx)));
     }
     if let Some(kind) = ConfigKind::of(v) {
         if let Some(s) = &v.sysprep {
@@ -553,6 +565,7 @@ pub fn convert(
                 if v.persistent_volume_claim
                     .as_ref()
                     .is_some_and(|p| p.read_only)
+                    || v.downward_metrics.is_some()
                 {
                     readonly = true;
                 }

@@ -138,6 +138,7 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
                     | "serviceAccount"
                     | "downwardAPI"
                     | "sysprep"
+                    | "downwardMetrics"
                     | "ephemeral"
             );
             if !supported {

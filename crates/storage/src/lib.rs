@@ -25,6 +25,7 @@ pub mod configdisk;
 pub mod fat;
 pub mod iso;
 pub mod qemu_img;
+pub mod vhostmd;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -244,6 +245,11 @@ pub fn prepare(
             prepared
                 .container_disk_formats
                 .insert(v.name.clone(), format);
+        } else if v.downward_metrics.is_some() {
+            let field = format!("{path}.downwardMetrics");
+            let image = PathBuf::from(converter::disks::downward_metrics_disk(ctx));
+            ensure_parent_under(&field, &ctx.paths.private_dir, &image)?;
+            vhostmd::create(&field, &image)?;
         } else if let Some(e) = &v.empty_disk {
             let field = format!("{path}.emptyDisk");
             let bytes = e

@@ -595,3 +595,32 @@ fn config_drive_lists_tagged_interfaces_with_their_pci_address() {
     assert!(serial.contains(&want), "{want}\n{serial}");
     shutdown(l);
 }
+
+/// A downwardMetrics volume: the launcher creates KubeVirt's vhostmd
+/// image (256 KiB, `mvbd` header, empty metrics) and the guest sees it as
+/// a read-only virtio disk with that content.
+#[test]
+fn downward_metrics_volume_is_a_vhostmd_disk_the_guest_reads() {
+    let script = "#!/bin/sh\nfor d in /dev/vd?; do\n  if [ \"$(head -c 4 $d)\" = mvbd ]; then\n    echo \"VHOSTMD dev=$d size=$(blockdev --getsize64 $d) ro=$(blockdev --getro $d) body=$(dd if=$d bs=1 skip=16 count=19 2>/dev/null)\"\n  fi\ndone\necho VHOSTMD-DONE\n";
+    let y = vmi(
+        "ci-metrics",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: metrics\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userDataBase64: {}\n  - name: metrics\n    downwardMetrics: {{}}\n",
+            base64_std(script.as_bytes())
+        ),
+    );
+    let mut l = Launcher::start(&y, &Opts::default());
+    let serial = l.wait_serial("VHOSTMD-DONE", 1, BOOT_TIMEOUT);
+    assert!(
+        serial.contains("size=262144 ro=1 body=<metrics></metrics>"),
+        "{serial}"
+    );
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(
+        xml.contains("/var/run/kubevirt-private/downwardapi-disks/vhostmd0"),
+        "{xml}"
+    );
+    shutdown(l);
+}
