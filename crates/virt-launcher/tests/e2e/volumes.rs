@@ -779,3 +779,78 @@ fn claims_too_small_full_or_with_a_planted_link_are_refused_naming_the_volume() 
         "the claim has no disk.img and its size is unknown: give it as --pvc data=",
     );
 }
+
+#[test]
+fn pod_claim_image_is_created_and_grown_online_when_virt_handler_reports_a_larger_claim() {
+    let claim = tempfile::tempdir().unwrap();
+    // A background loop prints the disk's size (512-byte sectors) whenever
+    // it changes; the user-data itself ends at once.
+    let body = "( last=; while :; do n=$(cat /sys/block/$(basename $d)/size); [ \"$n\" != \"$last\" ] && echo \"CLAIM-SIZE $n\" >/dev/ttyS0; last=$n; sleep 0.5; done ) &";
+    let status = |cap: &str| {
+        format!("status:\n  volumeStatus:\n  - name: data\n    target: vdc\n    persistentVolumeClaimInfo: {{claimName: my-claim, volumeMode: Filesystem, capacity: {{storage: {cap}}}, requests: {{storage: {cap}}}, filesystemOverhead: '0.25'}}\n")
+    };
+    let y = vmi(
+        "pvconline",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: data\n        serial: onlinedisk\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: data\n    persistentVolumeClaim: {{claimName: my-claim}}\n",
+            block(&on_disk_with_serial("onlinedisk", body), 8)
+        ),
+    );
+    let first = format!("{y}{}", status("64Mi"));
+    let mut l = Launcher::start_wrapped(
+        &first,
+        &Opts {
+            pod: true,
+            handler: true,
+            pod_mounts_rw: &[("vmi-disks/data", claim.path())],
+            ..Opts::default()
+        },
+        crate::harness::POD_WRAPPER,
+    );
+    let json = |doc: &str, file: &str| {
+        let mut v: serde_json::Value = serde_yaml_ng::from_str(doc).unwrap();
+        v["metadata"]["uid"] = serde_json::Value::String(l.uid.clone());
+        let p = l.dir.path().join(file);
+        fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let vmi_json = json(&first, "vmi.json");
+    // The claim grew to 128 Mi: usable (1 − 0.25) × 128 Mi = 96 MiB.
+    let grown = json(&format!("{y}{}", status("128Mi")), "vmi-grown.json");
+    let serial = l.serial_log_path();
+    let h = crate::protocol::fake_handler(
+        &l,
+        &vmi_json,
+        &[
+            "--serial",
+            serial.to_str().unwrap(),
+            "--expand-disks",
+            "--resync-vmi",
+            grown.to_str().unwrap(),
+            "--resync-marker",
+            "CLAIM-SIZE 196608",
+        ],
+    );
+    let out = h.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("RESYNC-SEEN") && stdout.contains("OK"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        l.log()
+    );
+    assert!(
+        l.wait_exit(std::time::Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    // Created at the claim's 64 MiB (its usable 48 MiB is smaller: never
+    // shrunk), then grown while the guest ran.
+    let s = l.serial();
+    assert!(s.contains("CLAIM-SIZE 131072"), "{s}");
+    assert!(s.contains("CLAIM-SIZE 196608"), "{s}");
+    let img = claim.path().join("disk.img");
+    assert_eq!(fs::metadata(&img).unwrap().len(), 96 << 20);
+    assert!(allocated(&img) < 8 << 20);
+}
