@@ -856,6 +856,27 @@ fn pvc_claims(
         };
         let abs = std::fs::canonicalize(file)
             .map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
+        if source == ClaimSource::Block {
+            // A device the host uses (a mounted file system, or one held by
+            // md/dm) is claimed exclusively by the kernel: O_EXCL fails with
+            // EBUSY. Never hand such a device (the host's own disk) to a guest.
+            use std::os::unix::fs::OpenOptionsExt;
+            if let Err(e) = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_EXCL)
+                .open(&abs)
+            {
+                let why = if e.raw_os_error() == Some(libc::EBUSY) {
+                    "the block device is in use on this host (mounted or held); refusing to give it to a guest".to_owned()
+                } else {
+                    e.to_string()
+                };
+                return Err(LauncherError::Input(format!(
+                    "--pvc {name}={}: {why}",
+                    file.display()
+                )));
+            }
+        }
         if source == ClaimSource::Dir {
             let img = abs.join("disk.img");
             let has_image = std::fs::symlink_metadata(&img).is_ok();

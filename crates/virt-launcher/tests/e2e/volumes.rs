@@ -854,3 +854,56 @@ fn pod_claim_image_is_created_and_grown_online_when_virt_handler_reports_a_large
     assert_eq!(fs::metadata(&img).unwrap().len(), 96 << 20);
     assert!(allocated(&img) < 8 << 20);
 }
+
+#[test]
+fn a_block_device_the_host_has_mounted_is_refused_as_a_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("mounted.img");
+    fs::write(&backing, vec![0u8; 8 << 20]).unwrap();
+    let dev = Loop::new(&backing);
+    let mkfs = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&dev.0)
+        .output()
+        .expect("mkfs.ext4 (e2fsprogs)");
+    assert!(mkfs.status.success(), "{mkfs:?}");
+    let y = vmi(
+        "pvcbusy",
+        "      - name: data\n        disk: {bus: virtio}",
+        "  - name: data\n    persistentVolumeClaim: {claimName: my-claim}\n",
+    );
+    let mnt = tempfile::tempdir().unwrap();
+    let arg = format!("data={}", dev.0);
+    // Mounted (in a private namespace of this test's thread: the kernel's
+    // exclusive claim on the device is global all the same).
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use nix::mount::{mount, umount2, MntFlags, MsFlags};
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).unwrap();
+            mount(
+                None::<&str>,
+                "/",
+                None::<&str>,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                None::<&str>,
+            )
+            .unwrap();
+            mount(
+                Some(dev.0.as_str()),
+                mnt.path(),
+                Some("ext4"),
+                MsFlags::empty(),
+                None::<&str>,
+            )
+            .expect("mount the loop device");
+            assert_refused(
+                &y,
+                &["--pvc", &arg],
+                &format!("--pvc {arg}: the block device is in use on this host (mounted or held); refusing to give it to a guest"),
+            );
+            umount2(mnt.path(), MntFlags::MNT_DETACH).unwrap();
+        })
+        .join()
+        .unwrap();
+    });
+}
