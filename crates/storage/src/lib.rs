@@ -153,7 +153,8 @@ pub struct PrepareOptions {
     pub config_sources: ConfigSources,
     /// Rebuild cloud-init and config ISOs (true, when the domain is about
     /// to start); false keeps an existing image (the domain already runs
-    /// and QEMU has it open) and builds only missing ones.
+    /// and QEMU has it open) and builds only missing ones. Offline
+    /// ExpandDisks growth also runs only when true (the domain is down).
     pub rebuild_media: bool,
     /// File system of configMap/secret/downwardAPI/serviceAccount disks.
     pub config_disk_fs: ConfigDiskFs,

@@ -45,6 +45,9 @@ pub struct PvcInfo {
     pub filesystem_overhead: Option<f64>,
     /// `volumeMode`: `Filesystem` or `Block` (absent: unknown).
     pub volume_mode: Option<String>,
+    /// `preallocated`: CDI preallocated (or thick-provisioned) the claim;
+    /// virt-handler lists such volumes in `PreallocatedVolumes`.
+    pub preallocated: bool,
 }
 
 impl PvcInfo {
@@ -118,7 +121,25 @@ pub fn info(vmi: &VirtualMachineInstance, name: &str) -> Result<Option<PvcInfo>,
             .get("volumeMode")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        preallocated: p.get("preallocated").and_then(Value::as_bool) == Some(true),
     }))
+}
+
+/// The volumes whose claim status says `preallocated: true`, as
+/// virt-handler computes `VirtualMachineOptions.PreallocatedVolumes`.
+///
+/// # Errors
+/// [`StorageError::Volume`] for a status field that does not parse.
+pub fn preallocated_volumes(
+    vmi: &VirtualMachineInstance,
+) -> Result<std::collections::BTreeSet<String>, StorageError> {
+    let mut out = std::collections::BTreeSet::new();
+    for v in &vmi.spec.volumes {
+        if info(vmi, &v.name)?.is_some_and(|i| i.preallocated) {
+            out.insert(v.name.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// The size of the image KubeVirt creates for a claim (the requests when

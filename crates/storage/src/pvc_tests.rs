@@ -127,6 +127,7 @@ fn usable_size_takes_off_the_file_system_overhead() {
         requests: Some(2 << 30),
         filesystem_overhead: Some(0.055),
         volume_mode: Some("Filesystem".into()),
+        preallocated: false,
     };
     // (1 − 0.055) × 1 GiB = 1014686023.68 → aligned down to 967 MiB.
     assert_eq!(pvc::usable_size(&info), Some(967 * MIB));
@@ -150,9 +151,17 @@ fn usable_size_takes_off_the_file_system_overhead() {
 fn claim_status_is_read_and_bad_fields_are_named() {
     let v = claim_vmi(
         "persistentVolumeClaim: {claimName: c}",
-        "{capacity: {storage: 2Gi}, requests: {storage: 1500Mi}, filesystemOverhead: '0.055', volumeMode: Filesystem}",
+        "{capacity: {storage: 2Gi}, requests: {storage: 1500Mi}, filesystemOverhead: '0.055', volumeMode: Filesystem, preallocated: true}",
     );
     let i = pvc::info(&v, "data").unwrap().unwrap();
+    assert!(i.preallocated);
+    assert_eq!(
+        pvc::preallocated_volumes(&v)
+            .unwrap()
+            .into_iter()
+            .collect::<Vec<_>>(),
+        ["data"]
+    );
     assert_eq!(i.capacity, Some(2 << 30));
     assert_eq!(i.requests, Some(1500 * MIB));
     assert_eq!(i.filesystem_overhead, Some(0.055));

@@ -500,12 +500,11 @@ pub fn run_vmi(
         with_status = with_claim_status(vmi, &settings.pvcs, &claims);
         &with_status
     };
-    ctx.volumes_discard_ignore = settings
-        .pvcs
-        .iter()
-        .filter(|p| p.preallocated)
-        .map(|p| p.volume.clone())
-        .collect();
+    // virt-handler's PreallocatedVolumes: claims whose status says so
+    // (`--pvc ...,preallocated` standalone). Under virt-handler its options
+    // replace this at each sync.
+    ctx.volumes_discard_ignore =
+        storage::pvc::preallocated_volumes(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
     // Pure conversion first: refuses unsupported or invalid specs up front.
     if sync {
         converter::convert(vmi, &ctx).map_err(|e| match e {
@@ -994,6 +993,9 @@ pub fn with_claim_status(
         }
         if let Some(f) = a.filesystem_overhead {
             info.insert("filesystemOverhead".into(), json!(f.to_string()));
+        }
+        if a.preallocated {
+            info.insert("preallocated".into(), json!(true));
         }
         entry.insert("persistentVolumeClaimInfo".into(), Value::Object(info));
         list[idx] = Value::Object(entry);
@@ -1618,7 +1620,7 @@ mod tests {
         let args = [
             PvcArg::parse("a=/x,capacity=64Mi").unwrap(),
             PvcArg::parse("b=/x,capacity=2Gi").unwrap(),
-            PvcArg::parse("c=/x").unwrap(),
+            PvcArg::parse("c=/x,preallocated").unwrap(),
         ];
         let claims = [
             claim("a", ClaimSource::Dir),
@@ -1641,5 +1643,12 @@ mod tests {
         assert_eq!(st[0]["persistentVolumeClaimInfo"]["claimName"], "db");
         assert!(storage::pvc::info(&out, "c").unwrap().unwrap().is_block());
         assert_eq!(st[2]["persistentVolumeClaimInfo"]["claimName"], "cc");
+        assert_eq!(
+            storage::pvc::preallocated_volumes(&out)
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["c"]
+        );
     }
 }
