@@ -298,14 +298,14 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
             "{BAD_HEAD}  - name: v\n    ephemeral: {{persistentVolumeClaim: {{claimName: c}}}}\n"
         ),
         &[],
-        "spec.volumes[1].ephemeral: standalone mode has no mounted claims: pass --pvc v=FILE",
+        "spec.volumes[1].ephemeral: standalone mode has no mounted claims: pass --pvc v=PATH, a raw disk image, a claim directory or a block device",
     );
     assert_refused(
         &format!(
             "{BAD_HEAD}  - name: v\n    ephemeral: {{persistentVolumeClaim: {{claimName: c}}}}\n"
         ),
         &["--pvc", "v=/dev/null"],
-        "--pvc v=/dev/null: not a regular file",
+        "--pvc v=/dev/null: not a raw image file, a claim directory or a block device",
     );
     assert_refused(
         &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
