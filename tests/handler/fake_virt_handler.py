@@ -50,6 +50,11 @@ def main():
                     "an ERROR (Libvirt reconnect) notification, then the running domain again")
     ap.add_argument("--serial", help="the guest's serial log: wait for GUEST-READY before shutdown "
                     "(a power button pressed before the guest's acpid runs is lost)")
+    ap.add_argument("--expand-disks", action="store_true",
+                    help="the cluster's ExpandDisks feature gate (ClusterConfig.ExpandDisksEnabled)")
+    ap.add_argument("--resync-vmi", help="once the guest is ready (--serial), sync this VMI JSON "
+                    "(same UID, e.g. a grown claim in its status) and wait for --resync-marker on the serial")
+    ap.add_argument("--resync-marker")
     a = ap.parse_args()
     stubs()
     import grpc
@@ -135,7 +140,7 @@ def main():
         options=cmd_pb2.VirtualMachineOptions(
             VirtualMachineSMBios=cmd_pb2.SMBios(family="KubeVirt", manufacturer="KubeVirt", product="None"),
             MemBalloonStatsPeriod=10,
-            clusterConfig=cmd_pb2.ClusterConfig(),
+            clusterConfig=cmd_pb2.ClusterConfig(ExpandDisksEnabled=a.expand_disks),
         ),
     )
     r = c.SyncVirtualMachine(req, timeout=120)
@@ -222,6 +227,18 @@ def main():
             g = json.loads(c.GetGuestInfo(cmd_pb2.EmptyRequest(), timeout=5).guestInfoResponse)
             if not g.get("guestAgentVersion"):
                 fail(f"GetGuestInfo with the agent connected: {g}")
+        if a.resync_vmi:
+            again = cmd_pb2.VMIRequest(vmi=cmd_pb2.VMI(vmiJson=Path(a.resync_vmi).read_bytes()),
+                                       options=req.options)
+            r = c.SyncVirtualMachine(again, timeout=120)
+            if not r.success:
+                fail(f"resync: {r.message}")
+            deadline = time.time() + 120
+            while a.resync_marker.encode() not in Path(a.serial).read_bytes():
+                if time.time() > deadline:
+                    fail(f"the guest never printed {a.resync_marker} after the resync")
+                time.sleep(0.2)
+            print("RESYNC-SEEN", flush=True)
         if not c.ShutdownVirtualMachine(one, timeout=20).success:
             fail("shutdown")
         wait_event(status_is("Shutoff", "Shutdown"), "Shutoff/Shutdown", timeout=120)

@@ -51,6 +51,9 @@ pub struct SyncOptions {
     pub free_page_reporting_disabled: bool,
     /// Cluster: serial console log disabled.
     pub serial_console_log_disabled: bool,
+    /// Cluster: the ExpandDisks feature gate (`ClusterConfig.ExpandDisksEnabled`,
+    /// or the deprecated top-level `ExpandDisksEnabled` of older handlers).
+    pub expand_disks_enabled: bool,
 }
 
 /// What the server asks of the launcher. Errors are the message virt-handler
@@ -283,6 +286,11 @@ fn sync_options(req: &VmiRequest) -> SyncOptions {
             .cluster_config
             .as_ref()
             .is_some_and(|c| c.serial_console_log_disabled),
+        #[allow(deprecated)]
+        expand_disks_enabled: match &o.cluster_config {
+            Some(c) => c.expand_disks_enabled,
+            None => o.expand_disks_enabled,
+        },
     }
 }
 

@@ -122,20 +122,47 @@ async fn answers_like_kubevirts_server() {
         "QEMU 10.0.2"
     );
 
+    #[allow(deprecated)]
     let opts = VirtualMachineOptions {
         mem_balloon_stats_period: 5,
+        preallocated_volumes: vec!["thick".into()],
+        // The deprecated top-level flag counts only without a ClusterConfig.
+        expand_disks_enabled: true,
         ..Default::default()
     };
     let r = c
         .sync_virtual_machine(VmiRequest {
             vmi: vmi("uid-1"),
-            options: Some(opts),
+            options: Some(opts.clone()),
         })
         .await
         .unwrap()
         .into_inner();
     assert!(r.success, "{}", r.message);
-    assert_eq!(fake.synced.lock().unwrap()[0].1.mem_balloon_stats_period, 5);
+    {
+        let synced = fake.synced.lock().unwrap();
+        assert_eq!(synced[0].1.mem_balloon_stats_period, 5);
+        assert_eq!(synced[0].1.preallocated_volumes, ["thick"]);
+        assert!(synced[0].1.expand_disks_enabled);
+    }
+    for (cluster, want) in [(false, false), (true, true)] {
+        let mut o = opts.clone();
+        o.cluster_config = Some(cmd::proto::cmd::ClusterConfig {
+            expand_disks_enabled: cluster,
+            ..Default::default()
+        });
+        let r = c
+            .sync_virtual_machine(VmiRequest {
+                vmi: vmi("uid-1"),
+                options: Some(o),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.success, "{}", r.message);
+        let synced = fake.synced.lock().unwrap();
+        assert_eq!(synced.last().unwrap().1.expand_disks_enabled, want);
+    }
 
     // Handler errors travel in the Response, gRPC status OK.
     let r = c

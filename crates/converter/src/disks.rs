@@ -357,7 +357,8 @@ pub fn locate(
 /// get `<address type='drive' controller='0' bus='0' unit=N>` with N the
 /// index of their name. Driver: `qemu`, the source's format, the disk's
 /// cache (else the probed one), io, `error_policy` (default `stop`),
-/// `discard='unmap'` for disks. `<readonly/>` for read-only disks, CD-ROMs
+/// `discard='unmap'` for disks and luns except preallocated volumes
+/// ([`ConvertContext::volumes_discard_ignore`]). `<readonly/>` for read-only disks, CD-ROMs
 /// (default) and read-only PVCs; `<shareable/>` forces cache `none`.
 ///
 /// # Errors
@@ -559,7 +560,15 @@ pub fn convert(
                 driver.format = Some(loc.format.as_str().into());
                 disk.source = Some(loc.source);
                 disk.backing_store = loc.backing;
-                if device == "disk" || device == "lun" {
+                // KubeVirt: unmap for disks and luns unless virt-handler
+                // lists the volume as preallocated; the launcher's own
+                // sparse images (containerDisk, emptyDisk, ephemeral
+                // overlays) always unmap.
+                let own_image =
+                    v.container_disk.is_some() || v.empty_disk.is_some() || v.ephemeral.is_some();
+                if (device == "disk" || device == "lun")
+                    && (own_image || !ctx.volumes_discard_ignore.contains(&v.name))
+                {
                     driver.discard = Some("unmap".into());
                 }
                 if v.persistent_volume_claim

@@ -225,6 +225,18 @@ pub struct ConvertContext {
     pub serial_console_log: bool,
     /// Free page reporting allowed by the cluster (default true).
     pub free_page_reporting: bool,
+    /// Volumes whose disks get no `discard='unmap'`: preallocated or
+    /// thick-provisioned claims (virt-handler's
+    /// `VirtualMachineOptions.PreallocatedVolumes`, KubeVirt's
+    /// `VolumesDiscardIgnore`). containerDisk, emptyDisk and ephemeral
+    /// volumes keep `unmap` regardless (their images are the launcher's
+    /// sparse qcow2 files).
+    pub volumes_discard_ignore: std::collections::BTreeSet<String>,
+    /// The cluster's ExpandDisks feature gate (`ClusterConfig.ExpandDisksEnabled`
+    /// of virt-handler's options; standalone `--expand-disks`): grow the
+    /// images of filesystem-mode claims to their usable capacity before
+    /// the domain starts (the storage crate's expansion, not the converter's).
+    pub expand_disks_enabled: bool,
     /// Probe results.
     pub prepared: Prepared,
     /// Host CPUs the pod may use, in the kernel's order: the cgroup's
@@ -257,6 +269,8 @@ impl ConvertContext {
             mem_balloon_stats_period: 10,
             serial_console_log: true,
             free_page_reporting: true,
+            volumes_discard_ignore: std::collections::BTreeSet::new(),
+            expand_disks_enabled: false,
             prepared: Prepared::default(),
             pod_cpuset: None,
             ovmf_files: None,

@@ -1089,3 +1089,54 @@ spec:
     assert_eq!(a.model.as_ref().unwrap().model_type, "virtio");
     assert!(a.rom.is_none());
 }
+
+#[test]
+fn preallocated_volumes_get_no_discard_except_the_launchers_own_images() {
+    let doc = "apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: pre}
+spec:
+  domain:
+    memory: {guest: 64Mi}
+    devices:
+      disks:
+      - {name: thick, disk: {bus: virtio}}
+      - {name: thin, disk: {bus: virtio}}
+      - {name: dv, disk: {bus: virtio}}
+      - {name: scratch, disk: {bus: virtio}}
+      - {name: eph, disk: {bus: virtio}}
+      - {name: root, disk: {bus: virtio}}
+  volumes:
+  - {name: thick, persistentVolumeClaim: {claimName: a}}
+  - {name: thin, persistentVolumeClaim: {claimName: b}}
+  - {name: dv, dataVolume: {name: d}}
+  - {name: scratch, emptyDisk: {capacity: 1Gi}}
+  - {name: eph, ephemeral: {persistentVolumeClaim: {claimName: e}}}
+  - {name: root, containerDisk: {image: x}}
+";
+    let v = vmi(doc, Arch::Amd64);
+    let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    let discard = |d: &Domain, n: &str| {
+        disk(d, n)
+            .driver
+            .as_ref()
+            .unwrap()
+            .discard
+            .clone()
+            .unwrap_or_default()
+    };
+    let d = convert(&v, &ctx).unwrap();
+    for n in ["thick", "thin", "dv", "scratch", "eph", "root"] {
+        assert_eq!(discard(&d, n), "unmap", "{n}");
+    }
+    ctx.volumes_discard_ignore = ["thick", "dv", "scratch", "eph", "root"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let d = convert(&v, &ctx).unwrap();
+    assert_eq!(discard(&d, "thick"), "");
+    assert_eq!(discard(&d, "dv"), "");
+    for n in ["thin", "scratch", "eph", "root"] {
+        assert_eq!(discard(&d, n), "unmap", "{n}");
+    }
+}

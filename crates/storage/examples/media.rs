@@ -1,7 +1,9 @@
 //! Prints how long building cloud-init and config disks takes (the
 //! launcher does it on every domain start): median of 9 runs each of a
 //! NoCloud ISO with 2 KiB and 512 KiB of user data, a config-map ISO and a
-//! vFAT config disk of 50 files (4 KiB each), and the image sizes.
+//! vFAT config disk of 50 files (4 KiB each), and the image sizes; then a
+//! claim's sparse disk.img created at 10 GiB (statvfs, write, fsync,
+//! rename) and grown offline by ExpandDisks to 20 GiB (`qemu-img resize`).
 //!
 //! `cargo run --release -p storage --example media`
 
@@ -89,5 +91,26 @@ fn main() {
     };
     measure("configMap vFAT, 50 files x 4 KiB", &cm_iso, || {
         prepare(&cmv, &ctx, &fat).unwrap();
+    });
+
+    let claim = root.join("private/vmi-disks/data");
+    std::fs::create_dir_all(&claim).unwrap();
+    let image = claim.join("disk.img");
+    let claim_vmi = |size: &str| {
+        let doc = format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: m}}\nspec:\n  domain: {{memory: {{guest: 64Mi}}}}\n  volumes:\n  - name: data\n    persistentVolumeClaim: {{claimName: c}}\nstatus:\n  volumeStatus:\n  - name: data\n    persistentVolumeClaimInfo: {{capacity: {{storage: {size}}}, requests: {{storage: {size}}}, filesystemOverhead: '0'}}\n");
+        api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap()
+    };
+    let ten = claim_vmi("10Gi");
+    measure("claim disk.img created, 10 GiB sparse", &image, || {
+        let _ = std::fs::remove_file(&image);
+        prepare(&ten, &ctx, &opts).unwrap();
+    });
+    let twenty = claim_vmi("20Gi");
+    let mut expand = ctx.clone();
+    expand.expand_disks_enabled = true;
+    measure("claim disk.img grown 10 -> 20 GiB", &image, || {
+        let _ = std::fs::remove_file(&image);
+        prepare(&ten, &ctx, &opts).unwrap();
+        prepare(&twenty, &expand, &opts).unwrap();
     });
 }

@@ -9,8 +9,8 @@
 //! |---|---|
 //! | containerDisk | verify `disk_<i>.img` with `qemu-img info` under CPU and memory limits (raw, or qcow2 without a backing file), then create the qcow2 overlay `disk-data/<vol>/disk.qcow2` the guest writes to; the image itself is never written |
 //! | emptyDisk | create a sparse qcow2 of the capacity rounded down to 1 MiB, or reuse it |
-//! | hostDisk | `Disk`: must exist; `DiskOrCreate`: create a sparse raw file of the capacity |
-//! | persistentVolumeClaim / dataVolume | must exist: `/dev/<vol>` block device, else `vmi-disks/<vol>/disk.img` |
+//! | hostDisk | `Disk`: must exist; `DiskOrCreate`: create a sparse raw file of the capacity, with the claims' room and toleration check ([`pvc::create_image`]) |
+//! | persistentVolumeClaim / dataVolume | `/dev/<vol>` block device, else `vmi-disks/<vol>/disk.img`, created sparse in the claim's directory when absent and the VMI's status gives the claim's size ([`pvc`]: KubeVirt's toleration, reserve and 1 MiB rules); with ExpandDisks grown to the claim's usable size before the domain starts |
 //! | ephemeral | the claim as for a PVC (never written), plus the qcow2 overlay `disk-data/<vol>/disk.qcow2` (backing format raw) the guest writes to |
 //! | cloudInitNoCloud / cloudInitConfigDrive | the `cidata` / `config-2` ISO of the first such volume ([`cloudinit`]) |
 //! | configMap / secret / downwardAPI / serviceAccount | an ISO of the mounted directory ([`configdisk`]) |
@@ -24,10 +24,11 @@ pub mod cloudinit;
 pub mod configdisk;
 pub mod fat;
 pub mod iso;
+pub mod pvc;
 pub mod qemu_img;
 pub mod vhostmd;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
@@ -142,11 +143,19 @@ pub struct PrepareOptions {
     /// block PVCs: the host's `/dev` must never be taken for them, or a
     /// volume named `sda` would hand the host's disk to the guest.
     pub block_device_dir: Option<PathBuf>,
+    /// `None` (a pod): any device node in [`Self::block_device_dir`] named
+    /// after a claim's volume is that claim. `Some` (standalone, the
+    /// launcher's private `/dev`): only these volumes are block claims, and
+    /// their nodes must be block devices.
+    pub block_volumes: Option<BTreeSet<String>>,
+    /// Room checks when creating claim and hostDisk images.
+    pub space: pvc::SpacePolicy,
     /// Where config volume files and cloud-init secrets come from.
     pub config_sources: ConfigSources,
     /// Rebuild cloud-init and config ISOs (true, when the domain is about
     /// to start); false keeps an existing image (the domain already runs
-    /// and QEMU has it open) and builds only missing ones.
+    /// and QEMU has it open) and builds only missing ones. Offline
+    /// ExpandDisks growth also runs only when true (the domain is down).
     pub rebuild_media: bool,
     /// File system of configMap/secret/downwardAPI/serviceAccount disks.
     pub config_disk_fs: ConfigDiskFs,
@@ -158,6 +167,8 @@ impl Default for PrepareOptions {
             disk_memory_limit: DEFAULT_DISK_MEMORY_LIMIT,
             owner: None,
             block_device_dir: None,
+            block_volumes: None,
+            space: pvc::SpacePolicy::default(),
             config_sources: ConfigSources::Pod,
             rebuild_media: true,
             config_disk_fs: ConfigDiskFs::Iso9660,
@@ -288,7 +299,7 @@ pub fn prepare(
                             .to_bytes()
                             .map_err(|e| volume_err(&format!("{field}.capacity"), e.to_string()))?;
                         ensure_parent_under(&field, &ctx.paths.private_dir, &image)?;
-                        create_sparse(&field, &image, bytes)?;
+                        create_claim_image(&field, &v.name, &image, bytes, opts)?;
                         finish_file(&field, &image, 0o660, opts.owner)?;
                     }
                     "Disk" | "" => {
@@ -310,13 +321,12 @@ pub fn prepare(
             // overlay whose backing file is read as raw (`-F raw`), so no
             // header in the PVC can make QEMU open another file.
             let field = format!("{path}.ephemeral");
-            let dev = opts.block_device_dir.as_ref().map(|d| d.join(&v.name));
-            let backing = match dev {
-                Some(d) if fs::metadata(&d).is_ok_and(|m| m.file_type().is_block_device()) => {
+            let backing = match block_device(opts, &field, &v.name)? {
+                Some(d) => {
                     prepared.block_volumes.insert(v.name.clone());
                     d
                 }
-                _ => {
+                None => {
                     let image = PathBuf::from(pvc_image(ctx, &v.name));
                     if !exists_regular(&field, &image)? {
                         return Err(volume_err(
@@ -344,26 +354,41 @@ pub fn prepare(
             } else {
                 format!("{path}.persistentVolumeClaim")
             };
-            let dev = opts.block_device_dir.as_ref().map(|d| d.join(&v.name));
-            if dev
-                .as_ref()
-                .is_some_and(|d| fs::metadata(d).is_ok_and(|m| m.file_type().is_block_device()))
-            {
+            if block_device(opts, &field, &v.name)?.is_some() {
                 prepared.block_volumes.insert(v.name.clone());
             } else {
                 let image = PathBuf::from(pvc_image(ctx, &v.name));
                 if !exists_regular(&field, &image)? {
-                    let block = match &dev {
-                        Some(d) => format!("neither block device {} nor ", d.display()),
-                        None => "no ".to_owned(),
-                    };
-                    return Err(volume_err(
-                        &field,
-                        format!("{block}disk image {} exists", image.display()),
-                    ));
+                    match pvc::info(vmi, &v.name)?.filter(|p| !p.is_block()) {
+                        Some(info) => {
+                            // KubeVirt (virt-handler's host-disk step):
+                            // create the image in the mounted claim.
+                            claim_dir_under(&field, &ctx.paths.private_dir, &image)?;
+                            let size = pvc::image_size(&info, &v.name)
+                                .map_err(|m| volume_err(&field, m))?;
+                            create_claim_image(&field, &v.name, &image, size, opts)?;
+                            finish_file(&field, &image, 0o660, opts.owner)?;
+                        }
+                        None => {
+                            let block = match &opts.block_device_dir {
+                                Some(d) => format!(
+                                    "neither block device {} nor ",
+                                    d.join(&v.name).display()
+                                ),
+                                None => "no ".to_owned(),
+                            };
+                            return Err(volume_err(
+                                &field,
+                                format!("{block}disk image {} exists, and status.volumeStatus gives no claim size to create it", image.display()),
+                            ));
+                        }
+                    }
                 }
             }
         }
+    }
+    if ctx.expand_disks_enabled && opts.rebuild_media {
+        expand_claim_images(vmi, ctx, &prepared)?;
     }
     choose_cache_modes(vmi, ctx, &mut prepared)?;
     Ok(prepared)
@@ -521,23 +546,200 @@ fn remove_tree_under(field: &str, root: &Path, dir: &Path) -> Result<(), Storage
     }
 }
 
-/// Creates a sparse raw image of `bytes` through a temporary file, so a
-/// full file system never leaves a partial image.
-fn create_sparse(field: &str, image: &Path, bytes: u64) -> Result<(), StorageError> {
-    let tmp = image.with_extension("img.partial");
-    let res = (|| -> io::Result<()> {
-        let f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        f.set_len(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, image)
-    })();
-    if let Err(e) = res {
-        let _ = fs::remove_file(&tmp);
-        return Err(io_err(field, "create", image)(e));
+/// The block device of claim `name`, if it is one (see
+/// [`PrepareOptions::block_volumes`]).
+fn block_device(
+    opts: &PrepareOptions,
+    field: &str,
+    name: &str,
+) -> Result<Option<PathBuf>, StorageError> {
+    let Some(dir) = &opts.block_device_dir else {
+        return Ok(None);
+    };
+    let d = dir.join(name);
+    let is_block = fs::metadata(&d).is_ok_and(|m| m.file_type().is_block_device());
+    match &opts.block_volumes {
+        None => Ok(is_block.then_some(d)),
+        Some(set) if set.contains(name) => {
+            if is_block {
+                Ok(Some(d))
+            } else {
+                Err(volume_err(
+                    field,
+                    format!("{} is not a block device", d.display()),
+                ))
+            }
+        }
+        Some(_) => Ok(None),
+    }
+}
+
+/// Checks that the directory of `image`, a mounted claim below `root`, is
+/// a real directory reached without symbolic links. Unlike
+/// [`ensure_parent_under`] it creates nothing: a missing directory means
+/// the claim is not mounted.
+fn claim_dir_under(field: &str, root: &str, image: &Path) -> Result<(), StorageError> {
+    let root = Path::new(root);
+    let dir = image
+        .parent()
+        .ok_or_else(|| volume_err(field, format!("{} has no directory", image.display())))?;
+    let rel = dir.strip_prefix(root).map_err(|_| {
+        volume_err(
+            field,
+            format!("{} is outside {}", dir.display(), root.display()),
+        )
+    })?;
+    let mut cur = root.to_path_buf();
+    for comp in rel.components() {
+        let std::path::Component::Normal(c) = comp else {
+            return Err(volume_err(
+                field,
+                format!(
+                    "{} is not a plain path below {}",
+                    dir.display(),
+                    root.display()
+                ),
+            ));
+        };
+        cur.push(c);
+        match fs::symlink_metadata(&cur) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(volume_err(
+                    field,
+                    format!(
+                        "{} is a symbolic link; refusing to write through it",
+                        cur.display()
+                    ),
+                ))
+            }
+            Ok(_) => {
+                return Err(volume_err(
+                    field,
+                    format!("{} is not a directory", cur.display()),
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(volume_err(
+                    field,
+                    format!(
+                        "the claim's directory {} does not exist (is the claim mounted?)",
+                        dir.display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(io_err(field, "stat", &cur)(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Creates a claim's (or DiskOrCreate hostDisk's) sparse raw image of
+/// `bytes`, with the room and toleration rules of [`pvc::create_image`].
+fn create_claim_image(
+    field: &str,
+    volume: &str,
+    image: &Path,
+    bytes: u64,
+    opts: &PrepareOptions,
+) -> Result<(), StorageError> {
+    if bytes == 0 {
+        return Err(volume_err(
+            field,
+            format!("the size for volume {volume} is too low, must be at least 1 byte"),
+        ));
+    }
+    let reserve = opts.space.minimum_reserve_bytes;
+    pvc::create_image(field, volume, image, bytes, opts.space, &|d| {
+        pvc::room(d, reserve)
+    })?;
+    Ok(())
+}
+
+/// A claim image ExpandDisks may grow: volume, image path (as the launcher
+/// sees it), usable size in bytes ([`pvc::usable_size`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpansionTarget {
+    /// The volume.
+    pub volume: String,
+    /// The raw image (`vmi-disks/<vol>/disk.img`, or a hostDisk's file).
+    pub image: PathBuf,
+    /// What the claim's status allows, in bytes.
+    pub usable: u64,
+}
+
+/// The images ExpandDisks considers: filesystem-mode claims (and hostDisks)
+/// whose status gives a usable size; block claims (in `block_volumes`, or
+/// `volumeMode: Block` in the status) and read-only claims are left out.
+///
+/// # Errors
+/// [`StorageError::Volume`] for a status field that does not parse.
+pub fn expansion_targets(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    block_volumes: &BTreeSet<String>,
+) -> Result<Vec<ExpansionTarget>, StorageError> {
+    let mut out = Vec::new();
+    for (i, v) in vmi.spec.volumes.iter().enumerate() {
+        let claim = v.persistent_volume_claim.is_some() || v.data_volume.is_some();
+        if !(claim || v.host_disk.is_some()) || block_volumes.contains(&v.name) {
+            continue;
+        }
+        if v.persistent_volume_claim
+            .as_ref()
+            .is_some_and(|p| p.read_only)
+        {
+            continue;
+        }
+        let Some(usable) = pvc::info(vmi, &v.name)?
+            .filter(|i| !i.is_block())
+            .as_ref()
+            .and_then(pvc::usable_size)
+        else {
+            continue;
+        };
+        let image = match &v.host_disk {
+            Some(h) => {
+                match host_disk_image(ctx, &v.name, &h.path, &format!("spec.volumes[{i}]")) {
+                    Ok(p) => PathBuf::from(p),
+                    Err(_) => continue,
+                }
+            }
+            None => PathBuf::from(pvc_image(ctx, &v.name)),
+        };
+        out.push(ExpansionTarget {
+            volume: v.name.clone(),
+            image,
+            usable,
+        });
+    }
+    Ok(out)
+}
+
+/// KubeVirt's offline ExpandDisks step: each [`expansion_targets`] image
+/// smaller than its usable size is grown with `qemu-img resize` (falloc
+/// when the image is fully allocated); never shrunk. As in KubeVirt, a
+/// failed resize is logged and the domain starts with the image as it is.
+fn expand_claim_images(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    prepared: &Prepared,
+) -> Result<(), StorageError> {
+    for t in expansion_targets(vmi, ctx, &prepared.block_volumes)? {
+        let Ok(meta) = fs::symlink_metadata(&t.image) else {
+            continue;
+        };
+        if !meta.is_file() || meta.len() >= t.usable {
+            continue;
+        }
+        match qemu_img::resize(&t.image, t.usable, preallocated(&t.image)) {
+            Ok(()) => {
+                tracing::info!(volume = %t.volume, from = meta.len(), to = t.usable, "expanded the disk image to the claim's usable size")
+            }
+            Err(e) => {
+                tracing::error!(volume = %t.volume, "failed to expand the disk image at start: {e}")
+            }
+        }
     }
     Ok(())
 }
@@ -675,6 +877,8 @@ fn choose_cache_modes(
     Ok(())
 }
 
+#[cfg(test)]
+mod pvc_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -139,3 +139,25 @@ pub fn create_empty(path: &Path, bytes: u64) -> Result<(), QemuImgError> {
     let args: [&OsStr; 3] = ["create".as_ref(), "-f".as_ref(), "qcow2".as_ref()];
     create_then_rename(path, &args, &[size.as_ref()])
 }
+
+/// Grows the raw image at `path` to `bytes` in place (`qemu-img resize -f
+/// raw --preallocation=falloc|off`), KubeVirt's offline disk expansion. The
+/// format is given, never probed: a guest-written header in a claim must
+/// not make qemu-img treat the file as another format. `falloc` allocates
+/// the new part, for images that were fully allocated before.
+///
+/// # Errors
+/// [`QemuImgError`] from qemu-img.
+pub fn resize(path: &Path, bytes: u64, falloc: bool) -> Result<(), QemuImgError> {
+    let mut cmd = Command::new("qemu-img");
+    cmd.args(["resize", "-f", "raw"])
+        .arg(if falloc {
+            "--preallocation=falloc"
+        } else {
+            "--preallocation=off"
+        })
+        .arg(path)
+        .arg(bytes.to_string());
+    process::run(cmd, Duration::from_secs(120), 64 * 1024)?;
+    Ok(())
+}

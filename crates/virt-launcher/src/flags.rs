@@ -57,6 +57,25 @@ pub struct LauncherFlags {
     #[arg(long, default_value_t = storage::DEFAULT_DISK_MEMORY_LIMIT,
           value_parser = clap::value_parser!(u64).range(64 << 20..))]
     pub disk_memory_limit: u64,
+    /// Percent by which a claim's free space may fall short of its size
+    /// when the launcher creates its disk.img (KubeVirt's
+    /// `--less-pvc-space-toleration`; the default is KubeVirt's cluster
+    /// default, `pvc-tolerate-less-space-up-to-percent` 10).
+    #[arg(long, default_value_t = storage::pvc::DEFAULT_LESS_PVC_SPACE_TOLERATION,
+          value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub less_pvc_space_toleration: u8,
+    /// Bytes of a claim never given to a created disk.img (KubeVirt's
+    /// cluster setting `minimumReservePVCBytes`, default 128 KiB; ours as
+    /// a flag).
+    #[arg(long, default_value_t = storage::pvc::DEFAULT_MINIMUM_RESERVE_PVC_BYTES)]
+    pub minimum_reserve_pvc_bytes: u64,
+    /// KubeVirt's ExpandDisks feature gate for `run` and `STANDALONE_VMI`
+    /// (ours as a flag): before the domain starts, grow each filesystem-mode
+    /// claim's disk.img to the usable size its status gives. Under
+    /// virt-handler, SyncVirtualMachine's `ClusterConfig.ExpandDisksEnabled`
+    /// decides instead.
+    #[arg(long)]
+    pub expand_disks: bool,
     /// Directory of the EFI firmware (OVMF/AAVMF).
     #[arg(long)]
     pub ovmf_path: Option<String>,

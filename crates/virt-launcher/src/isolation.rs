@@ -241,6 +241,121 @@ impl Mounts {
         self.bind(source, target, false)
     }
 
+    /// Bind-mounts directory `source` (which must exist: a claim's
+    /// directory is never created) over `target` (created if missing),
+    /// read-only when `read_only`.
+    ///
+    /// # Errors
+    /// [`IsolationError`] from mkdir or mount.
+    pub fn bind_dir_as(
+        &mut self,
+        source: &Path,
+        target: &Path,
+        read_only: bool,
+    ) -> Result<(), IsolationError> {
+        fs::create_dir_all(target).map_err(io_err("mkdir", target))?;
+        self.bind(source, target, read_only)
+    }
+
+    /// Replaces `/dev` (in the private mount namespace only) by a tmpfs
+    /// built in `staging`: the host's device nodes recreated with `mknod`
+    /// (same numbers, modes and owners), its links copied, its directories
+    /// and other entries (`pts`, `shm`, `mqueue`, ...) bind-mounted, plus a
+    /// block device node `/dev/<vol>` for each `(vol, device)` claim, which
+    /// replaces a host entry of that name. kubelet gives a pod's block
+    /// claims such nodes; the host's `/dev` is never written.
+    ///
+    /// # Errors
+    /// [`IsolationError`] from a mount, mknod or a `device` that is not a
+    /// block device. The staging mount is registered first, so a failure
+    /// half-way still gets it (and everything below it) detached.
+    pub fn private_dev(
+        &mut self,
+        staging: &Path,
+        claims: &[(String, PathBuf)],
+    ) -> Result<(), IsolationError> {
+        use nix::sys::stat::{mknod, Mode, SFlag};
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let merr = |op, path: &Path| {
+            let path = path.to_owned();
+            move |source| IsolationError::Mount { op, path, source }
+        };
+        mount(
+            Some("tmpfs"),
+            staging,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID,
+            Some("mode=0755,size=1m"),
+        )
+        .map_err(merr("mount tmpfs", staging))?;
+        self.targets.push(staging.to_owned());
+        let node = |path: &Path, kind: SFlag, perm: u32, rdev: u64, uid, gid| {
+            mknod(path, kind, Mode::from_bits_truncate(perm & 0o7777), rdev)
+                .map_err(merr("mknod", path))?;
+            std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(io_err("chown", path))
+        };
+        let host = Path::new("/dev");
+        for entry in fs::read_dir(host).map_err(io_err("read", host))? {
+            let entry = entry.map_err(io_err("read", host))?;
+            let name = entry.file_name();
+            if claims.iter().any(|(v, _)| name == v.as_str()) {
+                continue;
+            }
+            let src = entry.path();
+            let dst = staging.join(&name);
+            let m = fs::symlink_metadata(&src).map_err(io_err("stat", &src))?;
+            let ft = m.file_type();
+            if ft.is_symlink() {
+                let t = fs::read_link(&src).map_err(io_err("readlink", &src))?;
+                std::os::unix::fs::symlink(&t, &dst).map_err(io_err("symlink", &dst))?;
+            } else if ft.is_char_device() || ft.is_block_device() {
+                let kind = if ft.is_char_device() {
+                    SFlag::S_IFCHR
+                } else {
+                    SFlag::S_IFBLK
+                };
+                node(&dst, kind, m.mode(), m.rdev(), m.uid(), m.gid())?;
+            } else {
+                if ft.is_dir() {
+                    fs::create_dir(&dst).map_err(io_err("mkdir", &dst))?;
+                } else {
+                    File::create(&dst).map_err(io_err("create", &dst))?;
+                }
+                mount(
+                    Some(&src),
+                    &dst,
+                    None::<&str>,
+                    MsFlags::MS_BIND | MsFlags::MS_REC,
+                    None::<&str>,
+                )
+                .map_err(merr("bind mount", &dst))?;
+            }
+        }
+        for (vol, dev) in claims {
+            let m = fs::metadata(dev).map_err(io_err("stat", dev))?;
+            if !m.file_type().is_block_device() {
+                return Err(IsolationError::Io {
+                    op: "use as a block claim",
+                    path: dev.clone(),
+                    source: io::Error::other("not a block device"),
+                });
+            }
+            node(&staging.join(vol), SFlag::S_IFBLK, 0o660, m.rdev(), 0, 0)?;
+        }
+        mount(
+            Some(staging),
+            host,
+            None::<&str>,
+            MsFlags::MS_MOVE,
+            None::<&str>,
+        )
+        .map_err(merr("move the private /dev", host))?;
+        self.targets.pop();
+        self.targets.push(host.to_owned());
+        tracing::debug!(claims = claims.len(), "private /dev with block claims");
+        Ok(())
+    }
+
     /// Bind-mounts file `source` read-only over `target` (an empty file is
     /// created as the mount point): the guest image cannot be modified.
     ///

@@ -98,10 +98,10 @@ pub struct RuntimeSettings {
     pub state_dir: PathBuf,
     /// containerDisk volume name → image file on the host.
     pub container_disks: Vec<(String, PathBuf)>,
-    /// Standalone: persistentVolumeClaim, dataVolume or ephemeral volume
-    /// name → raw disk image on the host (`--pvc`), shown to the launcher
-    /// where virt-handler mounts a filesystem-mode claim.
-    pub pvcs: Vec<(String, PathBuf)>,
+    /// Standalone: the claims of persistentVolumeClaim, dataVolume and
+    /// ephemeral volumes (`--pvc`): image files, directories or block
+    /// devices on the host, shown where virt-handler and kubelet put them.
+    pub pvcs: Vec<PvcArg>,
     /// Standalone: access credential secret name → directory of its keys
     /// (`--access-credential`).
     pub access_credentials: Vec<(String, PathBuf)>,
@@ -184,6 +184,94 @@ fn backend_storage_dir(
     std::fs::canonicalize(dir)
         .map(Some)
         .map_err(|e| LauncherError::Input(format!("--backend-storage {}: {e}", dir.display())))
+}
+
+/// One `--pvc VOLUME=PATH[,capacity=QUANTITY][,filesystem-overhead=FRACTION][,preallocated]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PvcArg {
+    /// The volume's name in `spec.volumes`.
+    pub volume: String,
+    /// An image file, a directory (filesystem-mode claim) or a block device.
+    pub path: PathBuf,
+    /// The claim's size (a Kubernetes quantity): its status capacity and
+    /// request, what a created disk.img gets.
+    pub capacity: Option<api::Quantity>,
+    /// The claim's `filesystemOverhead` (0 to 1; CDI's default is 0.055).
+    pub filesystem_overhead: Option<f64>,
+    /// A preallocated (thick) claim: no `discard='unmap'`, falloc growth.
+    pub preallocated: bool,
+}
+
+impl PvcArg {
+    /// Parses the flag's value. A path containing a comma cannot be given.
+    ///
+    /// # Errors
+    /// A message naming the bad part.
+    pub fn parse(s: &str) -> Result<PvcArg, String> {
+        let form = "VOLUME=PATH[,capacity=QUANTITY][,filesystem-overhead=FRACTION][,preallocated]";
+        let (volume, rest) = s
+            .split_once('=')
+            .filter(|(v, r)| !v.is_empty() && !r.is_empty())
+            .ok_or_else(|| format!("{s:?} is not {form}"))?;
+        let mut parts = rest.split(',');
+        let path = parts
+            .next()
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| format!("{s:?} is not {form}"))?;
+        let mut arg = PvcArg {
+            volume: volume.to_owned(),
+            path: PathBuf::from(path),
+            capacity: None,
+            filesystem_overhead: None,
+            preallocated: false,
+        };
+        for opt in parts {
+            match opt.split_once('=') {
+                Some(("capacity", q)) => {
+                    let q = api::Quantity::parse(q).map_err(|e| format!("capacity={q}: {e}"))?;
+                    if q.is_negative() || q.to_bytes().is_err() {
+                        return Err(format!("capacity={q}: not a size in bytes"));
+                    }
+                    arg.capacity = Some(q);
+                }
+                Some(("filesystem-overhead", f)) => {
+                    let x = f
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|x| (0.0..=1.0).contains(x))
+                        .ok_or_else(|| format!("filesystem-overhead={f}: not a fraction from 0 to 1"))?;
+                    arg.filesystem_overhead = Some(x);
+                }
+                None if opt == "preallocated" => arg.preallocated = true,
+                _ => return Err(format!("{opt:?} is not capacity=QUANTITY, filesystem-overhead=FRACTION or preallocated (form: {form})")),
+            }
+        }
+        Ok(arg)
+    }
+}
+
+/// What a `--pvc` path is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimSource {
+    /// A raw image, bind-mounted at `vmi-disks/<vol>/disk.img`.
+    File,
+    /// A filesystem-mode claim, bind-mounted at `vmi-disks/<vol>/`.
+    Dir,
+    /// A block-mode claim, a node `/dev/<vol>` in the launcher's private `/dev`.
+    Block,
+}
+
+/// A checked `--pvc`: volume, absolute path, kind, read-only.
+#[derive(Clone, Debug)]
+pub struct Claim {
+    /// The volume.
+    pub volume: String,
+    /// The canonical path on the host.
+    pub path: PathBuf,
+    /// What it is.
+    pub source: ClaimSource,
+    /// Ephemeral volume or read-only claim: mounted read-only.
+    pub read_only: bool,
 }
 
 /// Standalone mode has no pod network unless `--setup-pod-network` makes
@@ -438,6 +526,7 @@ pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, Laun
     ctx.pod_cpuset = pod_cpuset();
     ctx.ovmf_files = Some(dir_files(&ctx.paths.ovmf_dir));
     ctx.host_numa = host_numa();
+    ctx.expand_disks_enabled = flags.expand_disks;
     Ok(ctx)
 }
 
@@ -526,6 +615,24 @@ pub fn run_vmi(
     check_flags(flags)?;
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let mut ctx = context(flags, arch)?;
+    // Standalone claims: checked now; their sizes become the VMI's
+    // status.volumeStatus, as virt-handler reports a claim's.
+    let claims = match settings.mode {
+        Mode::Standalone => pvc_claims(vmi, settings)?,
+        Mode::Pod => Vec::new(),
+    };
+    let with_status;
+    let vmi = if settings.pvcs.is_empty() {
+        vmi
+    } else {
+        with_status = with_claim_status(vmi, &settings.pvcs, &claims);
+        &with_status
+    };
+    // virt-handler's PreallocatedVolumes: claims whose status says so
+    // (`--pvc ...,preallocated` standalone). Under virt-handler its options
+    // replace this at each sync.
+    ctx.volumes_discard_ignore =
+        storage::pvc::preallocated_volumes(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
     // Pure conversion first: refuses unsupported or invalid specs up front.
     if sync {
         converter::convert(vmi, &ctx).map_err(|e| match e {
@@ -567,7 +674,7 @@ pub fn run_vmi(
         Mode::Standalone => backend_storage_dir(vmi, settings)?,
         Mode::Pod => None,
     };
-    let (images, host_disk_dirs, config_sources, pvcs) = match settings.mode {
+    let (images, host_disk_dirs, config_sources) = match settings.mode {
         Mode::Standalone => (
             container_disk_images(vmi, settings)?,
             host_disk_dirs(vmi)?,
@@ -575,9 +682,8 @@ pub fn run_vmi(
                 volumes: config_volume_dirs(vmi, settings)?,
                 secrets: access_credential_dirs(vmi, settings)?,
             },
-            pvc_images(vmi, settings)?,
         ),
-        Mode::Pod => (Vec::new(), Vec::new(), ConfigSources::Pod, Vec::new()),
+        Mode::Pod => (Vec::new(), Vec::new(), ConfigSources::Pod),
     };
     if sync {
         // Everything read from outside the launcher's directories (cloud-init
@@ -649,9 +755,22 @@ pub fn run_vmi(
         for (dir, target) in &host_disk_dirs {
             mounts.bind_dir(dir, target)?;
         }
-        for (vol, file, read_only) in &pvcs {
-            let target = PathBuf::from(format!("{PRIVATE_DIR}/vmi-disks/{vol}/disk.img"));
-            mounts.bind_file(file, &target, *read_only)?;
+        let mut block_claims = Vec::new();
+        for c in &claims {
+            let dir = PathBuf::from(format!("{PRIVATE_DIR}/vmi-disks/{}", c.volume));
+            match c.source {
+                ClaimSource::File => {
+                    mounts.bind_file(&c.path, &dir.join("disk.img"), c.read_only)?;
+                }
+                ClaimSource::Dir => mounts.bind_dir_as(&c.path, &dir, c.read_only)?,
+                ClaimSource::Block => block_claims.push((c.volume.clone(), c.path.clone())),
+            }
+        }
+        if !block_claims.is_empty() {
+            // kubelet puts a block claim's node at /dev/<vol> in the pod;
+            // standalone, the launcher's private /dev does (the host's /dev
+            // is never written).
+            mounts.private_dev(&state.subdir("dev")?, &block_claims)?;
         }
         if process::is_pid1() {
             mounts.mount_proc()?;
@@ -668,6 +787,7 @@ pub fn run_vmi(
                 &ctx,
                 &daemon,
                 settings.mode,
+                &claims,
                 &config_sources,
                 started,
             )
@@ -846,17 +966,19 @@ fn access_credential_dirs(
     Ok(out)
 }
 
-/// Pairs each persistentVolumeClaim, dataVolume and ephemeral volume with
-/// its raw image on the host (`--pvc`): (volume, absolute path, read-only).
-/// Ephemeral volumes and read-only claims are mounted read-only, so the
-/// guest can never write them. Every such volume needs one; every flag
-/// must name such a volume.
-fn pvc_images(
+/// Checks the `--pvc` claims: each names a persistentVolumeClaim,
+/// dataVolume or ephemeral volume, once; every such volume has one; the path
+/// is a regular file, a directory or a block device. Ephemeral volumes and
+/// read-only claims are mounted read-only, so the guest can never write
+/// them; a directory without disk.img needs the claim's size.
+fn pvc_claims(
     vmi: &VirtualMachineInstance,
     s: &RuntimeSettings,
-) -> Result<Vec<(String, PathBuf, bool)>, LauncherError> {
-    let mut out: Vec<(String, PathBuf, bool)> = Vec::new();
-    for (name, file) in &s.pvcs {
+) -> Result<Vec<Claim>, LauncherError> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut out: Vec<Claim> = Vec::new();
+    for p in &s.pvcs {
+        let name = &p.volume;
         let Some(v) = vmi.spec.volumes.iter().find(|v| &v.name == name) else {
             return Err(LauncherError::Input(format!(
                 "--pvc {name}=...: the VMI has no volume named {name:?}"
@@ -871,22 +993,75 @@ fn pvc_images(
                 "--pvc {name}=...: volume {name:?} is not a persistentVolumeClaim, dataVolume or ephemeral volume"
             )));
         }
-        let meta = std::fs::metadata(file)
-            .map_err(|e| LauncherError::Input(format!("--pvc {name}={}: {e}", file.display())))?;
-        if !meta.is_file() {
-            return Err(LauncherError::Input(format!(
-                "--pvc {name}={}: not a regular file (a raw disk image)",
-                file.display()
-            )));
-        }
-        if out.iter().any(|(n, _, _)| n == name) {
+        if out.iter().any(|c| &c.volume == name) {
             return Err(LauncherError::Input(format!(
                 "--pvc {name}=... is given twice"
             )));
         }
+        let file = &p.path;
+        let meta = std::fs::metadata(file)
+            .map_err(|e| LauncherError::Input(format!("--pvc {name}={}: {e}", file.display())))?;
+        let source = if meta.is_file() {
+            ClaimSource::File
+        } else if meta.is_dir() {
+            ClaimSource::Dir
+        } else if meta.file_type().is_block_device() {
+            ClaimSource::Block
+        } else {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}={}: not a raw image file, a claim directory or a block device",
+                file.display()
+            )));
+        };
         let abs = std::fs::canonicalize(file)
             .map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
-        out.push((name.clone(), abs, read_only));
+        if source == ClaimSource::Block {
+            // A device the host uses (a mounted file system, or one held by
+            // md/dm) is claimed exclusively by the kernel: O_EXCL fails with
+            // EBUSY. Never hand such a device (the host's own disk) to a guest.
+            use std::os::unix::fs::OpenOptionsExt;
+            if let Err(e) = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_EXCL)
+                .open(&abs)
+            {
+                let why = if e.raw_os_error() == Some(libc::EBUSY) {
+                    "the block device is in use on this host (mounted or held); refusing to give it to a guest".to_owned()
+                } else {
+                    e.to_string()
+                };
+                return Err(LauncherError::Input(format!(
+                    "--pvc {name}={}: {why}",
+                    file.display()
+                )));
+            }
+        }
+        if source == ClaimSource::Dir {
+            let img = abs.join("disk.img");
+            let has_image = std::fs::symlink_metadata(&img).is_ok();
+            let status_size = storage::pvc::info(vmi, name)
+                .map_err(|e| LauncherError::Input(e.to_string()))?
+                .is_some_and(|i| i.capacity.is_some() || i.requests.is_some());
+            if !has_image && p.capacity.is_none() && !status_size {
+                return Err(LauncherError::Input(format!(
+                    "--pvc {name}={}: the claim has no disk.img and its size is unknown: give it as --pvc {name}={},capacity=QUANTITY",
+                    file.display(),
+                    file.display()
+                )));
+            }
+            if read_only && !has_image {
+                return Err(LauncherError::Input(format!(
+                    "--pvc {name}={}: a read-only claim needs its disk.img (it cannot be created)",
+                    file.display()
+                )));
+            }
+        }
+        out.push(Claim {
+            volume: name.clone(),
+            path: abs,
+            source,
+            read_only,
+        });
     }
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         let kind = if v.persistent_volume_claim.is_some() {
@@ -898,14 +1073,96 @@ fn pvc_images(
         } else {
             continue;
         };
-        if !out.iter().any(|(n, _, _)| n == &v.name) {
+        if !out.iter().any(|c| c.volume == v.name) {
             return Err(LauncherError::Input(format!(
-                "spec.volumes[{i}].{kind}: standalone mode has no mounted claims: pass --pvc {}=FILE, a raw disk image",
+                "spec.volumes[{i}].{kind}: standalone mode has no mounted claims: pass --pvc {}=PATH, a raw disk image, a claim directory or a block device",
                 v.name
             )));
         }
     }
     Ok(out)
+}
+
+/// `vmi` with the `--pvc` facts in `status.volumeStatus[].persistentVolumeClaimInfo`,
+/// as virt-handler reports a claim (capacity and request both the given
+/// size, the file system overhead, the volume mode); facts the flags do not
+/// give keep the VMI's own status.
+pub fn with_claim_status(
+    vmi: &VirtualMachineInstance,
+    args: &[PvcArg],
+    claims: &[Claim],
+) -> VirtualMachineInstance {
+    use serde_json::{json, Map, Value};
+    let mut out = vmi.clone();
+    let mut status = match out.status.take() {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let mut list = match status.remove("volumeStatus") {
+        Some(Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    for a in args {
+        let (Some(c), Some(v)) = (
+            claims.iter().find(|c| c.volume == a.volume),
+            vmi.spec.volumes.iter().find(|v| v.name == a.volume),
+        ) else {
+            continue;
+        };
+        let claim_name = v
+            .persistent_volume_claim
+            .as_ref()
+            .map(|p| p.claim_name.clone())
+            .or_else(|| v.data_volume.as_ref().map(|d| d.name.clone()))
+            .or_else(|| {
+                v.ephemeral
+                    .as_ref()
+                    .and_then(|e| e.persistent_volume_claim.as_ref())
+                    .map(|p| p.claim_name.clone())
+            })
+            .unwrap_or_default();
+        let idx = match list
+            .iter()
+            .position(|s| s.get("name").and_then(Value::as_str) == Some(&a.volume))
+        {
+            Some(i) => i,
+            None => {
+                list.push(Value::Null);
+                list.len() - 1
+            }
+        };
+        let mut entry = match std::mem::take(&mut list[idx]) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        entry.insert("name".into(), json!(a.volume));
+        let mut info = match entry.remove("persistentVolumeClaimInfo") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        info.entry("claimName").or_insert_with(|| json!(claim_name));
+        let mode = if c.source == ClaimSource::Block {
+            "Block"
+        } else {
+            "Filesystem"
+        };
+        info.insert("volumeMode".into(), json!(mode));
+        if let Some(q) = &a.capacity {
+            info.insert("capacity".into(), json!({ "storage": q.as_str() }));
+            info.insert("requests".into(), json!({ "storage": q.as_str() }));
+        }
+        if let Some(f) = a.filesystem_overhead {
+            info.insert("filesystemOverhead".into(), json!(f.to_string()));
+        }
+        if a.preallocated {
+            info.insert("preallocated".into(), json!(true));
+        }
+        entry.insert("persistentVolumeClaimInfo".into(), Value::Object(info));
+        list[idx] = Value::Object(entry);
+    }
+    status.insert("volumeStatus".into(), Value::Array(list));
+    out.status = Some(Value::Object(status));
+    out
 }
 
 /// Pairs each containerDisk volume with its host image (`--container-disk`).
@@ -1004,6 +1261,7 @@ fn run_in_runtime(
     ctx: &ConvertContext,
     daemon: &DaemonKind,
     mode: Mode,
+    claims: &[Claim],
     config_sources: &ConfigSources,
     started: Instant,
 ) -> Result<(), LauncherError> {
@@ -1055,9 +1313,16 @@ fn run_in_runtime(
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 
-    // Block-mode PVCs are device nodes in the pod's /dev; standalone has none
-    // (the host's /dev is never handed out by volume name).
-    let block_device_dir = (mode == Mode::Pod).then(|| Path::new("/dev"));
+    // Block-mode PVCs are device nodes in the pod's /dev. Standalone, only
+    // the `--pvc` block claims are (nodes in the launcher's private /dev):
+    // the host's devices are never handed out by volume name.
+    let block_volumes = (mode == Mode::Standalone).then(|| {
+        claims
+            .iter()
+            .filter(|c| c.source == ClaimSource::Block)
+            .map(|c| c.volume.clone())
+            .collect()
+    });
     let result = run_domain(
         vmi,
         sync,
@@ -1065,7 +1330,7 @@ fn run_in_runtime(
         ctx,
         daemon,
         &sup,
-        block_device_dir,
+        block_volumes,
         config_sources,
         started,
     );
@@ -1221,7 +1486,7 @@ fn run_domain(
     ctx: &ConvertContext,
     daemon: &DaemonKind,
     sup: &Supervisor,
-    block_device_dir: Option<&Path>,
+    block_volumes: Option<std::collections::BTreeSet<String>>,
     config_sources: &ConfigSources,
     started: Instant,
 ) -> Result<(), LauncherError> {
@@ -1235,7 +1500,12 @@ fn run_domain(
     let prepare = PrepareOptions {
         disk_memory_limit: flags.disk_memory_limit,
         owner: None,
-        block_device_dir: block_device_dir.map(Path::to_path_buf),
+        block_device_dir: Some(PathBuf::from("/dev")),
+        block_volumes,
+        space: storage::pvc::SpacePolicy {
+            less_pvc_space_toleration: flags.less_pvc_space_toleration,
+            minimum_reserve_bytes: flags.minimum_reserve_pvc_bytes,
+        },
         config_sources: config_sources.clone(),
         rebuild_media: true,
         config_disk_fs: flags.config_disk_fs.into(),
@@ -1519,4 +1789,82 @@ fn ms(since: Instant) -> u64 {
 /// `terminationGracePeriodSeconds` + 15, as virt-controller computes the flag.
 pub fn grace_period(flag: Option<i64>, vmi: &VirtualMachineInstance) -> i64 {
     flag.unwrap_or_else(|| vmi.grace_period_seconds().saturating_add(15))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pvc_flag_takes_a_path_and_claim_facts() {
+        let a = PvcArg::parse("data=/claims/a,capacity=2Gi,filesystem-overhead=0.055,preallocated")
+            .unwrap();
+        assert_eq!(a.volume, "data");
+        assert_eq!(a.path, PathBuf::from("/claims/a"));
+        assert_eq!(a.capacity.unwrap().as_str(), "2Gi");
+        assert_eq!(a.filesystem_overhead, Some(0.055));
+        assert!(a.preallocated);
+        let b = PvcArg::parse("v=/x.img").unwrap();
+        assert_eq!(
+            (b.capacity, b.filesystem_overhead, b.preallocated),
+            (None, None, false)
+        );
+        for (bad, msg) in [
+            ("data", "is not VOLUME=PATH"),
+            ("=x", "is not VOLUME=PATH"),
+            ("v=,capacity=1Gi", "is not VOLUME=PATH"),
+            ("v=/x,capacity=12XB", "capacity=12XB: "),
+            ("v=/x,capacity=-1Gi", "not a size in bytes"),
+            ("v=/x,filesystem-overhead=1.5", "not a fraction from 0 to 1"),
+            ("v=/x,size=3", "\"size=3\" is not capacity=QUANTITY"),
+        ] {
+            let e = PvcArg::parse(bad).unwrap_err();
+            assert!(e.contains(msg), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn pvc_flag_facts_become_the_claims_volume_status() {
+        let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: s}\nspec:\n  domain: {memory: {guest: 64Mi}}\n  volumes:\n  - {name: a, persistentVolumeClaim: {claimName: ca}}\n  - {name: b, dataVolume: {name: db}}\n  - {name: c, ephemeral: {persistentVolumeClaim: {claimName: cc}}}\nstatus:\n  volumeStatus:\n  - {name: b, target: vdb, persistentVolumeClaimInfo: {filesystemOverhead: '0.1', capacity: {storage: 1Gi}}}\n";
+        let vmi = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+        let claim = |v: &str, source| Claim {
+            volume: v.into(),
+            path: PathBuf::from("/x"),
+            source,
+            read_only: false,
+        };
+        let args = [
+            PvcArg::parse("a=/x,capacity=64Mi").unwrap(),
+            PvcArg::parse("b=/x,capacity=2Gi").unwrap(),
+            PvcArg::parse("c=/x,preallocated").unwrap(),
+        ];
+        let claims = [
+            claim("a", ClaimSource::Dir),
+            claim("b", ClaimSource::File),
+            claim("c", ClaimSource::Block),
+        ];
+        let out = with_claim_status(&vmi, &args, &claims);
+        let a = storage::pvc::info(&out, "a").unwrap().unwrap();
+        assert_eq!((a.capacity, a.requests), (Some(64 << 20), Some(64 << 20)));
+        assert_eq!(a.volume_mode.as_deref(), Some("Filesystem"));
+        let b = storage::pvc::info(&out, "b").unwrap().unwrap();
+        assert_eq!(b.capacity, Some(2 << 30), "the flag overrides the status");
+        assert_eq!(
+            b.filesystem_overhead,
+            Some(0.1),
+            "the status's own facts stay"
+        );
+        let st = &out.status.as_ref().unwrap()["volumeStatus"];
+        assert_eq!(st[0]["target"], "vdb");
+        assert_eq!(st[0]["persistentVolumeClaimInfo"]["claimName"], "db");
+        assert!(storage::pvc::info(&out, "c").unwrap().unwrap().is_block());
+        assert_eq!(st[2]["persistentVolumeClaimInfo"]["claimName"], "cc");
+        assert_eq!(
+            storage::pvc::preallocated_volumes(&out)
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["c"]
+        );
+    }
 }

@@ -95,12 +95,18 @@ struct RunArgs {
     /// userDataSecretRef / networkDataSecretRef, as VOLUME=DIR (repeatable).
     #[arg(long = "config-volume", value_parser = parse_config_volume)]
     config_volumes: Vec<(String, PathBuf)>,
-    /// Raw disk image for a persistentVolumeClaim, dataVolume or ephemeral
-    /// volume, as VOLUME=FILE (repeatable): shown where virt-handler mounts
-    /// a filesystem-mode claim (`vmi-disks/<vol>/disk.img`); read-only for
-    /// ephemeral volumes and read-only claims.
-    #[arg(long = "pvc", value_parser = parse_container_disk)]
-    pvcs: Vec<(String, PathBuf)>,
+    /// The claim of a persistentVolumeClaim, dataVolume or ephemeral
+    /// volume, as VOLUME=PATH[,capacity=QUANTITY][,filesystem-overhead=FRACTION][,preallocated]
+    /// (repeatable). PATH is a raw image file (shown as
+    /// `vmi-disks/<vol>/disk.img`), a directory (a filesystem-mode claim,
+    /// shown as `vmi-disks/<vol>/`; its disk.img is created sparse when
+    /// absent) or a block device (a block-mode claim, shown as
+    /// `/dev/<vol>`). capacity is the claim's size (its status capacity
+    /// and request), filesystem-overhead the fraction kept free (for
+    /// --expand-disks), preallocated drops discard (KubeVirt's preallocated
+    /// volumes). Read-only for ephemeral volumes and read-only claims.
+    #[arg(long = "pvc", value_parser = launcher::PvcArg::parse)]
+    pvcs: Vec<launcher::PvcArg>,
     /// KubeVirt's backend storage (the VM's `persistent-state-for-<vm>`
     /// claim): a directory whose `nvram/` and `swtpm/` are mounted where
     /// libvirt keeps EFI variables and TPM state, so VMIs with

@@ -258,6 +258,8 @@ impl Handler for LauncherHandler {
             ctx.mem_balloon_stats_period = opts.mem_balloon_stats_period;
             ctx.free_page_reporting = !opts.free_page_reporting_disabled;
             ctx.serial_console_log = !opts.serial_console_log_disabled;
+            ctx.volumes_discard_ignore = opts.preallocated_volumes.iter().cloned().collect();
+            ctx.expand_disks_enabled = opts.expand_disks_enabled;
         });
         self.cache.invalidate();
         match self.manager.sync_vmi(&vmi) {

@@ -430,6 +430,49 @@ impl LibvirtDomainManager {
         Ok(converter::convert(vmi, &ctx)?)
     }
 
+    /// KubeVirt's online ExpandDisks step, on a sync of a running domain:
+    /// each claim image whose usable size (from the VMI's claim status)
+    /// exceeds what the guest sees is grown with `virDomainBlockResize`
+    /// (bytes), and the guest is told. Failures are logged, as in KubeVirt.
+    fn expand_online(&self, vmi: &VirtualMachineInstance, dom: &VirtDomain) {
+        let ctx = self
+            .ctx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if !ctx.expand_disks_enabled {
+            return;
+        }
+        let targets = match storage::expansion_targets(vmi, &ctx, &ctx.prepared.block_volumes) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!("not expanding disks: {e}");
+                return;
+            }
+        };
+        for t in targets {
+            let path = t.image.to_string_lossy();
+            let capacity = match dom.get_block_info(&path, 0) {
+                Ok(i) => i.capacity,
+                Err(e) => {
+                    tracing::warn!(volume = %t.volume, "failed to get block info: {e}");
+                    continue;
+                }
+            };
+            if t.usable <= capacity {
+                continue;
+            }
+            match dom.block_resize(&path, t.usable, sys::VIR_DOMAIN_BLOCK_RESIZE_BYTES) {
+                Ok(_) => {
+                    tracing::info!(volume = %t.volume, from = capacity, to = t.usable, "expanded the disk of the running domain")
+                }
+                Err(e) => {
+                    tracing::error!(volume = %t.volume, "libvirt failed to expand the disk: {e}")
+                }
+            }
+        }
+    }
+
     /// Changes the conversion settings used by later syncs (virt-handler's
     /// `VirtualMachineOptions`: SMBIOS, balloon period, cluster flags).
     pub fn update_context(&self, f: impl FnOnce(&mut ConvertContext)) {
@@ -553,6 +596,7 @@ impl DomainManager for LibvirtDomainManager {
                     }
                     if ACTIVE.contains(&st) {
                         tracing::debug!(domain = %name, "domain already active; nothing to do");
+                        self.expand_online(vmi, &d);
                         return Ok(());
                     }
                     // Defined but not running: refresh the definition, then start.

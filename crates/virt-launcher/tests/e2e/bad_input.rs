@@ -224,13 +224,31 @@ fn host_block_devices_are_never_taken_for_a_pvc() {
     let (code, line) = refuse(&y, &["--no-disk"]);
     assert_eq!(code, 2, "{line}");
     assert!(
-        line.contains("spec.volumes[0].persistentVolumeClaim: standalone mode has no mounted claims: pass --pvc vda=FILE"),
+        line.contains("spec.volumes[0].persistentVolumeClaim: standalone mode has no mounted claims: pass --pvc vda=PATH"),
         "{line}"
     );
-    // Not even when asked for explicitly: --pvc takes regular files only.
-    let (code, line) = refuse(&y, &["--no-disk", "--pvc", "vda=/dev/vda"]);
+    // Asked for explicitly: a block device the host uses (the one holding
+    // its root file system) is refused, never handed to the guest.
+    let out = Command::new("findmnt")
+        .args(["-n", "-o", "SOURCE", "/"])
+        .output()
+        .expect("findmnt (util-linux)");
+    let root = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(
+        std::fs::metadata(&root)
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type())),
+        "the test needs / on a block device, found {root:?}"
+    );
+    let arg = format!("vda={root}");
+    let (code, line) = refuse(&y, &["--no-disk", "--pvc", &arg]);
     assert_eq!(code, 2, "{line}");
-    assert!(line.contains("--pvc vda=/dev/vda: "), "{line}");
+    // EBUSY from the exclusive open; a host that denies opening its root
+    // disk at all (EPERM, some sandboxes) refuses it as well.
+    assert!(
+        line.contains(&format!("--pvc {arg}: the block device is in use on this host (mounted or held); refusing to give it to a guest"))
+            || line.contains(&format!("--pvc {arg}: Operation not permitted")),
+        "{line}"
+    );
 }
 
 #[test]

@@ -113,6 +113,8 @@ pub struct Opts<'a> {
     /// (path relative to `/var/run/kubevirt-private`, host directory),
     /// mounted read-only.
     pub pod_mounts: &'a [(&'a str, &'a Path)],
+    /// Pod mode: like [`Opts::pod_mounts`], writable (claims).
+    pub pod_mounts_rw: &'a [(&'a str, &'a Path)],
 }
 
 impl Default for Opts<'_> {
@@ -123,6 +125,7 @@ impl Default for Opts<'_> {
             pod: false,
             handler: false,
             pod_mounts: &[],
+            pod_mounts_rw: &[],
         }
     }
 }
@@ -143,6 +146,10 @@ mount --bind "$POD_PRIVATE" /var/run/kubevirt-private
 for m in ${POD_MOUNTS:-}; do
     mkdir -p "/var/run/kubevirt-private/${m%%=*}"
     mount --bind -o ro "${m#*=}" "/var/run/kubevirt-private/${m%%=*}"
+done
+for m in ${POD_MOUNTS_RW:-}; do
+    mkdir -p "/var/run/kubevirt-private/${m%%=*}"
+    mount --bind "${m#*=}" "/var/run/kubevirt-private/${m%%=*}"
 done
 mkdir -p /var/run/kubevirt/container-disks
 : > /var/run/kubevirt/container-disks/disk_0.img
@@ -251,8 +258,14 @@ impl Launcher {
                 .iter()
                 .map(|(rel, host)| format!("{rel}={}", host.display()))
                 .collect();
+            let rw: Vec<String> = opts
+                .pod_mounts_rw
+                .iter()
+                .map(|(rel, host)| format!("{rel}={}", host.display()))
+                .collect();
             cmd.env("POD_PRIVATE", &private)
-                .env("POD_MOUNTS", mounts.join(" "));
+                .env("POD_MOUNTS", mounts.join(" "))
+                .env("POD_MOUNTS_RW", rw.join(" "));
             if wrapper == POD_NET_WRAPPER {
                 cmd.env("POD_PHASE1_VMI", &vmi_path);
             }

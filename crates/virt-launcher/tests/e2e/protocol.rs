@@ -38,7 +38,11 @@ fn wait_for_marker(stdout: &mut std::process::ChildStdout, marker: &str, l: &Lau
     seen
 }
 
-fn fake_handler(l: &Launcher, vmi: &std::path::Path, extra: &[&str]) -> std::process::Child {
+pub(crate) fn fake_handler(
+    l: &Launcher,
+    vmi: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Child {
     Command::new("python3")
         .arg(repo_root().join("tests/handler/fake_virt_handler.py"))
         .arg("--share")

@@ -298,14 +298,14 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
             "{BAD_HEAD}  - name: v\n    ephemeral: {{persistentVolumeClaim: {{claimName: c}}}}\n"
         ),
         &[],
-        "spec.volumes[1].ephemeral: standalone mode has no mounted claims: pass --pvc v=FILE",
+        "spec.volumes[1].ephemeral: standalone mode has no mounted claims: pass --pvc v=PATH, a raw disk image, a claim directory or a block device",
     );
     assert_refused(
         &format!(
             "{BAD_HEAD}  - name: v\n    ephemeral: {{persistentVolumeClaim: {{claimName: c}}}}\n"
         ),
         &["--pvc", "v=/dev/null"],
-        "--pvc v=/dev/null: not a regular file",
+        "--pvc v=/dev/null: not a raw image file, a claim directory or a block device",
     );
     assert_refused(
         &format!("{BAD_HEAD}  - name: v\n    configMap: {{name: c}}\n"),
@@ -537,6 +537,389 @@ fn kubevirt_vmi_host_disk_example_boots_from_the_file_on_the_host() {
     shutdown(l);
     // An existing image is used as it is: DiskOrCreate never resizes it.
     assert_eq!(fs::metadata(&img).unwrap().len(), len);
+}
+
+/// Sparse? The allocated bytes of `p`.
+fn allocated(p: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(p).unwrap().blocks() * 512
+}
+
+/// The `<disk>` element of the domain XML whose source mentions `needle`.
+fn disk_xml<'a>(xml: &'a str, needle: &str) -> &'a str {
+    xml.split("<disk ")
+        .skip(1)
+        .map(|d| d.split("</disk>").next().unwrap())
+        .find(|d| d.contains(needle))
+        .unwrap_or_else(|| panic!("no disk with {needle} in\n{xml}"))
+}
+
+#[test]
+fn filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows() {
+    let claim = tempfile::tempdir().unwrap();
+    // The guest prints the disk's size in 512-byte sectors and keeps a mark.
+    let body = "echo \"CLAIM-SECTORS $(cat /sys/block/$(basename $d)/size)\"\nif [ \"$(head -c 15 $d)\" = CLAIM-DIR-MARK1 ]; then echo CLAIM-FOUND-MARK; else printf CLAIM-DIR-MARK1 | dd of=$d conv=notrunc 2>/dev/null; sync; echo CLAIM-WROTE-MARK; fi";
+    let y = vmi(
+        "pvcdir",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: data\n        serial: claimdir\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: data\n    persistentVolumeClaim: {{claimName: my-claim}}\n",
+            block(&on_disk_with_serial("claimdir", body), 8)
+        ),
+    );
+    let img = claim.path().join("disk.img");
+    // First start: no disk.img; the launcher creates it, 64 MiB, sparse.
+    let arg = format!("data={},capacity=64Mi", claim.path().display());
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--pvc", &arg],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("CLAIM-SECTORS 131072\r\n"), "{serial}");
+    assert!(serial.contains("CLAIM-WROTE-MARK"), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    let d = disk_xml(&xml, "/var/run/kubevirt-private/vmi-disks/data/disk.img");
+    assert!(
+        d.contains("type='file'") && d.contains("discard='unmap'"),
+        "{d}"
+    );
+    shutdown(l);
+    assert_eq!(fs::metadata(&img).unwrap().len(), 64 << 20);
+    assert!(allocated(&img) < 8 << 20, "not sparse: {}", allocated(&img));
+    assert_eq!(&fs::read(&img).unwrap()[..15], b"CLAIM-DIR-MARK1");
+    let names: Vec<_> = fs::read_dir(claim.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, ["disk.img"], "only the image is in the claim");
+
+    // The claim grew to 128 Mi with 25 % file system overhead, and is
+    // preallocated: with ExpandDisks the image grows to 96 MiB before the
+    // domain starts, the guest's data stays, and the disk has no discard.
+    let arg = format!(
+        "data={},capacity=128Mi,filesystem-overhead=0.25,preallocated",
+        claim.path().display()
+    );
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--pvc", &arg, "--expand-disks"],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("CLAIM-SECTORS 196608\r\n"), "{serial}");
+    assert!(serial.contains("CLAIM-FOUND-MARK"), "{serial}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    let d = disk_xml(&xml, "/var/run/kubevirt-private/vmi-disks/data/disk.img");
+    assert!(!d.contains("discard="), "{d}");
+    shutdown(l);
+    assert_eq!(fs::metadata(&img).unwrap().len(), 96 << 20);
+}
+
+/// A loop device over `file`, detached when dropped.
+struct Loop(String);
+
+impl Loop {
+    fn new(file: &std::path::Path) -> Loop {
+        let out = std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(file)
+            .output()
+            .expect("losetup (util-linux) is needed for the block claim test");
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Loop(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["--detach", &self.0])
+            .status();
+    }
+}
+
+#[test]
+fn block_mode_claim_on_a_loop_device_is_read_and_written_by_the_guest() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("block-claim.img");
+    let mut content = b"BLOCK-CLAIM-ORIG".to_vec();
+    content.resize(16 << 20, 0);
+    fs::write(&backing, &content).unwrap();
+    let dev = Loop::new(&backing);
+    let body = "echo \"BLK-READ $(head -c 16 $d) sectors=$(cat /sys/block/$(basename $d)/size)\"\nprintf BLOCK-GUEST-WROTE | dd of=$d bs=512 seek=2048 conv=notrunc,fsync 2>/dev/null\necho \"BLK-READBACK $(dd if=$d bs=512 skip=2048 count=1 2>/dev/null | head -c 17)\"";
+    let y = vmi(
+        "pvcblock",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: blockclaim\n        serial: blockdisk\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: blockclaim\n    persistentVolumeClaim: {{claimName: my-block-claim}}\n",
+            block(&on_disk_with_serial("blockdisk", body), 8)
+        ),
+    );
+    let host_node = std::path::Path::new("/dev/blockclaim");
+    assert!(!host_node.exists());
+    let arg = format!("blockclaim={}", dev.0);
+    let mut l = Launcher::start(
+        &y,
+        &Opts {
+            args: &["--pvc", &arg],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(
+        serial.contains("BLK-READ BLOCK-CLAIM-ORIG sectors=32768\r\n"),
+        "{serial}"
+    );
+    assert!(
+        serial.contains("BLK-READBACK BLOCK-GUEST-WROTE"),
+        "{serial}"
+    );
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    let d = disk_xml(&xml, "/dev/blockclaim");
+    assert!(d.starts_with("type='block'"), "{d}");
+    assert!(d.contains("<source dev='/dev/blockclaim'"), "{d}");
+    assert!(!host_node.exists(), "the host's /dev was written");
+    shutdown(l);
+    drop(dev);
+    let data = fs::read(&backing).unwrap();
+    assert_eq!(&data[..16], b"BLOCK-CLAIM-ORIG");
+    assert_eq!(&data[1 << 20..(1 << 20) + 17], b"BLOCK-GUEST-WROTE");
+    assert!(!host_node.exists());
+}
+
+/// Runs `f` in a thread of its own with a private mount namespace where a
+/// tmpfs of `size` bytes is mounted at `dir`; processes it spawns see it,
+/// the host never does, and it vanishes with the thread.
+fn on_small_fs<T: Send>(dir: &std::path::Path, size: u64, f: impl FnOnce() -> T + Send) -> T {
+    use nix::mount::{mount, MsFlags};
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).expect("unshare(CLONE_NEWNS)");
+            mount(
+                None::<&str>,
+                "/",
+                None::<&str>,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                None::<&str>,
+            )
+            .expect("make / private");
+            mount(
+                Some("tmpfs"),
+                dir,
+                Some("tmpfs"),
+                MsFlags::empty(),
+                Some(format!("size={size}").as_str()),
+            )
+            .expect("mount a small tmpfs");
+            f()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+#[test]
+fn claims_too_small_full_or_with_a_planted_link_are_refused_naming_the_volume() {
+    let y = vmi(
+        "pvcbad",
+        "      - name: data\n        disk: {bus: virtio}",
+        "  - name: data\n    persistentVolumeClaim: {claimName: my-claim}\n",
+    );
+    let claim = tempfile::tempdir().unwrap();
+    let listing = |d: &std::path::Path| -> Vec<String> {
+        fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let arg = format!("data={},capacity=64Mi", claim.path().display());
+    // A 4 MiB claim for a 64 MiB disk: beyond the 10 % toleration.
+    on_small_fs(claim.path(), 4 << 20, || {
+        assert_refused(
+            &y,
+            &["--pvc", &arg],
+            "spec.volumes[1].persistentVolumeClaim: unable to create the disk image of volume data: not enough space, demanded size 67108864 B",
+        );
+        assert!(
+            listing(claim.path()).is_empty(),
+            "{:?}",
+            listing(claim.path())
+        );
+    });
+    // A full claim: nothing fits, nothing is left.
+    on_small_fs(claim.path(), 4 << 20, || {
+        let filler = claim.path().join("filler");
+        let mut f = fs::File::create(&filler).unwrap();
+        while std::io::Write::write_all(&mut f, &[0x5a; 65536]).is_ok() {}
+        drop(f);
+        let arg = format!("data={},capacity=1Mi", claim.path().display());
+        assert_refused(
+            &y,
+            &["--pvc", &arg],
+            "unable to create the disk image of volume data: not enough space",
+        );
+        assert_eq!(listing(claim.path()), ["filler"]);
+    });
+    // disk.img a link to a file outside the claim: refused, never followed.
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    fs::write(outside.path(), b"HOST FILE").unwrap();
+    symlink(outside.path(), claim.path().join("disk.img")).unwrap();
+    assert_refused(
+        &y,
+        &["--pvc", &arg],
+        "spec.volumes[1].persistentVolumeClaim: /var/run/kubevirt-private/vmi-disks/data/disk.img is a symbolic link; refusing to use it",
+    );
+    assert_eq!(fs::read(outside.path()).unwrap(), b"HOST FILE");
+    // A directory without disk.img and without a size: refused up front.
+    fs::remove_file(claim.path().join("disk.img")).unwrap();
+    let bare = format!("data={}", claim.path().display());
+    assert_refused(
+        &y,
+        &["--pvc", &bare],
+        "the claim has no disk.img and its size is unknown: give it as --pvc data=",
+    );
+}
+
+#[test]
+fn pod_claim_image_is_created_and_grown_online_when_virt_handler_reports_a_larger_claim() {
+    let claim = tempfile::tempdir().unwrap();
+    // A background loop prints the disk's size (512-byte sectors) whenever
+    // it changes; the user-data itself ends at once.
+    let body = "( last=; while :; do n=$(cat /sys/block/$(basename $d)/size); [ \"$n\" != \"$last\" ] && echo \"CLAIM-SIZE $n\" >/dev/ttyS0; last=$n; sleep 0.5; done ) &";
+    let status = |cap: &str| {
+        format!("status:\n  volumeStatus:\n  - name: data\n    target: vdc\n    persistentVolumeClaimInfo: {{claimName: my-claim, volumeMode: Filesystem, capacity: {{storage: {cap}}}, requests: {{storage: {cap}}}, filesystemOverhead: '0.25'}}\n")
+    };
+    let y = vmi(
+        "pvconline",
+        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: data\n        serial: onlinedisk\n        disk: {bus: virtio}",
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: data\n    persistentVolumeClaim: {{claimName: my-claim}}\n",
+            block(&on_disk_with_serial("onlinedisk", body), 8)
+        ),
+    );
+    let first = format!("{y}{}", status("64Mi"));
+    let mut l = Launcher::start_wrapped(
+        &first,
+        &Opts {
+            pod: true,
+            handler: true,
+            pod_mounts_rw: &[("vmi-disks/data", claim.path())],
+            ..Opts::default()
+        },
+        crate::harness::POD_WRAPPER,
+    );
+    let json = |doc: &str, file: &str| {
+        let mut v: serde_json::Value = serde_yaml_ng::from_str(doc).unwrap();
+        v["metadata"]["uid"] = serde_json::Value::String(l.uid.clone());
+        let p = l.dir.path().join(file);
+        fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let vmi_json = json(&first, "vmi.json");
+    // The claim grew to 128 Mi: usable (1 − 0.25) × 128 Mi = 96 MiB.
+    let grown = json(&format!("{y}{}", status("128Mi")), "vmi-grown.json");
+    let serial = l.serial_log_path();
+    let h = crate::protocol::fake_handler(
+        &l,
+        &vmi_json,
+        &[
+            "--serial",
+            serial.to_str().unwrap(),
+            "--expand-disks",
+            "--resync-vmi",
+            grown.to_str().unwrap(),
+            "--resync-marker",
+            "CLAIM-SIZE 196608",
+        ],
+    );
+    let out = h.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("RESYNC-SEEN") && stdout.contains("OK"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        l.log()
+    );
+    assert!(
+        l.wait_exit(std::time::Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    // Created at the claim's 64 MiB (its usable 48 MiB is smaller: never
+    // shrunk), then grown while the guest ran.
+    let s = l.serial();
+    assert!(s.contains("CLAIM-SIZE 131072"), "{s}");
+    assert!(s.contains("CLAIM-SIZE 196608"), "{s}");
+    let img = claim.path().join("disk.img");
+    assert_eq!(fs::metadata(&img).unwrap().len(), 96 << 20);
+    assert!(allocated(&img) < 8 << 20);
+}
+
+#[test]
+fn a_block_device_the_host_has_mounted_is_refused_as_a_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let backing = dir.path().join("mounted.img");
+    fs::write(&backing, vec![0u8; 8 << 20]).unwrap();
+    let dev = Loop::new(&backing);
+    let mkfs = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&dev.0)
+        .output()
+        .expect("mkfs.ext4 (e2fsprogs)");
+    assert!(mkfs.status.success(), "{mkfs:?}");
+    let y = vmi(
+        "pvcbusy",
+        "      - name: data\n        disk: {bus: virtio}",
+        "  - name: data\n    persistentVolumeClaim: {claimName: my-claim}\n",
+    );
+    let mnt = tempfile::tempdir().unwrap();
+    let arg = format!("data={}", dev.0);
+    // Mounted (in a private namespace of this test's thread: the kernel's
+    // exclusive claim on the device is global all the same).
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use nix::mount::{mount, umount2, MntFlags, MsFlags};
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).unwrap();
+            mount(
+                None::<&str>,
+                "/",
+                None::<&str>,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                None::<&str>,
+            )
+            .unwrap();
+            mount(
+                Some(dev.0.as_str()),
+                mnt.path(),
+                Some("ext4"),
+                MsFlags::empty(),
+                None::<&str>,
+            )
+            .expect("mount the loop device");
+            assert_refused(
+                &y,
+                &["--pvc", &arg],
+                &format!("--pvc {arg}: the block device is in use on this host (mounted or held); refusing to give it to a guest"),
+            );
+            umount2(mnt.path(), MntFlags::MNT_DETACH).unwrap();
+        })
+        .join()
+        .unwrap();
+    });
 }
 
 /// KubeVirt's config drive device metadata: a tagged interface is listed
