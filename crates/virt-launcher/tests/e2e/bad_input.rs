@@ -82,6 +82,16 @@ pub(crate) fn refuse_reporting_start(yaml: &str, extra: &[&str]) -> (i32, String
     (out.status.code().unwrap_or(-1), last, started)
 }
 
+/// [`assert_refused`] for input judged only inside the runtime (a claim's
+/// free space, where it is mounted): libvirt may have started, but the exit
+/// is still 2 with the field named and nothing left behind.
+pub(crate) fn assert_refused_late(yaml: &str, extra: &[&str], expect: &str) {
+    let (code, line, _) = refuse_reporting_start(yaml, extra);
+    assert_eq!(code, 2, "{line}");
+    assert!(line.starts_with("virt-launcher: "), "{line}");
+    assert!(line.contains(expect), "expected {expect:?} in {line:?}");
+}
+
 pub(crate) fn assert_refused(yaml: &str, extra: &[&str], expect: &str) {
     let (code, line) = refuse(yaml, extra);
     assert_eq!(code, 2, "{line}");

@@ -6,7 +6,7 @@
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 
-use crate::bad_input::assert_refused;
+use crate::bad_input::{assert_refused, assert_refused_late};
 use crate::harness::{repo_root, Launcher, Opts, BOOT_TIMEOUT};
 
 /// The test guest with one more disk, `extra_disk` (YAML list item), and
@@ -749,7 +749,7 @@ fn claims_too_small_full_or_with_a_planted_link_are_refused_naming_the_volume() 
     let arg = format!("data={},capacity=64Mi", claim.path().display());
     // A 4 MiB claim for a 64 MiB disk: beyond the 10 % toleration.
     on_small_fs(claim.path(), 4 << 20, || {
-        assert_refused(
+        assert_refused_late(
             &y,
             &["--pvc", &arg],
             "spec.volumes[1].persistentVolumeClaim: unable to create the disk image of volume data: not enough space, demanded size 67108864 B",
@@ -767,7 +767,7 @@ fn claims_too_small_full_or_with_a_planted_link_are_refused_naming_the_volume() 
         while std::io::Write::write_all(&mut f, &[0x5a; 65536]).is_ok() {}
         drop(f);
         let arg = format!("data={},capacity=1Mi", claim.path().display());
-        assert_refused(
+        assert_refused_late(
             &y,
             &["--pvc", &arg],
             "unable to create the disk image of volume data: not enough space",
@@ -778,7 +778,7 @@ fn claims_too_small_full_or_with_a_planted_link_are_refused_naming_the_volume() 
     let outside = tempfile::NamedTempFile::new().unwrap();
     fs::write(outside.path(), b"HOST FILE").unwrap();
     symlink(outside.path(), claim.path().join("disk.img")).unwrap();
-    assert_refused(
+    assert_refused_late(
         &y,
         &["--pvc", &arg],
         "spec.volumes[1].persistentVolumeClaim: /var/run/kubevirt-private/vmi-disks/data/disk.img is a symbolic link; refusing to use it",
@@ -787,7 +787,7 @@ fn claims_too_small_full_or_with_a_planted_link_are_refused_naming_the_volume() 
     // A directory without disk.img and without a size: refused up front.
     fs::remove_file(claim.path().join("disk.img")).unwrap();
     let bare = format!("data={}", claim.path().display());
-    assert_refused(
+    assert_refused_late(
         &y,
         &["--pvc", &bare],
         "the claim has no disk.img and its size is unknown: give it as --pvc data=",
