@@ -10,8 +10,19 @@ pub struct ArchCaps {
     pub arch: Arch,
     /// `<os><smbios mode='sysinfo'/>` and a `<sysinfo>` block.
     pub smbios: bool,
-    /// ACPI on unless the VMI disables it (s390x: off unless enabled).
-    pub acpi_default: bool,
+    /// The machine type has ACPI: `<acpi/>` unless the VMI disables it.
+    /// Where it has none (pseries, s390-ccw-virtio) an enabled ACPI is
+    /// refused: libvirt rejects `<acpi/>` there ("machine type
+    /// 'pseries-10.0' does not support ACPI", checked by the e2e `define`
+    /// tests against QEMU's own capabilities). KubeVirt v1.6.6 writes
+    /// `<acpi/>` on ppc64le by default, a domain libvirt 11.3 refuses.
+    pub acpi: bool,
+    /// `<pmu state='off'/>` (realtime) is possible; libvirt refuses it on
+    /// ppc64le ("PMU is always enabled for architecture 'ppc64le'").
+    pub pmu_off: bool,
+    /// SeaBIOS' serial output (`<bios useserial='yes'/>`) exists: x86 only
+    /// (libvirt: "BIOS serial console only supported on x86 architectures").
+    pub bios_serial: bool,
     /// `<vmport state='off'/>` in `<features>`.
     pub vmport: bool,
     /// The USB controller is always `qemu-xhci` (else `none` unless needed).
@@ -42,7 +53,9 @@ pub struct ArchCaps {
 const AMD64: ArchCaps = ArchCaps {
     arch: Arch::Amd64,
     smbios: true,
-    acpi_default: true,
+    acpi: true,
+    pmu_off: true,
+    bios_serial: true,
     vmport: true,
     usb_always: false,
     usb_unsupported: false,
@@ -65,7 +78,9 @@ const AMD64: ArchCaps = ArchCaps {
 const ARM64: ArchCaps = ArchCaps {
     arch: Arch::Arm64,
     smbios: true,
-    acpi_default: true,
+    acpi: true,
+    pmu_off: true,
+    bios_serial: false,
     vmport: false,
     usb_always: true,
     usb_unsupported: false,
@@ -88,7 +103,9 @@ const ARM64: ArchCaps = ArchCaps {
 const PPC64LE: ArchCaps = ArchCaps {
     arch: Arch::Ppc64le,
     smbios: false,
-    acpi_default: true,
+    acpi: false,
+    pmu_off: false,
+    bios_serial: false,
     vmport: false,
     usb_always: true,
     usb_unsupported: false,
@@ -106,7 +123,9 @@ const PPC64LE: ArchCaps = ArchCaps {
 const S390X: ArchCaps = ArchCaps {
     arch: Arch::S390x,
     smbios: false,
-    acpi_default: false,
+    acpi: false,
+    pmu_off: true,
+    bios_serial: false,
     vmport: false,
     usb_always: false,
     usb_unsupported: true,

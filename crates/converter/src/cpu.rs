@@ -34,7 +34,8 @@ pub struct Converted {
 /// `mpx` disabled, as KubeVirt does for CPUs that dropped MPX.
 ///
 /// # Errors
-/// [`ConvertError::Invalid`] for an unknown feature policy, a model or
+/// [`ConvertError::Invalid`] for an unknown feature policy, a model other
+/// than `host-passthrough` on arm64 (KubeVirt's admission), a model or
 /// feature name XML cannot carry, `maxSockets` below `sockets`, or more than
 /// 512 vCPUs.
 pub fn convert(
@@ -109,6 +110,16 @@ pub fn convert(
         spec.model.as_str()
     };
     crate::xml_text("spec.domain.cpu.model", model)?;
+    if ctx.arch == Arch::Arm64 && model != "host-passthrough" {
+        // KubeVirt's arm64 admission (webhooks `validateCPUModel`); an
+        // empty model is host-passthrough there, by the API defaults.
+        return Err(ConvertError::invalid(
+            "spec.domain.cpu.model",
+            format!(
+                "currently, host-passthrough is the only model supported on Arm64, not {model:?}"
+            ),
+        ));
+    }
     let custom = !matches!(model, "host-model" | "host-passthrough");
     if custom {
         cpu.mode = Some("custom".into());
