@@ -1091,6 +1091,19 @@ spec:
         "interfaces[0].bootOrder: must be 1 or more",
     );
     bad("state: down", "state: sleeping", "interfaces[1].state");
+    // No ACPI index where the machine has no ACPI: libvirt refuses it on
+    // s390x ("ACPI index is only supported for PCI devices", e2e define).
+    for arch in [Arch::Ppc64le, Arch::S390x] {
+        let e = conv(doc, arch).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("spec.domain.devices.interfaces[0].acpiIndex: ACPI is not available on {arch}")
+        );
+        conv(&doc.replace(", acpiIndex: 3", ""), arch).unwrap();
+    }
+    assert!(iface(&conv(doc, Arch::Arm64).unwrap(), "default")
+        .acpi
+        .is_some());
     bad(
         "{name: nic3, multus",
         "{name: other, multus",
