@@ -763,6 +763,38 @@ fn arm64_admission_and_bios_serial_per_arch() {
     }
 }
 
+/// libvirt refuses host-passthrough under TCG at start ("CPU mode
+/// 'host-passthrough' for aarch64 qemu domain on x86_64 host is not
+/// supported by hypervisor"); found by the e2e aarch64 firmware boot.
+#[test]
+fn host_passthrough_under_tcg_is_maximum() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: c}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    cpu: {model: host-passthrough}\n";
+    for arch in Arch::ALL {
+        let v = vmi(doc, arch);
+        let mode = |virt| {
+            convert(&v, &ConvertContext::new(arch, virt))
+                .unwrap()
+                .cpu
+                .unwrap()
+                .mode
+                .unwrap()
+        };
+        assert_eq!(mode(VirtType::Kvm), "host-passthrough", "{arch}");
+        assert_eq!(mode(VirtType::Qemu), "maximum", "{arch}");
+    }
+    // arm64's default model is host-passthrough: maximum under TCG too.
+    let arm = vmi(
+        &doc.replace("    cpu: {model: host-passthrough}\n", ""),
+        Arch::Arm64,
+    );
+    let d = convert(&arm, &ConvertContext::new(Arch::Arm64, VirtType::Qemu)).unwrap();
+    assert_eq!(d.cpu.unwrap().mode.as_deref(), Some("maximum"));
+    // host-model stays: libvirt computes it for TCG from the emulator.
+    let hm = vmi(&doc.replace("host-passthrough", "host-model"), Arch::Amd64);
+    let d = convert(&hm, &ConvertContext::new(Arch::Amd64, VirtType::Qemu)).unwrap();
+    assert_eq!(d.cpu.unwrap().mode.as_deref(), Some("host-model"));
+}
+
 #[test]
 fn kernel_arguments_need_a_kernel() {
     let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: k}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    firmware: {kernelBoot: {kernelArgs: console=ttyS0}}\n";
