@@ -48,6 +48,23 @@ pub struct ArchCaps {
     pub sound: bool,
     /// Video models `spec.domain.devices.video.type` may name.
     pub video_models: &'static [&'static str],
+    /// CPU modes libvirt supports for this architecture under TCG
+    /// (`virsh domcapabilities --arch A --virttype qemu`, libvirt 11.3 with
+    /// QEMU 10.0 on an x86_64 host; the e2e `define` tests compare them
+    /// with the live answer). `host-passthrough` is never among them.
+    pub tcg_cpu_modes: &'static [&'static str],
+}
+
+impl ArchCaps {
+    /// The `<cpu mode>` for `host-model`/`host-passthrough` under TCG: the
+    /// mode itself where TCG has it, else `maximum` (QEMU's `-cpu max`,
+    /// the nearest to the host's CPU), else none: QEMU's default CPU for
+    /// the machine (ppc64, whose TCG has only named POWER models).
+    pub fn tcg_cpu_mode(&self, mode: &'static str) -> Option<&'static str> {
+        [mode, "maximum"]
+            .into_iter()
+            .find(|m| self.tcg_cpu_modes.contains(m))
+    }
 }
 
 const AMD64: ArchCaps = ArchCaps {
@@ -73,6 +90,7 @@ const AMD64: ArchCaps = ArchCaps {
     tpm: true,
     sound: true,
     video_models: &["vga", "cirrus", "virtio", "ramfb", "bochs"],
+    tcg_cpu_modes: &["host-model", "maximum"],
 };
 
 const ARM64: ArchCaps = ArchCaps {
@@ -98,6 +116,7 @@ const ARM64: ArchCaps = ArchCaps {
     tpm: false,
     sound: false,
     video_models: &["virtio", "ramfb"],
+    tcg_cpu_modes: &["maximum"],
 };
 
 const PPC64LE: ArchCaps = ArchCaps {
@@ -118,6 +137,7 @@ const PPC64LE: ArchCaps = ArchCaps {
     tpm: false,
     sound: false,
     video_models: &["vga", "virtio"],
+    tcg_cpu_modes: &[],
 };
 
 const S390X: ArchCaps = ArchCaps {
@@ -138,6 +158,7 @@ const S390X: ArchCaps = ArchCaps {
     tpm: false,
     sound: false,
     video_models: &["virtio"],
+    tcg_cpu_modes: &["maximum"],
 };
 
 /// The virtio model name for `vmi` on `caps`: `virtio-transitional` when

@@ -28,9 +28,9 @@ pub struct Converted {
 /// Topology: each of sockets, cores and threads at least 1; with
 /// `maxSockets` (not on arm64) sockets = maxSockets, `<vcpu current>` and
 /// `<vcpus>` (CPU hot-plug). Mode:
-/// `host-model`/`host-passthrough` as given (empty → `host-model`;
-/// `host-passthrough` under TCG → `maximum`), any other name →
-/// `mode='custom'` with `<model>`. Features keep their policy
+/// `host-model`/`host-passthrough` as given (empty → `host-model`; under
+/// TCG the nearest mode TCG has, see [`crate::arch::ArchCaps::tcg_cpu_mode`]),
+/// any other name → `mode='custom'` with `<model>`. Features keep their policy
 /// (default `require`); on amd64 a custom model without an `mpx` entry gets
 /// `mpx` disabled, as KubeVirt does for CPUs that dropped MPX.
 ///
@@ -125,14 +125,20 @@ pub fn convert(
     if custom {
         cpu.mode = Some("custom".into());
         cpu.model = Some(model.to_owned());
-    } else if model == "host-passthrough" && ctx.virt_type == crate::VirtType::Qemu {
-        // TCG has no host CPU to pass through; libvirt refuses the domain
-        // at start ("CPU mode 'host-passthrough' for aarch64 qemu domain
-        // on x86_64 host is not supported by hypervisor", also for x86_64
-        // on x86_64). Its TCG counterpart is `maximum` (QEMU's `-cpu max`:
-        // every feature the emulator has), which the e2e firmware test
-        // boots on aarch64.
-        cpu.mode = Some("maximum".into());
+    } else if ctx.virt_type == crate::VirtType::Qemu {
+        // TCG has no host CPU to pass through or copy; libvirt refuses such
+        // a domain at start ("CPU mode 'host-passthrough' for aarch64 qemu
+        // domain on x86_64 host is not supported by hypervisor", the same
+        // for x86_64 on x86_64 and host-model on aarch64, ppc64, s390x).
+        // The e2e firmware test boots the result on aarch64.
+        let mode = if model == "host-model" {
+            "host-model"
+        } else {
+            "host-passthrough"
+        };
+        cpu.mode = crate::arch::caps(ctx.arch)
+            .tcg_cpu_mode(mode)
+            .map(str::to_owned);
     } else {
         cpu.mode = Some(model.to_owned());
     }

@@ -765,9 +765,11 @@ fn arm64_admission_and_bios_serial_per_arch() {
 
 /// libvirt refuses host-passthrough under TCG at start ("CPU mode
 /// 'host-passthrough' for aarch64 qemu domain on x86_64 host is not
-/// supported by hypervisor"); found by the e2e aarch64 firmware boot.
+/// supported by hypervisor"; found by the e2e aarch64 firmware boot), and
+/// host-model and maximum where TCG lacks them ("maximum CPU is not
+/// supported by QEMU binary" for ppc64, found by the e2e define test).
 #[test]
-fn host_passthrough_under_tcg_is_maximum() {
+fn host_cpu_modes_under_tcg_are_what_tcg_has() {
     let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: c}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    cpu: {model: host-passthrough}\n";
     for arch in Arch::ALL {
         let v = vmi(doc, arch);
@@ -777,10 +779,29 @@ fn host_passthrough_under_tcg_is_maximum() {
                 .cpu
                 .unwrap()
                 .mode
-                .unwrap()
         };
-        assert_eq!(mode(VirtType::Kvm), "host-passthrough", "{arch}");
-        assert_eq!(mode(VirtType::Qemu), "maximum", "{arch}");
+        assert_eq!(
+            mode(VirtType::Kvm),
+            Some("host-passthrough".into()),
+            "{arch}"
+        );
+        let tcg = (arch != Arch::Ppc64le).then(|| "maximum".to_owned());
+        assert_eq!(mode(VirtType::Qemu), tcg, "{arch}");
+    }
+    // host-model: kept where TCG has it (x86_64), else maximum, else
+    // QEMU's default CPU (ppc64: only named POWER models under TCG).
+    let hm = doc.replace("host-passthrough", "host-model");
+    for (arch, want) in [
+        (Arch::Amd64, Some("host-model")),
+        (Arch::Ppc64le, None),
+        (Arch::S390x, Some("maximum")),
+    ] {
+        let d = convert(&vmi(&hm, arch), &ConvertContext::new(arch, VirtType::Qemu)).unwrap();
+        let cpu = d.cpu.unwrap();
+        assert_eq!(cpu.mode.as_deref(), want, "{arch}");
+        assert!(cpu.topology.is_some() && cpu.model.is_none(), "{arch}");
+        let k = convert(&vmi(&hm, arch), &ConvertContext::new(arch, VirtType::Kvm)).unwrap();
+        assert_eq!(k.cpu.unwrap().mode.as_deref(), Some("host-model"), "{arch}");
     }
     // arm64's default model is host-passthrough: maximum under TCG too.
     let arm = vmi(
@@ -789,10 +810,6 @@ fn host_passthrough_under_tcg_is_maximum() {
     );
     let d = convert(&arm, &ConvertContext::new(Arch::Arm64, VirtType::Qemu)).unwrap();
     assert_eq!(d.cpu.unwrap().mode.as_deref(), Some("maximum"));
-    // host-model stays: libvirt computes it for TCG from the emulator.
-    let hm = vmi(&doc.replace("host-passthrough", "host-model"), Arch::Amd64);
-    let d = convert(&hm, &ConvertContext::new(Arch::Amd64, VirtType::Qemu)).unwrap();
-    assert_eq!(d.cpu.unwrap().mode.as_deref(), Some("host-model"));
 }
 
 #[test]

@@ -133,6 +133,43 @@ fn define_all(l: &Launcher, arch: &str, args: &[&str]) -> Vec<Defined> {
     defined
 }
 
+/// The CPU modes libvirt supports for `arch` under TCG (domain
+/// capabilities), checked against what the converter assumes
+/// (`ArchCaps::tcg_cpu_modes`), and that every domain in `defined` uses
+/// one of them (libvirt checks the mode only when the domain starts).
+fn check_tcg_cpu_modes(l: &Launcher, arch: &str, defined: &[Defined]) {
+    let a: api::Arch = arch.parse().unwrap();
+    let (ok, caps) = l.virsh(&[
+        "domcapabilities",
+        "--arch",
+        a.libvirt_name(),
+        "--virttype",
+        "qemu",
+    ]);
+    assert!(ok, "{caps}");
+    let mut live: Vec<&str> = caps
+        .split("<mode name='")
+        .skip(1)
+        .filter(|m| m.contains("' supported='yes'"))
+        .filter_map(|m| m.split('\'').next())
+        .filter(|m| *m != "custom")
+        .collect();
+    live.sort_unstable();
+    let mut assumed = converter::arch::caps(a).tcg_cpu_modes.to_vec();
+    assumed.sort_unstable();
+    assert_eq!(live, assumed, "TCG CPU modes of {arch}:\n{caps}");
+    for d in defined {
+        if let Some(mode) = d.xml.split("<cpu mode='").nth(1) {
+            let mode = mode.split('\'').next().unwrap_or("");
+            assert!(
+                mode == "custom" || live.contains(&mode),
+                "{} ({arch}): CPU mode {mode} is not one TCG has ({live:?})",
+                d.file
+            );
+        }
+    }
+}
+
 #[test]
 fn libvirt_defines_every_converted_vmi() {
     let l = lend_daemon("definer");
@@ -140,6 +177,9 @@ fn libvirt_defines_every_converted_vmi() {
     for emu in [&["--use-emulation"][..], &[][..]] {
         let defined = define_all(&l, "amd64", emu);
         let kind = if emu.is_empty() { "kvm" } else { "qemu" };
+        if !emu.is_empty() {
+            check_tcg_cpu_modes(&l, "amd64", &defined);
+        }
         for d in &defined {
             assert!(
                 d.xml.starts_with(&format!("<domain type='{kind}'>")),
@@ -185,6 +225,7 @@ fn defines_foreign(arch: &str) {
         defined.len(),
         started.elapsed()
     );
+    check_tcg_cpu_modes(&l, arch, &defined);
     for d in &defined {
         let why = format!("{} ({arch}):\n{}", d.file, d.xml);
         assert!(d.xml.starts_with("<domain type='qemu'>"), "{why}");
