@@ -19,6 +19,15 @@ fn domain_xml(l: &Launcher) -> String {
 
 #[test]
 fn x86_64_efi_guest_boots_through_ovmf() {
+    for need in [
+        "/usr/share/OVMF/OVMF_CODE.fd",
+        "/usr/share/OVMF/OVMF_VARS.fd",
+    ] {
+        assert!(
+            std::path::Path::new(need).exists(),
+            "{need} is missing: run `bash .ci/install` (ovmf)"
+        );
+    }
     let yaml = guest_vmi("efi", "virtio").replace(
         "    memory: {guest: 128Mi}\n",
         // OVMF keeps part of the memory: 128 MiB leave too little for the
@@ -63,6 +72,16 @@ fn x86_64_efi_guest_boots_through_ovmf() {
 
 #[test]
 fn aarch64_guest_boots_aavmf_under_tcg() {
+    for need in [
+        "/usr/bin/qemu-system-aarch64",
+        "/usr/share/AAVMF/AAVMF_CODE.fd",
+        "/usr/share/AAVMF/AAVMF_VARS.fd",
+    ] {
+        assert!(
+            std::path::Path::new(need).exists(),
+            "{need} is missing: run `bash .ci/install` (qemu-system-arm, qemu-efi-aarch64)"
+        );
+    }
     let yaml = "apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
 metadata:
