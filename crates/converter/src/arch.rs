@@ -10,8 +10,19 @@ pub struct ArchCaps {
     pub arch: Arch,
     /// `<os><smbios mode='sysinfo'/>` and a `<sysinfo>` block.
     pub smbios: bool,
-    /// ACPI on unless the VMI disables it (s390x: off unless enabled).
-    pub acpi_default: bool,
+    /// The machine type has ACPI: `<acpi/>` unless the VMI disables it.
+    /// Where it has none (pseries, s390-ccw-virtio) an enabled ACPI is
+    /// refused: libvirt rejects `<acpi/>` there ("machine type
+    /// 'pseries-10.0' does not support ACPI", checked by the e2e `define`
+    /// tests against QEMU's own capabilities). KubeVirt v1.6.6 writes
+    /// `<acpi/>` on ppc64le by default, a domain libvirt 11.3 refuses.
+    pub acpi: bool,
+    /// `<pmu state='off'/>` (realtime) is possible; libvirt refuses it on
+    /// ppc64le ("PMU is always enabled for architecture 'ppc64le'").
+    pub pmu_off: bool,
+    /// SeaBIOS' serial output (`<bios useserial='yes'/>`) exists: x86 only
+    /// (libvirt: "BIOS serial console only supported on x86 architectures").
+    pub bios_serial: bool,
     /// `<vmport state='off'/>` in `<features>`.
     pub vmport: bool,
     /// The USB controller is always `qemu-xhci` (else `none` unless needed).
@@ -37,12 +48,31 @@ pub struct ArchCaps {
     pub sound: bool,
     /// Video models `spec.domain.devices.video.type` may name.
     pub video_models: &'static [&'static str],
+    /// CPU modes libvirt supports for this architecture under TCG
+    /// (`virsh domcapabilities --arch A --virttype qemu`, libvirt 11.3 with
+    /// QEMU 10.0 on an x86_64 host; the e2e `define` tests compare them
+    /// with the live answer). `host-passthrough` is never among them.
+    pub tcg_cpu_modes: &'static [&'static str],
+}
+
+impl ArchCaps {
+    /// The `<cpu mode>` for `host-model`/`host-passthrough` under TCG: the
+    /// mode itself where TCG has it, else `maximum` (QEMU's `-cpu max`,
+    /// the nearest to the host's CPU), else none: QEMU's default CPU for
+    /// the machine (ppc64, whose TCG has only named POWER models).
+    pub fn tcg_cpu_mode(&self, mode: &'static str) -> Option<&'static str> {
+        [mode, "maximum"]
+            .into_iter()
+            .find(|m| self.tcg_cpu_modes.contains(m))
+    }
 }
 
 const AMD64: ArchCaps = ArchCaps {
     arch: Arch::Amd64,
     smbios: true,
-    acpi_default: true,
+    acpi: true,
+    pmu_off: true,
+    bios_serial: true,
     vmport: true,
     usb_always: false,
     usb_unsupported: false,
@@ -60,12 +90,15 @@ const AMD64: ArchCaps = ArchCaps {
     tpm: true,
     sound: true,
     video_models: &["vga", "cirrus", "virtio", "ramfb", "bochs"],
+    tcg_cpu_modes: &["host-model", "maximum"],
 };
 
 const ARM64: ArchCaps = ArchCaps {
     arch: Arch::Arm64,
     smbios: true,
-    acpi_default: true,
+    acpi: true,
+    pmu_off: true,
+    bios_serial: false,
     vmport: false,
     usb_always: true,
     usb_unsupported: false,
@@ -83,12 +116,15 @@ const ARM64: ArchCaps = ArchCaps {
     tpm: false,
     sound: false,
     video_models: &["virtio", "ramfb"],
+    tcg_cpu_modes: &["maximum"],
 };
 
 const PPC64LE: ArchCaps = ArchCaps {
     arch: Arch::Ppc64le,
     smbios: false,
-    acpi_default: true,
+    acpi: false,
+    pmu_off: false,
+    bios_serial: false,
     vmport: false,
     usb_always: true,
     usb_unsupported: false,
@@ -101,12 +137,15 @@ const PPC64LE: ArchCaps = ArchCaps {
     tpm: false,
     sound: false,
     video_models: &["vga", "virtio"],
+    tcg_cpu_modes: &[],
 };
 
 const S390X: ArchCaps = ArchCaps {
     arch: Arch::S390x,
     smbios: false,
-    acpi_default: false,
+    acpi: false,
+    pmu_off: true,
+    bios_serial: false,
     vmport: false,
     usb_always: false,
     usb_unsupported: true,
@@ -119,6 +158,7 @@ const S390X: ArchCaps = ArchCaps {
     tpm: false,
     sound: false,
     video_models: &["virtio"],
+    tcg_cpu_modes: &["maximum"],
 };
 
 /// The virtio model name for `vmi` on `caps`: `virtio-transitional` when

@@ -28,13 +28,15 @@ pub struct Converted {
 /// Topology: each of sockets, cores and threads at least 1; with
 /// `maxSockets` (not on arm64) sockets = maxSockets, `<vcpu current>` and
 /// `<vcpus>` (CPU hot-plug). Mode:
-/// `host-model`/`host-passthrough` as given (empty → `host-model`), any other
-/// name → `mode='custom'` with `<model>`. Features keep their policy
+/// `host-model`/`host-passthrough` as given (empty → `host-model`; under
+/// TCG the nearest mode TCG has, see [`crate::arch::ArchCaps::tcg_cpu_mode`]),
+/// any other name → `mode='custom'` with `<model>`. Features keep their policy
 /// (default `require`); on amd64 a custom model without an `mpx` entry gets
 /// `mpx` disabled, as KubeVirt does for CPUs that dropped MPX.
 ///
 /// # Errors
-/// [`ConvertError::Invalid`] for an unknown feature policy, a model or
+/// [`ConvertError::Invalid`] for an unknown feature policy, a model other
+/// than `host-passthrough` on arm64 (KubeVirt's admission), a model or
 /// feature name XML cannot carry, `maxSockets` below `sockets`, or more than
 /// 512 vCPUs.
 pub fn convert(
@@ -109,10 +111,34 @@ pub fn convert(
         spec.model.as_str()
     };
     crate::xml_text("spec.domain.cpu.model", model)?;
+    if ctx.arch == Arch::Arm64 && model != "host-passthrough" {
+        // KubeVirt's arm64 admission (webhooks `validateCPUModel`); an
+        // empty model is host-passthrough there, by the API defaults.
+        return Err(ConvertError::invalid(
+            "spec.domain.cpu.model",
+            format!(
+                "currently, host-passthrough is the only model supported on Arm64, not {model:?}"
+            ),
+        ));
+    }
     let custom = !matches!(model, "host-model" | "host-passthrough");
     if custom {
         cpu.mode = Some("custom".into());
         cpu.model = Some(model.to_owned());
+    } else if ctx.virt_type == crate::VirtType::Qemu {
+        // TCG has no host CPU to pass through or copy; libvirt refuses such
+        // a domain at start ("CPU mode 'host-passthrough' for aarch64 qemu
+        // domain on x86_64 host is not supported by hypervisor", the same
+        // for x86_64 on x86_64 and host-model on aarch64, ppc64, s390x).
+        // The e2e firmware test boots the result on aarch64.
+        let mode = if model == "host-model" {
+            "host-model"
+        } else {
+            "host-passthrough"
+        };
+        cpu.mode = crate::arch::caps(ctx.arch)
+            .tcg_cpu_mode(mode)
+            .map(str::to_owned);
     } else {
         cpu.mode = Some(model.to_owned());
     }

@@ -698,6 +698,17 @@ fn check_bus(
             ),
         ));
     }
+    if arch == Arch::Arm64 && !matches!(bus, Bus::Virtio | Bus::Scsi) {
+        // KubeVirt's arm64 admission (webhooks `validateDiskBus`).
+        return Err(ConvertError::invalid(
+            field,
+            format!(
+                "disk {:?}: bus {} is not supported on arm64 (use virtio or scsi)",
+                d.name,
+                bus.as_str()
+            ),
+        ));
+    }
     if arch == Arch::S390x && matches!(bus, Bus::Sata | Bus::Usb) {
         return Err(ConvertError::invalid(
             field,

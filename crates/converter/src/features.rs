@@ -17,7 +17,8 @@ pub const MIN_SPINLOCK_RETRIES: u32 = 4095;
 /// Longest Hyper-V vendor id (12 characters, a CPUID leaf of 3 registers).
 pub const MAX_VENDOR_ID_LEN: usize = 12;
 
-/// `<acpi/>` unless disabled (s390x: only when enabled), `<apic/>` and
+/// `<acpi/>` unless disabled (never on ppc64le and s390x, whose machines
+/// have no ACPI), `<apic/>` and
 /// `<smm/>` when set and not disabled, `<hyperv>` (each enlightenment
 /// `state='on|off'`, on when `enabled` is absent; `spinlocks` with
 /// `retries`, `vendor_id` with `value`, `stimer` with `<direct>`) or
@@ -27,17 +28,37 @@ pub const MAX_VENDOR_ID_LEN: usize = 12;
 /// realtime, and on amd64 `<vmport state='off'/>`.
 ///
 /// # Errors
-/// [`ConvertError::Invalid`] for Hyper-V on an architecture other than
-/// amd64, spinlock retries under 4095, or a vendor id longer than 12
+/// [`ConvertError::Invalid`] for ACPI enabled on ppc64le or s390x,
+/// realtime on ppc64le (its PMU cannot be turned off), Hyper-V on an
+/// architecture other than amd64, spinlock retries under 4095, or a vendor id longer than 12
 /// characters or with characters XML cannot carry.
 pub fn convert(vmi: &VirtualMachineInstance, caps: &ArchCaps) -> Result<Features, ConvertError> {
     let f = vmi.spec.domain.features.clone().unwrap_or_default();
     let on = |s: &Option<api::vmi::FeatureState>| s.as_ref().is_some_and(|s| s.is_enabled());
     let acpi = match &f.acpi {
+        Some(s) if s.is_enabled() && !caps.acpi => {
+            return Err(ConvertError::invalid(
+                "spec.domain.features.acpi",
+                format!(
+                    "ACPI is not available on {} (its machine type has none): remove it or set enabled: false",
+                    caps.arch
+                ),
+            ))
+        }
         Some(s) => s.is_enabled(),
-        None => caps.acpi_default,
+        None => caps.acpi,
     };
     let cpu = vmi.spec.domain.cpu.as_ref();
+    let realtime = cpu.is_some_and(|c| c.realtime.is_some());
+    if realtime && !caps.pmu_off {
+        return Err(ConvertError::invalid(
+            "spec.domain.cpu.realtime",
+            format!(
+                "realtime turns the PMU off, which {} cannot do (its PMU is always enabled)",
+                caps.arch
+            ),
+        ));
+    }
     let dedicated = cpu.is_some_and(|c| c.dedicated_cpu_placement) && caps.arch == Arch::Amd64;
     let hidden = f.kvm.as_ref().is_some_and(|k| k.hidden);
     let kvm = (hidden || dedicated).then(|| KvmFeatures {
@@ -79,9 +100,7 @@ pub fn convert(vmi: &VirtualMachineInstance, caps: &ArchCaps) -> Result<Features
             .pvspinlock
             .as_ref()
             .map(|s| FeatureState::on_off(s.is_enabled())),
-        pmu: cpu
-            .is_some_and(|c| c.realtime.is_some())
-            .then(|| FeatureState::on_off(false)),
+        pmu: realtime.then(|| FeatureState::on_off(false)),
         vmport: caps.vmport.then(|| FeatureState::on_off(false)),
     })
 }
@@ -346,6 +365,49 @@ mod tests {
         );
         let v = api::load_vmi(doc.as_bytes(), arch).unwrap();
         convert(&v, &ConvertContext::new(arch, VirtType::Kvm))
+    }
+
+    /// Found by defining in libvirt 11.3 with qemu-system-ppc64/s390x 10.0
+    /// (e2e `define`): "machine type 'pseries-10.0' does not support ACPI",
+    /// the same for 's390-ccw-virtio-10.0', and "PMU is always enabled for
+    /// architecture 'ppc64le'".
+    #[test]
+    fn acpi_and_pmu_only_where_the_machine_has_them() {
+        for (arch, default) in [
+            (Arch::Amd64, true),
+            (Arch::Arm64, true),
+            (Arch::Ppc64le, false),
+            (Arch::S390x, false),
+        ] {
+            let d = conv("      apic: {}\n", arch).unwrap();
+            assert_eq!(d.features.unwrap().acpi.is_some(), default, "{arch}");
+            let off = conv("      acpi: {enabled: false}\n", arch).unwrap();
+            assert!(off.features.unwrap().acpi.is_none(), "{arch}");
+            let on = conv("      acpi: {}\n", arch);
+            if default {
+                assert!(on.unwrap().features.unwrap().acpi.is_some(), "{arch}");
+            } else {
+                assert_eq!(
+                    on.unwrap_err().to_string(),
+                    format!("spec.domain.features.acpi: ACPI is not available on {arch} (its machine type has none): remove it or set enabled: false")
+                );
+            }
+        }
+        let rt = |arch: Arch| {
+            let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: h, uid: u1}\nspec:\n  domain:\n    memory: {guest: 1Gi}\n    cpu: {cores: 1, dedicatedCpuPlacement: true, realtime: {}}\n";
+            let v = api::load_vmi(doc.as_bytes(), arch).unwrap();
+            let mut ctx = ConvertContext::new(arch, VirtType::Kvm);
+            ctx.pod_cpuset = Some(vec![0, 1]);
+            convert(&v, &ctx)
+        };
+        for arch in [Arch::Amd64, Arch::Arm64, Arch::S390x] {
+            let f = rt(arch).unwrap().features.unwrap();
+            assert_eq!(f.pmu.unwrap().state, "off", "{arch}");
+        }
+        assert_eq!(
+            rt(Arch::Ppc64le).unwrap_err().to_string(),
+            "spec.domain.cpu.realtime: realtime turns the PMU off, which ppc64le cannot do (its PMU is always enabled)"
+        );
     }
 
     #[test]

@@ -108,7 +108,8 @@ pub fn pci_address(path: &str, text: &str) -> Result<Address, ConvertError> {
 /// [`ConvertError::Invalid`] naming the field for: an interface without
 /// a network of its name, duplicate names, masquerade on a non-pod
 /// network, an unknown model, a malformed or reserved MAC, a bad PCI
-/// address, boot order 0, or a `state` other than up/down/absent.
+/// address, boot order 0, an `acpiIndex` on an architecture without ACPI
+/// (ppc64le, s390x), or a `state` other than up/down/absent.
 pub fn convert(
     vmi: &VirtualMachineInstance,
     ctx: &ConvertContext,
@@ -232,6 +233,14 @@ fn one(
         .as_deref()
         .map(|a| pci_address(&format!("{path}.pciAddress"), a))
         .transpose()?;
+    if iface.acpi_index.is_some() && !crate::arch::caps(ctx.arch).acpi {
+        // libvirt: "ACPI index is only supported for PCI devices" (s390x's
+        // ccw NICs); pseries has no ACPI to read an index from either.
+        return Err(ConvertError::invalid(
+            format!("{path}.acpiIndex"),
+            format!("ACPI is not available on {}", ctx.arch),
+        ));
+    }
     Ok(Interface {
         interface_type: "ethernet".into(),
         mac: mac.map(|address| Mac { address }),

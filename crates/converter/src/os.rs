@@ -86,7 +86,8 @@ pub fn efi_files(
 ///
 /// # Errors
 /// [`ConvertError::Invalid`] for EFI on an arch without EFI firmware, secure
-/// boot without SMM, kernel paths that are not plain file names, or text XML
+/// boot without SMM, BIOS or secure boot on arm64 (KubeVirt's admission),
+/// `bios.useSerial` off amd64, kernel paths that are not plain file names, or text XML
 /// cannot carry.
 pub fn convert(
     vmi: &VirtualMachineInstance,
@@ -115,6 +116,22 @@ pub fn convert(
         });
     }
     let firmware = dom.firmware.clone().unwrap_or_default();
+    let bootloader = firmware.bootloader.as_ref();
+    if caps.arch == api::Arch::Arm64 {
+        // KubeVirt's arm64 admission (webhooks `validateBootOptions`).
+        if bootloader.is_some_and(|b| b.bios.is_some()) {
+            return Err(ConvertError::invalid(
+                "spec.domain.firmware.bootloader.bios",
+                "Arm64 does not support bios boot, please change to uefi boot",
+            ));
+        }
+        if efi(vmi, caps) == Some(true) {
+            return Err(ConvertError::invalid(
+                "spec.domain.firmware.bootloader.efi.secureBoot",
+                "UEFI secure boot is currently not supported on aarch64 Arch (set secureBoot: false)",
+            ));
+        }
+    }
     if let Some(secure) = efi(vmi, caps) {
         let path = "spec.domain.firmware.bootloader.efi";
         let smm = dom
@@ -143,7 +160,16 @@ pub fn convert(
             path: format!("{nvram_dir}/{}_VARS.fd", vmi.metadata.name),
         });
     }
-    if let Some(bios) = firmware.bootloader.as_ref().and_then(|b| b.bios.as_ref()) {
+    if let Some(bios) = bootloader.and_then(|b| b.bios.as_ref()) {
+        if bios.use_serial == Some(true) && !caps.bios_serial {
+            return Err(ConvertError::invalid(
+                "spec.domain.firmware.bootloader.bios.useSerial",
+                format!(
+                    "SeaBIOS serial output exists on amd64 only, not on {}",
+                    ctx.arch
+                ),
+            ));
+        }
         if bios.use_serial == Some(true) {
             if dom.devices.autoattach_serial_console == Some(false) {
                 return Err(ConvertError::invalid(

@@ -561,7 +561,8 @@ fn per_arch_machine_and_devices() {
     let expect = [
         (Arch::Amd64, "x86_64", "q35", "vga", true, true),
         (Arch::Arm64, "aarch64", "virt", "virtio", true, true),
-        (Arch::Ppc64le, "ppc64le", "pseries", "vga", false, true),
+        // pseries has no ACPI (libvirt refuses `<acpi/>` there).
+        (Arch::Ppc64le, "ppc64le", "pseries", "vga", false, false),
         (
             Arch::S390x,
             "s390x",
@@ -696,6 +697,119 @@ fn bios_serial_output_needs_a_serial_console() {
     )
     .unwrap();
     assert_eq!(d.os.bios.unwrap().useserial.as_deref(), Some("yes"));
+}
+
+/// KubeVirt's arm64 admission (bios, secure boot, CPU model, disk buses),
+/// which libvirt enforces too for BIOS ("ACPI requires UEFI on this
+/// architecture") and secure boot ("Secure boot is supported with q35
+/// machine types only"), and SeaBIOS serial output, which libvirt allows
+/// on x86 only ("BIOS serial console only supported on x86
+/// architectures"); all found by the e2e `define` tests.
+#[test]
+fn arm64_admission_and_bios_serial_per_arch() {
+    let base = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n";
+    let with = |extra: &str| format!("{base}{extra}");
+    let err = |doc: &str, arch| conv(doc, arch).unwrap_err().to_string();
+    assert_eq!(
+        err(&with("    firmware: {bootloader: {bios: {}}}\n"), Arch::Arm64),
+        "spec.domain.firmware.bootloader.bios: Arm64 does not support bios boot, please change to uefi boot"
+    );
+    for efi in ["{}", "{secureBoot: true}"] {
+        let doc = with(&format!(
+            "    features: {{smm: {{}}}}\n    firmware: {{bootloader: {{efi: {efi}}}}}\n"
+        ));
+        assert_eq!(
+            err(&doc, Arch::Arm64),
+            "spec.domain.firmware.bootloader.efi.secureBoot: UEFI secure boot is currently not supported on aarch64 Arch (set secureBoot: false)"
+        );
+        assert!(conv(&doc, Arch::Amd64).unwrap().os.loader.is_some());
+    }
+    let plain = conv(
+        &with("    firmware: {bootloader: {efi: {secureBoot: false}}}\n"),
+        Arch::Arm64,
+    )
+    .unwrap();
+    assert_eq!(plain.os.loader.unwrap().secure.as_deref(), Some("no"));
+    assert_eq!(
+        err(&with("    cpu: {model: host-model}\n"), Arch::Arm64),
+        "spec.domain.cpu.model: currently, host-passthrough is the only model supported on Arm64, not \"host-model\""
+    );
+    let d = conv(base, Arch::Arm64).unwrap();
+    assert_eq!(d.cpu.unwrap().mode.as_deref(), Some("host-passthrough"));
+    let disks = |bus: &str, kind: &str| {
+        with(&format!(
+            "    devices:\n      disks:\n      - {{name: d, {kind}: {{bus: {bus}}}}}\n  volumes:\n  - {{name: d, emptyDisk: {{capacity: 1Gi}}}}\n"
+        ))
+    };
+    for (bus, kind) in [("sata", "disk"), ("usb", "disk"), ("sata", "cdrom")] {
+        assert_eq!(
+            err(&disks(bus, kind), Arch::Arm64),
+            format!("spec.domain.devices.disks[0].{kind}.bus: disk \"d\": bus {bus} is not supported on arm64 (use virtio or scsi)")
+        );
+        conv(&disks(bus, kind), Arch::Amd64).unwrap();
+    }
+    for (bus, kind) in [("virtio", "disk"), ("scsi", "disk"), ("scsi", "cdrom")] {
+        conv(&disks(bus, kind), Arch::Arm64).unwrap();
+    }
+    let serial = with("    firmware: {bootloader: {bios: {useSerial: true}}}\n");
+    assert!(conv(&serial, Arch::Amd64).unwrap().os.bios.is_some());
+    for arch in [Arch::Ppc64le, Arch::S390x] {
+        assert_eq!(
+            err(&serial, arch),
+            format!("spec.domain.firmware.bootloader.bios.useSerial: SeaBIOS serial output exists on amd64 only, not on {arch}")
+        );
+        let d = conv(&with("    firmware: {bootloader: {bios: {}}}\n"), arch).unwrap();
+        assert!(d.os.bios.is_none() && d.os.loader.is_none(), "{arch}");
+    }
+}
+
+/// libvirt refuses host-passthrough under TCG at start ("CPU mode
+/// 'host-passthrough' for aarch64 qemu domain on x86_64 host is not
+/// supported by hypervisor"; found by the e2e aarch64 firmware boot), and
+/// host-model and maximum where TCG lacks them ("maximum CPU is not
+/// supported by QEMU binary" for ppc64, found by the e2e define test).
+#[test]
+fn host_cpu_modes_under_tcg_are_what_tcg_has() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: c}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    cpu: {model: host-passthrough}\n";
+    for arch in Arch::ALL {
+        let v = vmi(doc, arch);
+        let mode = |virt| {
+            convert(&v, &ConvertContext::new(arch, virt))
+                .unwrap()
+                .cpu
+                .unwrap()
+                .mode
+        };
+        assert_eq!(
+            mode(VirtType::Kvm),
+            Some("host-passthrough".into()),
+            "{arch}"
+        );
+        let tcg = (arch != Arch::Ppc64le).then(|| "maximum".to_owned());
+        assert_eq!(mode(VirtType::Qemu), tcg, "{arch}");
+    }
+    // host-model: kept where TCG has it (x86_64), else maximum, else
+    // QEMU's default CPU (ppc64: only named POWER models under TCG).
+    let hm = doc.replace("host-passthrough", "host-model");
+    for (arch, want) in [
+        (Arch::Amd64, Some("host-model")),
+        (Arch::Ppc64le, None),
+        (Arch::S390x, Some("maximum")),
+    ] {
+        let d = convert(&vmi(&hm, arch), &ConvertContext::new(arch, VirtType::Qemu)).unwrap();
+        let cpu = d.cpu.unwrap();
+        assert_eq!(cpu.mode.as_deref(), want, "{arch}");
+        assert!(cpu.topology.is_some() && cpu.model.is_none(), "{arch}");
+        let k = convert(&vmi(&hm, arch), &ConvertContext::new(arch, VirtType::Kvm)).unwrap();
+        assert_eq!(k.cpu.unwrap().mode.as_deref(), Some("host-model"), "{arch}");
+    }
+    // arm64's default model is host-passthrough: maximum under TCG too.
+    let arm = vmi(
+        &doc.replace("    cpu: {model: host-passthrough}\n", ""),
+        Arch::Arm64,
+    );
+    let d = convert(&arm, &ConvertContext::new(Arch::Arm64, VirtType::Qemu)).unwrap();
+    assert_eq!(d.cpu.unwrap().mode.as_deref(), Some("maximum"));
 }
 
 #[test]
@@ -1026,6 +1140,19 @@ spec:
         "interfaces[0].bootOrder: must be 1 or more",
     );
     bad("state: down", "state: sleeping", "interfaces[1].state");
+    // No ACPI index where the machine has no ACPI: libvirt refuses it on
+    // s390x ("ACPI index is only supported for PCI devices", e2e define).
+    for arch in [Arch::Ppc64le, Arch::S390x] {
+        let e = conv(doc, arch).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("spec.domain.devices.interfaces[0].acpiIndex: ACPI is not available on {arch}")
+        );
+        conv(&doc.replace(", acpiIndex: 3", ""), arch).unwrap();
+    }
+    assert!(iface(&conv(doc, Arch::Arm64).unwrap(), "default")
+        .acpi
+        .is_some());
     bad(
         "{name: nic3, multus",
         "{name: other, multus",

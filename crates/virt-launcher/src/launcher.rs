@@ -94,6 +94,9 @@ pub enum Mode {
 pub struct RuntimeSettings {
     /// Which directories are private.
     pub mode: Mode,
+    /// Architecture of the guest: the host's, except for a standalone run
+    /// with `--arch` (always TCG then, see [`context`]).
+    pub arch: Arch,
     /// Private state directory.
     pub state_dir: PathBuf,
     /// containerDisk volume name → image file on the host.
@@ -496,15 +499,23 @@ pub fn identity_from_flags(flags: &LauncherFlags) -> Result<VirtualMachineInstan
     Ok(vmi)
 }
 
-/// The conversion context for this host and these flags.
+/// The conversion context for this host, these flags and a guest of
+/// `arch`. A guest of another architecture than the host's always runs
+/// under TCG: `/dev/kvm` only runs guests of the host's own.
 ///
 /// # Errors
 /// [`LauncherError::Runtime`] when KVM is missing and emulation not allowed.
 pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, LauncherError> {
-    let kvm = Path::new("/dev/kvm").exists();
-    let virt = converter::choose_virt_type(kvm, flags.allow_emulation, flags.use_emulation)
-        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
-    match (virt, kvm, flags.use_emulation) {
+    let host = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let foreign = arch != host;
+    let kvm = !foreign && Path::new("/dev/kvm").exists();
+    let virt =
+        converter::choose_virt_type(kvm, flags.allow_emulation || foreign, flags.use_emulation)
+            .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    if foreign {
+        tracing::info!("guest architecture {arch} on a {host} host: software emulation (TCG)");
+    }
+    match (virt, kvm || foreign, flags.use_emulation) {
         (VirtType::Qemu, false, _) => {
             tracing::warn!("/dev/kvm is not present: falling back to software emulation (TCG)")
         }
@@ -613,8 +624,7 @@ pub fn run_vmi(
     started: Instant,
 ) -> Result<(), LauncherError> {
     check_flags(flags)?;
-    let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
-    let mut ctx = context(flags, arch)?;
+    let mut ctx = context(flags, settings.arch)?;
     // Standalone claims: checked now; their sizes become the VMI's
     // status.volumeStatus, as virt-handler reports a claim's.
     let claims = match settings.mode {

@@ -118,6 +118,14 @@ struct RunArgs {
     /// files are the public keys written into the cloud-init meta-data.
     #[arg(long = "access-credential", value_parser = parse_config_volume)]
     access_credentials: Vec<(String, PathBuf)>,
+    /// Architecture of the guest: amd64, arm64, ppc64le or s390x (default:
+    /// this host's). Another architecture than the host's always runs under
+    /// software emulation (TCG) and needs that architecture's QEMU
+    /// (qemu-system-aarch64, -ppc64 or -s390x) and, for arm64, the AAVMF
+    /// firmware (`--ovmf-path`, default /usr/share/AAVMF). Standalone only:
+    /// in a pod the guest is always of the node's architecture.
+    #[arg(long)]
+    arch: Option<String>,
     /// Play the pod: a fresh network namespace where a stand-in for
     /// virt-handler's network phase 1 builds the masquerade bridge, tap
     /// and NAT; the VM runs attached inside it, with the launcher's DHCP.
@@ -238,7 +246,12 @@ fn validate_xml(xml: &str) -> Result<(), LauncherError> {
 fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     pidns::setup_inner()?;
     launcher::install_signal_handlers()?;
-    let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let arch = match &args.arch {
+        Some(a) => a
+            .parse()
+            .map_err(|e: api::arch::UnknownArch| LauncherError::Input(format!("--arch: {e}")))?,
+        None => Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?,
+    };
     let bytes = read_input(&args.file)?;
     let vmi = launcher::load(&bytes, &args.flags, arch)?;
     if !args.setup_pod_network {
@@ -246,6 +259,7 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     }
     let settings = RuntimeSettings {
         mode: Mode::Standalone,
+        arch,
         state_dir: state_dir(&args.flags, &vmi),
         container_disks: args.container_disks.clone(),
         config_volumes: args.config_volumes.clone(),
@@ -285,6 +299,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
     };
     let settings = RuntimeSettings {
         mode: Mode::Pod,
+        arch,
         state_dir: state_dir(flags, &vmi),
         container_disks: Vec::new(),
         config_volumes: Vec::new(),

@@ -14,6 +14,7 @@
 mod agent;
 mod bad_input;
 mod define;
+mod firmware;
 mod harness;
 mod lifecycle;
 mod manager;
