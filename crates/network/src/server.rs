@@ -211,8 +211,12 @@ pub fn serve_v6(
             peer.port()
         };
         let dest = SocketAddrV6::new(*peer.ip(), port, 0, peer.scope_id());
-        socket.send_to(&bytes, dest)?;
-        stats.replied += 1;
+        // A failed send (e.g. the guest's address not resolvable yet) is
+        // one lost reply, which the client retransmits, not a dead server.
+        match socket.send_to(&bytes, dest) {
+            Ok(_) => stats.replied += 1,
+            Err(e) => tracing::debug!(%dest, "DHCPv6 reply not sent: {e}"),
+        }
     }
     Ok(stats)
 }

@@ -165,10 +165,11 @@ fn setup_pod_network(
             )));
         }
         let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
-        let cidr = net
-            .and_then(|n| n.pod.as_ref())
-            .and_then(|p| p.vm_network_cidr.as_deref());
+        let pod = net.and_then(|n| n.pod.as_ref());
+        let cidr = pod.and_then(|p| p.vm_network_cidr.as_deref());
         let plan = network::plan::MasqueradePlan::new(cidr).map_err(LauncherError::Input)?;
+        let cidr6 = pod.and_then(|p| p.vm_ipv6_network_cidr.as_deref());
+        let plan6 = network::plan::MasqueradePlanV6::new(cidr6).map_err(LauncherError::Input)?;
         let ports = iface
             .ports
             .iter()
@@ -187,14 +188,14 @@ fn setup_pod_network(
             )));
         }
         let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
-        network::phase1::setup_masquerade(&plan, &ports, mq).map_err(rt)?;
+        network::phase1::setup_masquerade(&plan, &plan6, &ports, mq).map_err(rt)?;
     }
     let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
     network::phase2::prepare(
         vmi,
         Path::new(PRIVATE_DIR),
         &resolv,
-        &network::phase1::link_mac_mtu,
+        &network::phase1::pod_link,
     )
     .map_err(LauncherError::Input)
 }
@@ -409,10 +410,12 @@ pub fn run_vmi(
     // Network phase 1 (standalone stand-in) and phase 2, once the spec is
     // known to convert.
     let mut dhcp = Vec::new();
+    let mut dhcp6 = Vec::new();
     if settings.setup_pod_network {
         let phase2 = setup_pod_network(vmi)?;
         ctx.prepared.interfaces = phase2.hosts;
         dhcp = phase2.dhcp;
+        dhcp6 = phase2.dhcp6;
     } else if settings.mode == Mode::Pod && sync {
         // In a pod, virt-handler's phase 1 made eth0, k6t-eth0 and tap0.
         let live = vmi
@@ -428,11 +431,12 @@ pub fn run_vmi(
                 vmi,
                 Path::new(PRIVATE_DIR),
                 &resolv,
-                &network::phase1::link_mac_mtu,
+                &network::phase1::pod_link,
             )
             .map_err(LauncherError::Input)?;
             ctx.prepared.interfaces = phase2.hosts;
             dhcp = phase2.dhcp;
+            dhcp6 = phase2.dhcp6;
         }
     }
     let (images, host_disk_dirs, config_sources, pvcs) = match settings.mode {
@@ -497,8 +501,11 @@ pub fn run_vmi(
             mounts.mount_proc()?;
         }
         // Threads may start now that the mount namespace is private.
-        let servers = network::phase2::DhcpServers::start(std::mem::take(&mut dhcp))
-            .map_err(LauncherError::Runtime)?;
+        let servers = network::phase2::DhcpServers::start(
+            std::mem::take(&mut dhcp),
+            std::mem::take(&mut dhcp6),
+        )
+        .map_err(LauncherError::Runtime)?;
         // A panic must not skip the clean-up below (daemons, mounts, state).
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run_in_runtime(
