@@ -10,7 +10,9 @@
 //! to it, forwarding and NAT (nftables: source NAT of the VM address,
 //! DNAT of `ports`). The same for IPv6 (a dual-stack pod): [`POD_IP6`] on
 //! `eth0`, the IPv6 gateway (`fd10:0:2::1/120`) on the bridge, IPv6
-//! forwarding and NAT66 in an `ip6 nat` table. Everything lives in that
+//! forwarding and NAT66 in an `ip6 nat` table (ports are forwarded from
+//! the pod's IPv6 address, not from `::1`: IPv6 has no `route_localnet`,
+//! so a packet from `::1` never leaves the loopback device). Everything lives in that
 //! namespace, so it is gone when the last process in it exits.
 //!
 //! iproute2 and nft are driven through their command lines: these are
@@ -158,7 +160,7 @@ pub fn setup_masquerade(
              add rule ip nat output ip daddr {{ 127.0.0.1, {POD_ADDR} }} {proto} dport {port} dnat to {vm}:{port}\n\
              add rule ip nat postrouting ip daddr {vm} {proto} dport {port} snat to {gw_ip}\n\
              add rule ip6 nat prerouting iifname \"eth0\" {proto} dport {port} dnat to [{vm6}]:{port}\n\
-             add rule ip6 nat output ip6 daddr {{ ::1, {POD_ADDR6} }} {proto} dport {port} dnat to [{vm6}]:{port}\n\
+             add rule ip6 nat output ip6 daddr {POD_ADDR6} {proto} dport {port} dnat to [{vm6}]:{port}\n\
              add rule ip6 nat postrouting ip6 daddr {vm6} {proto} dport {port} snat to {gw6_ip}\n",
             gw_ip = plan.gateway,
             gw6_ip = plan6.gateway

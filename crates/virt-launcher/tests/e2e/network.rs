@@ -80,6 +80,42 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
     let ready = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     assert!(ready.contains("ip=10.0.2.2 ip6=fd10:0:2::2 "), "{ready}");
 
+    // Interface status: GetDomain carries the guest agent's report in
+    // Status.Interfaces (KubeVirt's {Mac, Ip, IPs, InterfaceName}) next to
+    // the domain's interfaces, and joining them by MAC as virt-handler does
+    // (`ctl interfaces`) puts the guest's addresses on the VMI's interface
+    // name. qemu-ga reports the addresses the guest has when it is polled
+    // (first at connect, before DHCP; again after 10 s, 30 s, ...).
+    let start = std::time::Instant::now();
+    let (dom, ifaces) = loop {
+        let ifaces = crate::agent::ctl_json(&l, &["interfaces"]);
+        let has_ip = ifaces[0]["ipAddresses"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == "fd10:0:2::2"));
+        if has_ip {
+            break (crate::agent::ctl_json(&l, &["domain"]), ifaces);
+        }
+        assert!(
+            start.elapsed() < BOOT_TIMEOUT,
+            "the guest's addresses never reached the interface status: {ifaces}\n{}",
+            l.log()
+        );
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    };
+    let agent = dom["Status"]["Interfaces"]
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["InterfaceName"] == "eth0"))
+        .unwrap_or_else(|| panic!("no eth0 in Status.Interfaces: {dom}"))
+        .clone();
+    assert_eq!(agent["Mac"], "02:54:00:ab:cd:ef", "{agent}");
+    assert_eq!(agent["Ip"], "10.0.2.2", "{agent}");
+    let i = &ifaces[0];
+    assert_eq!(i["name"], "default", "{ifaces}");
+    assert_eq!(i["interfaceName"], "eth0", "{ifaces}");
+    assert_eq!(i["mac"], "02:54:00:ab:cd:ef", "{ifaces}");
+    assert_eq!(i["ipAddress"], "10.0.2.2", "{ifaces}");
+    assert_eq!(i["infoSource"], "domain, guest-agent", "{ifaces}");
+
     // Masquerade port forwarding from the pod's side: the guest's httpd
     // (tests/guest) on 8080, reached through the pod IP and through
     // localhost, both DNATed to 10.0.2.2 by phase 1's nftables rules.
