@@ -169,6 +169,109 @@ pub fn setup_masquerade(
     run("nft", &["-f", "-"], Some(&rules))
 }
 
+/// MAC of the stand-in pod link; with the bridge binding the guest gets
+/// it (KubeVirt gives the VM the pod interface's MAC).
+pub const POD_MAC: &str = "0a:58:0a:f4:00:05";
+/// The pod's default gateway in the bridge-binding stand-in (the address
+/// of the CNI's end, `cni0`).
+pub const POD_GATEWAY: &str = "10.244.0.1";
+/// The address of the bridge in the bridge binding: KubeVirt's
+/// `169.254.75.1<interface index>` for the first interface.
+pub const BRIDGE_FAKE_IP: &str = "169.254.75.10";
+
+/// Builds the bridge-binding topology for the primary pod interface in
+/// the current network namespace, as virt-handler's phase 1 does
+/// (kubevirt-facts §6.1): the pod link `eth0` (made here as a veth whose
+/// other end `cni0` holds [`POD_GATEWAY`]) loses its address and is
+/// renamed `eth0-nic` with another MAC (the guest takes the pod's), the
+/// bridge `k6t-eth0` with [`BRIDGE_FAKE_IP`]/32 enslaves it and the tap
+/// `tap0`, and a dummy link (an unattached tap where the kernel has no
+/// dummy driver) takes the pod's name, MAC and address. Returns
+/// the DHCP cache phase 1 writes (`vif-cache-eth0.json`): the pod's
+/// address, MAC, MTU, gateway and routes, for the caller to write where
+/// phase 2 reads it.
+///
+/// # Errors
+/// The failing command and its message.
+pub fn setup_bridge(
+    subdomain: &str,
+    multi_queue: bool,
+) -> Result<crate::cache::DhcpConfigCache, String> {
+    use crate::cache::{DhcpConfigCache, GoIpNet, GoRoute};
+    use base64::Engine;
+    let mtu = POD_MTU.to_string();
+    ip(&["link", "set", "lo", "up"])?;
+    ip(&[
+        "link", "add", "eth0", "type", "veth", "peer", "name", "cni0",
+    ])?;
+    ip(&["link", "set", "eth0", "address", POD_MAC, "mtu", &mtu])?;
+    ip(&["addr", "add", "10.244.0.1/24", "dev", "cni0"])?;
+    ip(&["link", "set", "cni0", "mtu", &mtu, "up"])?;
+    // What phase 1 found on the pod link, then its takeover.
+    ip(&["link", "set", "eth0", "name", "eth0-nic"])?;
+    ip(&["link", "set", "eth0-nic", "address", "02:00:00:00:00:01"])?;
+    ip(&["link", "add", "k6t-eth0", "type", "bridge"])?;
+    ip(&[
+        "addr",
+        "add",
+        &format!("{BRIDGE_FAKE_IP}/32"),
+        "dev",
+        "k6t-eth0",
+    ])?;
+    ip(&["link", "set", "eth0-nic", "master", "k6t-eth0", "up"])?;
+    let mut tuntap = vec!["tuntap", "add", "dev", "tap0", "mode", "tap"];
+    if multi_queue {
+        tuntap.push("multi_queue");
+    }
+    ip(&tuntap)?;
+    ip(&[
+        "link", "set", "tap0", "master", "k6t-eth0", "mtu", &mtu, "up",
+    ])?;
+    ip(&["link", "set", "k6t-eth0", "mtu", &mtu, "up"])?;
+    // KubeVirt's dummy; kernels without the dummy driver get an
+    // unattached tap, which carries no traffic either.
+    if ip(&["link", "add", "eth0", "type", "dummy"]).is_err() {
+        ip(&["tuntap", "add", "dev", "eth0", "mode", "tap"])?;
+    }
+    ip(&["link", "set", "eth0", "address", POD_MAC, "mtu", &mtu])?;
+    ip(&["addr", "add", POD_IP, "dev", "eth0"])?;
+    ip(&["link", "set", "eth0", "up"])?;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let mac = api::mac::parse_mac(POD_MAC).map_err(|e| format!("{POD_MAC}: {e}"))?;
+    let mask = b64(&[255, 255, 255, 0]);
+    Ok(DhcpConfigCache {
+        name: "eth0".into(),
+        ip: Some(GoIpNet {
+            ip: POD_ADDR.into(),
+            mask: Some(mask.clone()),
+            ..GoIpNet::default()
+        }),
+        mac: Some(b64(&mac)),
+        advertising_ip_addr: Some(BRIDGE_FAKE_IP.into()),
+        routes: Some(vec![
+            GoRoute {
+                dst: Some(GoIpNet {
+                    ip: "10.244.0.0".into(),
+                    mask: Some(mask),
+                    ..GoIpNet::default()
+                }),
+                gw: Some(String::new()),
+                src: Some(POD_ADDR.into()),
+            },
+            GoRoute {
+                dst: None,
+                gw: Some(POD_GATEWAY.into()),
+                src: Some(String::new()),
+            },
+        ]),
+        mtu: POD_MTU,
+        ipam_disabled: false,
+        gateway: Some(POD_GATEWAY.into()),
+        subdomain: subdomain.into(),
+        ..DhcpConfigCache::default()
+    })
+}
+
 /// What phase 2 needs to know of a pod link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PodLink {

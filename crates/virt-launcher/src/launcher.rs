@@ -138,12 +138,22 @@ pub fn refuse_networks_without_pod(vmi: &VirtualMachineInstance) -> Result<(), L
     }
 }
 
+/// What `--setup-pod-network` leaves for phase 2.
+enum PodSetup {
+    /// Phase 2 done (masquerade, or no interface).
+    Ready(network::phase2::Phase2),
+    /// Bridge binding: phase 1's DHCP cache, to be written to
+    /// `<private>/vif-cache-eth0.json` once the private directory is
+    /// mounted; phase 2 then reads it there, as in a pod.
+    BridgeCache(network::cache::DhcpConfigCache),
+}
+
 /// `--setup-pod-network`: a new network namespace for this process (and
-/// so for libvirt and QEMU), phase 1's masquerade topology in it, then
-/// phase 2. Called while the launcher is single-threaded.
-fn setup_pod_network(
-    vmi: &VirtualMachineInstance,
-) -> Result<network::phase2::Phase2, LauncherError> {
+/// so for libvirt and QEMU), phase 1's masquerade or bridge topology in
+/// it, then phase 2 (for the bridge binding, after the private directory
+/// is mounted: see [`PodSetup`]). Called while the launcher is
+/// single-threaded.
+fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherError> {
     let rt = |m: String| LauncherError::Runtime(format!("--setup-pod-network: {m}"));
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
@@ -157,10 +167,16 @@ fn setup_pod_network(
             "spec.domain.devices.interfaces: --setup-pod-network builds one pod interface; this VMI has more".into(),
         ));
     }
+    let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
     if let Some(iface) = live.first() {
+        if iface.bridge.is_some() {
+            let subdomain = vmi.spec.subdomain.clone().unwrap_or_default();
+            let cache = network::phase1::setup_bridge(&subdomain, mq).map_err(rt)?;
+            return Ok(PodSetup::BridgeCache(cache));
+        }
         if iface.masquerade.is_none() {
             return Err(LauncherError::Input(format!(
-                "spec.domain.devices.interfaces[name={}]: --setup-pod-network builds the masquerade binding only",
+                "spec.domain.devices.interfaces[name={}]: --setup-pod-network builds the masquerade and bridge bindings only",
                 iface.name
             )));
         }
@@ -187,7 +203,6 @@ fn setup_pod_network(
                 iface.name
             )));
         }
-        let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
         network::phase1::setup_masquerade(&plan, &plan6, &ports, mq).map_err(rt)?;
     }
     let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
@@ -197,6 +212,7 @@ fn setup_pod_network(
         &resolv,
         &network::phase1::pod_link,
     )
+    .map(PodSetup::Ready)
     .map_err(LauncherError::Input)
 }
 
@@ -411,11 +427,16 @@ pub fn run_vmi(
     // known to convert.
     let mut dhcp = Vec::new();
     let mut dhcp6 = Vec::new();
+    let mut bridge_cache = None;
     if settings.setup_pod_network {
-        let phase2 = setup_pod_network(vmi)?;
-        ctx.prepared.interfaces = phase2.hosts;
-        dhcp = phase2.dhcp;
-        dhcp6 = phase2.dhcp6;
+        match setup_pod_network(vmi)? {
+            PodSetup::Ready(phase2) => {
+                ctx.prepared.interfaces = phase2.hosts;
+                dhcp = phase2.dhcp;
+                dhcp6 = phase2.dhcp6;
+            }
+            PodSetup::BridgeCache(cache) => bridge_cache = Some(cache),
+        }
     } else if settings.mode == Mode::Pod && sync {
         // In a pod, virt-handler's phase 1 made eth0, k6t-eth0 and tap0.
         let live = vmi
@@ -471,6 +492,20 @@ pub fn run_vmi(
             // mounts of config volumes, secrets and claims below it: never
             // hide it there.
             mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
+            if let Some(cache) = bridge_cache.take() {
+                // The stand-in's phase 1 writes its cache where
+                // virt-handler's does; phase 2 reads it as in a pod.
+                let dir = Path::new(PRIVATE_DIR);
+                network::cache::write_json(&network::cache::vif_cache_path(dir, "eth0"), &cache)
+                    .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+                let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+                let phase2 =
+                    network::phase2::prepare(vmi, dir, &resolv, &network::phase1::pod_link)
+                        .map_err(LauncherError::Input)?;
+                ctx.prepared.interfaces = phase2.hosts;
+                dhcp = phase2.dhcp;
+                dhcp6 = phase2.dhcp6;
+            }
             mounts.bind_dir(
                 &state.subdir("share")?,
                 Path::new(&flags.kubevirt_share_dir),

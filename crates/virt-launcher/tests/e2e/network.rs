@@ -264,3 +264,46 @@ fn pod_network_without_the_flag_is_refused_naming_it() {
         "virt-launcher: spec.domain.devices.interfaces[0]: standalone mode has no pod network; pass --setup-pod-network to create one"
     );
 }
+
+/// Bridge binding: `--setup-pod-network` plays virt-handler's phase 1 for
+/// it (the pod link's address moves to the guest; its cache written to
+/// `vif-cache-eth0.json` in the private directory), phase 2 reads that
+/// cache as in a pod, and the guest gets the pod's own address, gateway
+/// and MTU over DHCP, with the pod's MAC on its interface.
+#[test]
+fn bridge_guest_gets_the_pods_address_over_dhcp() {
+    let yaml = masquerade_vmi("netbridge")
+        .replace("        masquerade: {}\n", "        bridge: {}\n")
+        .replace("        macAddress: \"02-54-00-AB-CD-EF\"\n", "")
+        .replace("        ports: [{name: http, port: 8080}]\n", "");
+    assert!(
+        yaml.contains("bridge: {}") && !yaml.contains("macAddress"),
+        "{yaml}"
+    );
+    let mut l = Launcher::start(
+        &yaml,
+        &Opts {
+            args: &["--setup-pod-network"],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-DHCP ", 1, BOOT_TIMEOUT);
+    let f = fields(&serial, "GUEST-DHCP");
+    assert_eq!(f["interface"], "eth0", "{serial}");
+    assert_eq!(f["ip"], "10.244.0.5/24", "{serial}");
+    assert_eq!(f["router"], "10.244.0.1", "{serial}");
+    assert_eq!(f["mtu"], "1500", "{serial}");
+    assert_eq!(f["hostname"], "netbridge", "{serial}");
+    // The cache phase 1 wrote, in KubeVirt's file and shape.
+    let cache = std::fs::read_to_string(l.state.join("private/vif-cache-eth0.json")).unwrap();
+    let cache: serde_json::Value = serde_json::from_str(&cache).unwrap();
+    assert_eq!(cache["IP"]["IP"], "10.244.0.5", "{cache}");
+    assert_eq!(cache["AdvertisingIPAddr"], "169.254.75.10", "{cache}");
+    // The guest has the pod's MAC (no macAddress in the spec).
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(xml.contains("<mac address='0a:58:0a:f4:00:05'/>"), "{xml}");
+    assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    l.wait_exit(BOOT_TIMEOUT);
+}
