@@ -244,7 +244,6 @@ pub fn setup_bridge(
         ip: Some(GoIpNet {
             ip: POD_ADDR.into(),
             mask: Some(mask.clone()),
-            ..GoIpNet::default()
         }),
         mac: Some(b64(&mac)),
         advertising_ip_addr: Some(BRIDGE_FAKE_IP.into()),
@@ -253,7 +252,6 @@ pub fn setup_bridge(
                 dst: Some(GoIpNet {
                     ip: "10.244.0.0".into(),
                     mask: Some(mask),
-                    ..GoIpNet::default()
                 }),
                 gw: Some(String::new()),
                 src: Some(POD_ADDR.into()),
