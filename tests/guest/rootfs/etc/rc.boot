@@ -6,6 +6,7 @@
 #                                    drive) has #! user-data
 #   GUEST-DHCP / GUEST-DHCP6 ...      one per lease (udhcpc / dhcpcd hooks)
 #   GUEST-READY hostname=<h> ip=<ip|none> ip6=<ip|none> uptime=<s>
+#                                    (ip6: the DHCPv6 lease if it came already)
 #                                    boot done; qemu-ga (if the port exists)
 #                                    holds its virtio port open
 #   GUEST-SHUTDOWN                   from /etc/rc.shutdown, on any power-off
@@ -158,21 +159,8 @@ fi
 if [ -e /sys/class/net/eth0 ]; then
     i=0 # wait up to 5 s for the first lease
     while [ ! -s /run/ip.eth0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-    # and, once there is an IPv4 lease (a pod network), up to 8 s for the
-    # DHCPv6 one (duplicate address detection of the link-local address
-    # and dhcpcd's initial delay come first)
-    i=0
-    while [ -s /run/ip.eth0 ] && [ ! -s /run/ip6.eth0 ] && [ $i -lt 80 ]; do sleep 0.1; i=$((i + 1)); done
-fi
-# IPv6 default route: DHCPv6 has none, so as cloud-init does, from the
-# seed's network-config (`gateway6:`, e.g. KubeVirt's vmi-masquerade example).
-nc=/run/cidata/network-config
-if [ -s /run/ip6.eth0 ] && [ -f "$nc" ]; then
-    gw6=$(yaml_value gateway6 "$nc")
-    if [ -n "$gw6" ]; then
-        ip -6 route add "$gw6" dev eth0 && ip -6 route add default via "$gw6" dev eth0 ||
-            log "IPv6 default route via $gw6 failed"
-    fi
+    # No wait for DHCPv6: many networks have none (QEMU's user network,
+    # the bridge binding); its lease comes with a GUEST-DHCP6 marker.
 fi
 # A TCP service for the network e2e tests (masquerade `ports` forwarding):
 # GET / on ports 8080 and 80 answers GUEST-HTTP.
