@@ -1,11 +1,13 @@
-//! Network phase 2, the launcher's part (kubevirt-facts §6.2–6.3): for
+//! Network phase 2, the launcher's part (kubevirt-facts §6.2–6.4): for
 //! each interface, the host facts the converter puts into the domain
-//! (tap, MAC, MTU) and the DHCP server that configures the guest.
+//! (tap, MAC, MTU) and the DHCP servers that configure the guest.
 //!
 //! Built for the pod network (pod link `eth0`, bridge `k6t-eth0`, tap
-//! `tap0`) with the masquerade binding (address plan from the CIDR, MAC
-//! and MTU from the pod link) and the bridge binding (everything from
-//! phase 1's `vif-cache-eth0.json`). Other cases are refused by name
+//! `tap0`) with the masquerade binding (address plans from the CIDRs, MAC
+//! and MTU from the pod link; DHCPv4 when the pod link has an IPv4
+//! address, DHCPv6 when it has an IPv6 one, as KubeVirt's masquerade
+//! config generator) and the bridge binding (everything from phase 1's
+//! `vif-cache-eth0.json`; DHCPv4 only). Other cases are refused by name
 //! rather than started without a working network.
 
 use std::collections::BTreeMap;
