@@ -120,10 +120,59 @@ pub fn source_is_guest(source: &Ipv6Addr, mac: &[u8; 6]) -> bool {
     !eui64_form || o[8..] == eui64_link_local(mac).octets()[8..]
 }
 
+/// Least payload length of the options whose `dhcproto` decoder
+/// subtracts a fixed header from the option length (status code 13,
+/// vendor class 16, vendor options 17, authentication 11), and of the
+/// containers whose nested options [`check_options`] walks (IA_NA 3,
+/// IA_TA 4, IAADDR 5, IA_PD 25, IAPREFIX 26), with that header's size.
+fn fixed_header(code: u16) -> Option<usize> {
+    match code {
+        13 => Some(2),
+        16 | 17 | 4 => Some(4),
+        11 => Some(11),
+        3 | 25 => Some(12),
+        5 => Some(24),
+        26 => Some(25),
+        _ => None,
+    }
+}
+
+/// Walks the option list `data` (and the options nested in IA and vendor
+/// options, `depth` levels at most) and refuses a packet `dhcproto`
+/// would panic on: an option shorter than the fixed header its decoder
+/// subtracts. Hand-rolled because this is exactly the check `dhcproto`
+/// 0.15 lacks; the walk reads only TLV headers.
+fn check_options(mut data: &[u8], depth: u8) -> Result<(), String> {
+    while data.len() >= 4 {
+        let code = u16::from_be_bytes([data[0], data[1]]);
+        let len = usize::from(u16::from_be_bytes([data[2], data[3]]));
+        let Some(body) = data.get(4..4 + len) else {
+            // Truncated: dhcproto stops at it without reading further.
+            return Ok(());
+        };
+        if let Some(header) = fixed_header(code) {
+            if len < header {
+                return Err(format!(
+                    "option {code} has {len} bytes, fewer than its {header}-byte header"
+                ));
+            }
+            if code != 13 && code != 11 && code != 16 {
+                if depth == 0 {
+                    return Err("options nested too deeply".into());
+                }
+                check_options(&body[header..], depth - 1)?;
+            }
+        }
+        data = &data[4 + len..];
+    }
+    Ok(())
+}
+
 /// Decodes a datagram as a DHCPv6 client message (not a relay message).
-/// A panic in `dhcproto` (its option decoders subtract from option
-/// lengths, e.g. a status code shorter than 2 bytes, which overflows in
-/// debug builds) is a refused packet, never a dead server.
+/// Options `dhcproto` would panic on (its decoders subtract a header size
+/// from option lengths, which overflows in debug builds) are refused
+/// first by a walk over the option headers; a panic that still happens
+/// is a refused packet, never a dead server.
 ///
 /// # Errors
 /// Why the packet was refused.
@@ -138,6 +187,7 @@ pub fn decode_packet(data: &[u8]) -> Result<Message, String> {
     if matches!(data[0], 12 | 13) {
         return Err("relay messages are not served".into());
     }
+    check_options(&data[4..], 8)?;
     match std::panic::catch_unwind(|| Message::decode(&mut Decoder::new(data))) {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(_) => Err("the decoder rejected the packet (panic)".into()),
