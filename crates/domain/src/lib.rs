@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
+pub mod interfaces_status;
 pub mod kubevirt_json;
 
 /// Why XML could not be produced or read.

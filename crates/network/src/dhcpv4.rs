@@ -53,24 +53,27 @@ pub enum DhcpError {
 pub struct ResolvConf {
     /// IPv4 `nameserver` entries, in order.
     pub nameservers: Vec<Ipv4Addr>,
+    /// IPv6 `nameserver` entries, in order (for DHCPv6).
+    pub nameservers6: Vec<std::net::Ipv6Addr>,
     /// The `search` list (last `search`/`domain` line wins, as in libc),
     /// lower-cased, order kept.
     pub search: Vec<String>,
 }
 
-/// Parses resolv.conf text. Unknown lines and IPv6 nameservers are
-/// skipped; search entries are lower-cased (KubeVirt's
+/// Parses resolv.conf text. Unknown lines are skipped; nameservers go
+/// to the IPv4 or IPv6 list by family (a zone index, `fe80::1%eth0`,
+/// cannot be given to the guest and is skipped); search entries are lower-cased (KubeVirt's
 /// `ParseSearchDomains`, case 001), validity is checked at encoding.
 pub fn parse_resolv_conf(text: &str) -> ResolvConf {
     let mut out = ResolvConf::default();
     for line in text.lines() {
         let mut words = line.split_whitespace();
         match words.next() {
-            Some("nameserver") => {
-                if let Some(Ok(ip)) = words.next().map(str::parse::<Ipv4Addr>) {
-                    out.nameservers.push(ip);
-                }
-            }
+            Some("nameserver") => match words.next().map(str::parse::<std::net::IpAddr>) {
+                Some(Ok(std::net::IpAddr::V4(ip))) => out.nameservers.push(ip),
+                Some(Ok(std::net::IpAddr::V6(ip))) => out.nameservers6.push(ip),
+                _ => {}
+            },
             Some("search" | "domain") => {
                 out.search = words
                     .take_while(|w| !w.starts_with('#') && !w.starts_with(';'))

@@ -5,7 +5,9 @@
 //!   launcher's private directory, read with KubeVirt's paths and JSON.
 //! - [`plan`]: the masquerade address plan (gateway and VM addresses).
 //! - [`dhcpv4`]: what the guest is told, validated once.
-//! - [`server`]: the single-client DHCPv4 server loop on the pod bridge.
+//! - [`dhcpv6`]: what the guest is told over DHCPv6 (masquerade).
+//! - [`server`]: the single-client DHCPv4 and DHCPv6 server loops on the
+//!   pod bridge.
 //! - [`phase2`]: the launcher's part: host facts for the converter and the
 //!   DHCP configuration of each masquerade interface.
 //! - [`phase1`]: a stand-in for virt-handler's part (bridge, tap, NAT),
@@ -13,6 +15,7 @@
 
 pub mod cache;
 pub mod dhcpv4;
+pub mod dhcpv6;
 pub mod phase1;
 pub mod phase2;
 pub mod plan;

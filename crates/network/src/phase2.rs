@@ -1,11 +1,13 @@
-//! Network phase 2, the launcher's part (kubevirt-facts §6.2–6.3): for
+//! Network phase 2, the launcher's part (kubevirt-facts §6.2–6.4): for
 //! each interface, the host facts the converter puts into the domain
-//! (tap, MAC, MTU) and the DHCP server that configures the guest.
+//! (tap, MAC, MTU) and the DHCP servers that configure the guest.
 //!
 //! Built for the pod network (pod link `eth0`, bridge `k6t-eth0`, tap
-//! `tap0`) with the masquerade binding (address plan from the CIDR, MAC
-//! and MTU from the pod link) and the bridge binding (everything from
-//! phase 1's `vif-cache-eth0.json`). Other cases are refused by name
+//! `tap0`) with the masquerade binding (address plans from the CIDRs, MAC
+//! and MTU from the pod link; DHCPv4 when the pod link has an IPv4
+//! address, DHCPv6 when it has an IPv6 one, as KubeVirt's masquerade
+//! config generator) and the bridge binding (everything from phase 1's
+//! `vif-cache-eth0.json`; DHCPv4 only). Other cases are refused by name
 //! rather than started without a working network.
 
 use std::collections::BTreeMap;
@@ -19,22 +21,27 @@ use converter::interfaces::{bridge_name, tap_name, InterfaceHost};
 use crate::dhcpv4::{
     hostname_for, parse_resolv_conf, DhcpV4Config, ExtraOptions, ServerOptions, LEASE_SECONDS,
 };
-use crate::plan::MasqueradePlan;
+use crate::dhcpv6::{DhcpV6Config, ServerV6};
+use crate::phase1::PodLink;
+use crate::plan::{MasqueradePlan, MasqueradePlanV6};
 
-/// Reads a pod link's (MAC, MTU) by name.
-pub type LinkReader = dyn Fn(&str) -> Result<([u8; 6], u16), String>;
+/// Reads a pod link's MAC, MTU and address families by name (see
+/// [`crate::phase1::pod_link`]).
+pub type LinkReader = dyn Fn(&str) -> Result<PodLink, String>;
 
 /// The result of phase 2's preparation.
 #[derive(Debug)]
 pub struct Phase2 {
     /// Host facts per interface name, for `Prepared::interfaces`.
     pub hosts: BTreeMap<String, InterfaceHost>,
-    /// DHCP servers to run: (bridge to bind, what to answer).
+    /// DHCPv4 servers to run: (bridge to bind, what to answer).
     pub dhcp: Vec<(String, ServerOptions)>,
+    /// DHCPv6 servers to run (masquerade on a pod with IPv6).
+    pub dhcp6: Vec<(String, ServerV6)>,
 }
 
 /// Prepares phase 2 for every interface of `vmi` that is not `absent`.
-/// `link` reads a pod link's MAC and MTU (see [`crate::phase1::link_mac_mtu`]);
+/// `link` reads a pod link (see [`crate::phase1::pod_link`]);
 /// `resolv_conf` is the pod's `/etc/resolv.conf` text.
 ///
 /// # Errors
@@ -50,6 +57,7 @@ pub fn prepare(
     let mut out = Phase2 {
         hosts: BTreeMap::new(),
         dhcp: Vec::new(),
+        dhcp6: Vec::new(),
     };
     let rc = parse_resolv_conf(resolv_conf);
     for (i, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
@@ -81,7 +89,10 @@ pub fn prepare(
         }
         let plan = MasqueradePlan::new(pod.vm_network_cidr.as_deref())
             .map_err(|e| format!("spec.networks[name={}].pod: {e}", net.name))?;
-        let (pod_mac, mtu) = link(pod_iface)?;
+        let plan6 = MasqueradePlanV6::new(pod.vm_ipv6_network_cidr.as_deref())
+            .map_err(|e| format!("spec.networks[name={}].pod: {e}", net.name))?;
+        let pod_link = link(pod_iface)?;
+        let (pod_mac, mtu) = (pod_link.mac, pod_link.mtu);
         let mac = match &iface.mac_address {
             Some(m) => {
                 api::mac::parse_guest_mac(m, true).map_err(|e| format!("{path}.macAddress: {e}"))?
@@ -111,8 +122,26 @@ pub fn prepare(
             lease_seconds: LEASE_SECONDS,
             extra: extra(iface),
         };
-        let opts = cfg.build().map_err(|e| format!("{path}: DHCP: {e}"))?;
-        out.dhcp.push((bridge_name(pod_iface), opts));
+        // As KubeVirt's masquerade DHCP config: each family is served
+        // when the pod link has an address of it.
+        if pod_link.ipv4 {
+            let opts = cfg.build().map_err(|e| format!("{path}: DHCP: {e}"))?;
+            out.dhcp.push((bridge_name(pod_iface), opts));
+        }
+        if pod_link.ipv6 {
+            let bridge = bridge_name(pod_iface);
+            let server_mac = link(&bridge)?.mac;
+            let cfg6 = DhcpV6Config {
+                client_mac: mac,
+                client_ip: plan6.vm,
+                server_mac,
+                dns: rc.nameservers6.clone(),
+                search: rc.search.clone(),
+                subdomain: vmi.spec.subdomain.clone().unwrap_or_default(),
+            };
+            let opts = cfg6.build().map_err(|e| format!("{path}: DHCPv6: {e}"))?;
+            out.dhcp6.push((bridge, opts));
+        }
     }
     Ok(out)
 }
@@ -241,9 +270,33 @@ impl DhcpServers {
     ///
     /// # Errors
     /// The bind error, naming the bridge.
-    pub fn start(servers: Vec<(String, ServerOptions)>) -> Result<Self, String> {
+    pub fn start(
+        servers: Vec<(String, ServerOptions)>,
+        servers6: Vec<(String, ServerV6)>,
+    ) -> Result<Self, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
+        for (bridge, opts) in servers6 {
+            let sock = crate::server::bind_v6(&bridge, crate::server::SERVER_PORT_V6)
+                .map_err(|e| format!("DHCPv6 server on {bridge}: {e}"))?;
+            let stop = Arc::clone(&stop);
+            let t = std::thread::Builder::new()
+                .name(format!("dhcp6-{bridge}"))
+                .spawn(move || {
+                    tracing::info!(%bridge, "DHCPv6 server started");
+                    match crate::server::serve_v6(
+                        &sock,
+                        &opts,
+                        crate::server::CLIENT_PORT_V6,
+                        &stop,
+                    ) {
+                        Ok(stats) => tracing::info!(%bridge, ?stats, "DHCPv6 server stopped"),
+                        Err(e) => tracing::error!(%bridge, "DHCPv6 server failed: {e}"),
+                    }
+                })
+                .map_err(|e| format!("DHCPv6 server thread: {e}"))?;
+            threads.push(t);
+        }
         for (bridge, opts) in servers {
             let sock = crate::server::bind(&bridge, crate::server::SERVER_PORT)
                 .map_err(|e| format!("DHCP server on {bridge}: {e}"))?;
@@ -299,15 +352,36 @@ spec:
   networks: [{name: default, pod: {vmNetworkCIDR: 10.11.0.0/24}}]
 ";
 
-    fn link(name: &str) -> Result<([u8; 6], u16), String> {
-        assert_eq!(name, "eth0");
-        Ok(([0x0a, 0x58, 0, 0, 0, 5], 1450))
+    fn link(name: &str) -> Result<PodLink, String> {
+        let mac = match name {
+            "eth0" => [0x0a, 0x58, 0, 0, 0, 5],
+            "k6t-eth0" => [0x02, 0, 0, 0, 0, 0],
+            other => panic!("unexpected link {other}"),
+        };
+        Ok(PodLink {
+            mac,
+            mtu: 1450,
+            ipv4: true,
+            ipv6: true,
+        })
     }
 
     #[test]
     fn masquerade_interface_gets_host_facts_and_a_dhcp_plan() {
-        let resolv = "nameserver 10.96.0.10\nsearch ns1.svc.cluster.local svc.cluster.local\n";
+        let resolv = "nameserver 10.96.0.10\nnameserver fd00:10:96::a\nsearch ns1.svc.cluster.local svc.cluster.local\n";
         let p = prepare(&vmi(VMI), Path::new("/nonexistent"), resolv, &link).unwrap();
+        // DHCPv6 too (the pod link has a global IPv6 address): the third
+        // address of the default vmIPv6NetworkCIDR, the bridge's MAC as
+        // server DUID, the IPv6 nameserver only.
+        let (bridge6, v6) = &p.dhcp6[0];
+        assert_eq!(bridge6, "k6t-eth0");
+        assert_eq!(v6.config.client_ip.to_string(), "fd10:0:2::2");
+        assert_eq!(v6.config.client_mac, [0x0a, 0x58, 0, 0, 0, 5]);
+        assert_eq!(v6.server_id(), [0, 3, 0, 1, 2, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            v6.config.dns,
+            ["fd00:10:96::a".parse::<std::net::Ipv6Addr>().unwrap()]
+        );
         let h = &p.hosts["default"];
         assert_eq!(h.tap, "tap0");
         assert_eq!(h.mac.as_deref(), Some("0a:58:00:00:00:05"));
@@ -374,7 +448,7 @@ spec:
         )
         .unwrap_err();
         assert!(e.contains("at least 4 addresses"), "{e}");
-        let fail = |_: &str| -> Result<([u8; 6], u16), String> { Err("no eth0".into()) };
+        let fail = |_: &str| -> Result<PodLink, String> { Err("no eth0".into()) };
         assert_eq!(
             prepare(&vmi(VMI), Path::new("/"), "", &fail).unwrap_err(),
             "no eth0"

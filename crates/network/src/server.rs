@@ -1,12 +1,13 @@
-//! The DHCPv4 server loop: one UDP socket on port 67 bound to the pod
-//! bridge (`SO_BINDTODEVICE`), one guest answered.
+//! The DHCPv4 and DHCPv6 server loops: one UDP socket each (port 67;
+//! port 547 joined to `ff02::1:2`) bound to the pod bridge
+//! (`SO_BINDTODEVICE`), one guest answered.
 //!
 //! Bounded by construction: one receive buffer, no per-client state, at
 //! most one reply per request, and requests beyond [`MAX_REPLIES_PER_SEC`]
 //! in a second are dropped, so a flood costs at most that many encodes.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use dhcproto::Encodable;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::dhcpv4::ServerOptions;
+use crate::dhcpv6::ServerV6;
 
 /// DHCP server port.
 pub const SERVER_PORT: u16 = 67;
@@ -116,6 +118,105 @@ pub fn serve(
         };
         socket.send_to(&bytes, SocketAddrV4::new(dest, client_port))?;
         stats.replied += 1;
+    }
+    Ok(stats)
+}
+
+/// DHCPv6 server port.
+pub const SERVER_PORT_V6: u16 = 547;
+/// DHCPv6 client port.
+pub const CLIENT_PORT_V6: u16 = 546;
+/// `All_DHCP_Relay_Agents_and_Servers` (RFC 8415 §7.1).
+pub const ALL_DHCP_SERVERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 1, 2);
+
+/// Opens the DHCPv6 server socket on `device`, port `port`, joined to
+/// [`ALL_DHCP_SERVERS`] on that device.
+///
+/// # Errors
+/// The socket error, e.g. no such device, IPv6 disabled, or port 547
+/// without `CAP_NET_BIND_SERVICE`.
+pub fn bind_v6(device: &str, port: u16) -> io::Result<UdpSocket> {
+    let index = nix::net::if_::if_nametoindex(device).map_err(io::Error::from)?;
+    let s = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_only_v6(true)?;
+    s.set_reuse_address(true)?;
+    s.bind_device(Some(device.as_bytes()))?;
+    s.set_read_timeout(Some(POLL))?;
+    s.bind(&SocketAddr::from(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, port, 0, 0)).into())?;
+    s.join_multicast_v6(&ALL_DHCP_SERVERS, index)?;
+    Ok(s.into())
+}
+
+/// Answers DHCPv6 requests on `socket` until `stop` is set; each reply
+/// goes back to the sender's link-local address and port (`client_port`
+/// is only used when the sender's is 0). Same bounds as [`serve`].
+///
+/// # Errors
+/// A receive or send error other than a timeout or interruption.
+pub fn serve_v6(
+    socket: &UdpSocket,
+    options: &ServerV6,
+    client_port: u16,
+    stop: &AtomicBool,
+) -> io::Result<Stats> {
+    let mut stats = Stats::default();
+    let mut buf = [0u8; 1536];
+    let mut window = Instant::now();
+    let mut in_window = 0u32;
+    while !stop.load(Ordering::Relaxed) {
+        let (n, peer) = match socket.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        };
+        stats.received += 1;
+        let SocketAddr::V6(peer) = peer else {
+            continue;
+        };
+        let req = match crate::dhcpv6::decode_packet(&buf[..n]) {
+            Ok(m) => m,
+            Err(e) => {
+                stats.malformed += 1;
+                tracing::debug!(error = %e, "malformed DHCPv6 packet ignored");
+                continue;
+            }
+        };
+        let Some(reply) = options.reply(&req, peer.ip()) else {
+            continue;
+        };
+        if window.elapsed() >= Duration::from_secs(1) {
+            window = Instant::now();
+            in_window = 0;
+        }
+        if in_window >= MAX_REPLIES_PER_SEC {
+            stats.throttled += 1;
+            continue;
+        }
+        in_window += 1;
+        let bytes = reply
+            .to_vec()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let port = if peer.port() == 0 {
+            client_port
+        } else {
+            peer.port()
+        };
+        let dest = SocketAddrV6::new(*peer.ip(), port, 0, peer.scope_id());
+        // A failed send (e.g. the guest's address not resolvable yet) is
+        // one lost reply, which the client retransmits, not a dead server.
+        match socket.send_to(&bytes, dest) {
+            Ok(_) => stats.replied += 1,
+            Err(e) => tracing::debug!(%dest, "DHCPv6 reply not sent: {e}"),
+        }
     }
     Ok(stats)
 }

@@ -16,6 +16,9 @@ pub enum Action {
     Ping,
     /// The domain (KubeVirt's api.Domain JSON).
     Domain,
+    /// The VMI's `status.interfaces` as virt-handler derives them from
+    /// the domain: its interfaces joined with the guest agent's by MAC.
+    Interfaces,
     /// Domain statistics.
     Stats,
     /// QEMU version.
@@ -109,10 +112,17 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 check(r.response)?;
                 json!({"version": r.version})
             }
-            Action::Domain => {
+            Action::Domain | Action::Interfaces => {
                 let r = c.get_domain(EmptyRequest {}).await.map_err(err)?.into_inner();
                 check(r.response)?;
-                serde_json::from_str(&r.domain).unwrap_or(Value::Null)
+                let dom = serde_json::from_str(&r.domain).unwrap_or(Value::Null);
+                if args.action == Action::Interfaces {
+                    // The launcher does not know which network is the pod's:
+                    // no primary reordering (domain order).
+                    Value::Array(domain::interfaces_status::vmi_interfaces_status(&dom, None))
+                } else {
+                    dom
+                }
             }
             Action::Stats => {
                 let r = c.get_domain_stats(EmptyRequest {}).await.map_err(err)?.into_inner();
@@ -226,7 +236,11 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Freeze
             | Action::Unfreeze => "ok\n".to_owned(),
             Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),
-            Action::Guestinfo | Action::Users | Action::Filesystems | Action::Stats => pretty(),
+            Action::Guestinfo
+            | Action::Users
+            | Action::Filesystems
+            | Action::Stats
+            | Action::Interfaces => pretty(),
             Action::Version => format!("{}\n", out["version"].as_str().unwrap_or("")),
             Action::Domain => format!(
                 "{}\t{}\t{} ({})\n",

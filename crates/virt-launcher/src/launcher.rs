@@ -298,23 +298,36 @@ pub fn refuse_networks_without_pod(vmi: &VirtualMachineInstance) -> Result<(), L
     }
 }
 
+/// What `--setup-pod-network` leaves for phase 2.
+enum PodSetup {
+    /// Phase 2 done (masquerade, or no interface).
+    Ready(network::phase2::Phase2),
+    /// Bridge binding: phase 1's DHCP cache, to be written to
+    /// `<private>/vif-cache-eth0.json` once the private directory is
+    /// mounted; phase 2 then reads it there, as in a pod.
+    BridgeCache(network::cache::DhcpConfigCache),
+}
+
 /// `--setup-pod-network`: a new network namespace for this process (and
-/// so for libvirt and QEMU), phase 1's masquerade topology in it, then
-/// phase 2. Called while the launcher is single-threaded.
-fn setup_pod_network(
-    vmi: &VirtualMachineInstance,
-) -> Result<network::phase2::Phase2, LauncherError> {
+/// so for libvirt and QEMU), phase 1's masquerade or bridge topology in
+/// it, then phase 2 (for the bridge binding, after the private directory
+/// is mounted: see [`PodSetup`]). Called while the launcher is
+/// single-threaded.
+fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherError> {
     let rt = |m: String| LauncherError::Runtime(format!("--setup-pod-network: {m}"));
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
-    network_phase1(vmi, "--setup-pod-network")?;
+    if let Some(cache) = network_phase1(vmi, "--setup-pod-network", true)? {
+        return Ok(PodSetup::BridgeCache(cache));
+    }
     let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
     network::phase2::prepare(
         vmi,
         Path::new(PRIVATE_DIR),
         &resolv,
-        &network::phase1::link_mac_mtu,
+        &network::phase1::pod_link,
     )
+    .map(PodSetup::Ready)
     .map_err(LauncherError::Input)
 }
 
@@ -366,12 +379,18 @@ pub fn pod_network_phase1(vmi: &VirtualMachineInstance) -> Result<(), LauncherEr
             "pod-network-phase1: {why}; run it in a new network namespace of its own (e.g. unshare -n)"
         )));
     }
-    network_phase1(vmi, "pod-network-phase1")
+    network_phase1(vmi, "pod-network-phase1", false).map(|_| ())
 }
 
-/// The phase-1 stand-in (masquerade, one pod interface) in the current
-/// network namespace; `what` prefixes the messages.
-fn network_phase1(vmi: &VirtualMachineInstance, what: &str) -> Result<(), LauncherError> {
+/// The phase-1 stand-in (one pod interface) in the current network
+/// namespace: masquerade, and the bridge binding when `bridge` (whose DHCP
+/// cache is returned, to be written where phase 2 reads it); `what`
+/// prefixes the messages.
+fn network_phase1(
+    vmi: &VirtualMachineInstance,
+    what: &str,
+    bridge: bool,
+) -> Result<Option<network::cache::DhcpConfigCache>, LauncherError> {
     let rt = |m: String| LauncherError::Runtime(format!("{what}: {m}"));
     let ifaces = &vmi.spec.domain.devices.interfaces;
     let live: Vec<_> = ifaces
@@ -383,18 +402,30 @@ fn network_phase1(vmi: &VirtualMachineInstance, what: &str) -> Result<(), Launch
             "spec.domain.devices.interfaces: {what} builds one pod interface; this VMI has more"
         )));
     }
+    let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
     if let Some(iface) = live.first() {
+        if bridge && iface.bridge.is_some() {
+            let subdomain = vmi.spec.subdomain.clone().unwrap_or_default();
+            let cache = network::phase1::setup_bridge(&subdomain, mq).map_err(rt)?;
+            return Ok(Some(cache));
+        }
         if iface.masquerade.is_none() {
+            let which = if bridge {
+                "the masquerade and bridge bindings"
+            } else {
+                "the masquerade binding"
+            };
             return Err(LauncherError::Input(format!(
-                "spec.domain.devices.interfaces[name={}]: {what} builds the masquerade binding only",
+                "spec.domain.devices.interfaces[name={}]: {what} builds {which} only",
                 iface.name
             )));
         }
         let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
-        let cidr = net
-            .and_then(|n| n.pod.as_ref())
-            .and_then(|p| p.vm_network_cidr.as_deref());
+        let pod = net.and_then(|n| n.pod.as_ref());
+        let cidr = pod.and_then(|p| p.vm_network_cidr.as_deref());
         let plan = network::plan::MasqueradePlan::new(cidr).map_err(LauncherError::Input)?;
+        let cidr6 = pod.and_then(|p| p.vm_ipv6_network_cidr.as_deref());
+        let plan6 = network::plan::MasqueradePlanV6::new(cidr6).map_err(LauncherError::Input)?;
         let ports = iface
             .ports
             .iter()
@@ -412,10 +443,9 @@ fn network_phase1(vmi: &VirtualMachineInstance, what: &str) -> Result<(), Launch
                 iface.name
             )));
         }
-        let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
-        network::phase1::setup_masquerade(&plan, &ports, mq).map_err(rt)?;
+        network::phase1::setup_masquerade(&plan, &plan6, &ports, mq).map_err(rt)?;
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Where the private runtime's directories go in the mount namespace.
@@ -654,10 +684,17 @@ pub fn run_vmi(
     // Network phase 1 (standalone stand-in) and phase 2, once the spec is
     // known to convert.
     let mut dhcp = Vec::new();
+    let mut dhcp6 = Vec::new();
+    let mut bridge_cache = None;
     if settings.setup_pod_network {
-        let phase2 = setup_pod_network(vmi)?;
-        ctx.prepared.interfaces = phase2.hosts;
-        dhcp = phase2.dhcp;
+        match setup_pod_network(vmi)? {
+            PodSetup::Ready(phase2) => {
+                ctx.prepared.interfaces = phase2.hosts;
+                dhcp = phase2.dhcp;
+                dhcp6 = phase2.dhcp6;
+            }
+            PodSetup::BridgeCache(cache) => bridge_cache = Some(cache),
+        }
     } else if settings.mode == Mode::Pod && sync {
         // In a pod, virt-handler's phase 1 made eth0, k6t-eth0 and tap0.
         let live = vmi
@@ -673,11 +710,12 @@ pub fn run_vmi(
                 vmi,
                 Path::new(PRIVATE_DIR),
                 &resolv,
-                &network::phase1::link_mac_mtu,
+                &network::phase1::pod_link,
             )
             .map_err(LauncherError::Input)?;
             ctx.prepared.interfaces = phase2.hosts;
             dhcp = phase2.dhcp;
+            dhcp6 = phase2.dhcp6;
         }
     }
     let backend_storage = match settings.mode {
@@ -727,6 +765,20 @@ pub fn run_vmi(
             // mounts of config volumes, secrets and claims below it: never
             // hide it there.
             mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
+            if let Some(cache) = bridge_cache.take() {
+                // The stand-in's phase 1 writes its cache where
+                // virt-handler's does; phase 2 reads it as in a pod.
+                let dir = Path::new(PRIVATE_DIR);
+                network::cache::write_json(&network::cache::vif_cache_path(dir, "eth0"), &cache)
+                    .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+                let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+                let phase2 =
+                    network::phase2::prepare(vmi, dir, &resolv, &network::phase1::pod_link)
+                        .map_err(LauncherError::Input)?;
+                ctx.prepared.interfaces = phase2.hosts;
+                dhcp = phase2.dhcp;
+                dhcp6 = phase2.dhcp6;
+            }
             mounts.bind_dir(
                 &state.subdir("share")?,
                 Path::new(&flags.kubevirt_share_dir),
@@ -786,8 +838,11 @@ pub fn run_vmi(
             mounts.mount_proc()?;
         }
         // Threads may start now that the mount namespace is private.
-        let servers = network::phase2::DhcpServers::start(std::mem::take(&mut dhcp))
-            .map_err(LauncherError::Runtime)?;
+        let servers = network::phase2::DhcpServers::start(
+            std::mem::take(&mut dhcp),
+            std::mem::take(&mut dhcp6),
+        )
+        .map_err(LauncherError::Runtime)?;
         // A panic must not skip the clean-up below (daemons, mounts, state).
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run_in_runtime(
@@ -1534,9 +1589,9 @@ fn run_domain(
                 vmi,
                 Path::new(PRIVATE_DIR),
                 &resolv,
-                &network::phase1::link_mac_mtu,
+                &network::phase1::pod_link,
             )?;
-            let started = network::phase2::DhcpServers::start(p.dhcp)?;
+            let started = network::phase2::DhcpServers::start(p.dhcp, p.dhcp6)?;
             servers
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)

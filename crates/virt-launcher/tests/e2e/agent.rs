@@ -42,7 +42,7 @@ fn ctl(l: &Launcher, args: &[&str]) -> (bool, String, String) {
 }
 
 /// `ctl ARGS` that must succeed, its JSON output.
-fn ctl_json(l: &Launcher, args: &[&str]) -> Value {
+pub(crate) fn ctl_json(l: &Launcher, args: &[&str]) -> Value {
     let (ok, out, err) = ctl(l, args);
     assert!(
         ok,

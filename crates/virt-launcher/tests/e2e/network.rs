@@ -25,7 +25,7 @@ pub(crate) fn masquerade_vmi(name: &str) -> String {
 pub(crate) fn fields(serial: &str, marker: &str) -> std::collections::BTreeMap<String, String> {
     let line = serial
         .lines()
-        .find(|l| l.starts_with(marker))
+        .find(|l| l.starts_with(&format!("{marker} ")))
         .unwrap_or_else(|| panic!("no {marker} line in:\n{serial}"));
     line.split_whitespace()
         .skip(1)
@@ -45,7 +45,7 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
             ..Opts::default()
         },
     );
-    let serial = l.wait_serial("GUEST-DHCP", 1, BOOT_TIMEOUT);
+    let serial = l.wait_serial("GUEST-DHCP ", 1, BOOT_TIMEOUT);
     let f = fields(&serial, "GUEST-DHCP");
     assert_eq!(f["interface"], "eth0", "{serial}");
     assert_eq!(f["ip"], "10.0.2.2/24", "{serial}");
@@ -67,8 +67,54 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
         want.push("8.8.8.8".into());
     }
     assert_eq!(f["dns"], want.join(","), "{serial}");
+    // DHCPv6 (the stand-in pod is dual-stack): dhcpcd in the guest gets
+    // the third address of fd10:0:2::/120, the pod's IPv6 nameservers (none
+    // here unless the host has some) and the search list.
+    let serial = l.wait_serial("GUEST-DHCP6 ", 1, BOOT_TIMEOUT);
+    let f6 = fields(&serial, "GUEST-DHCP6");
+    assert_eq!(f6["interface"], "eth0", "{serial}");
+    assert_eq!(f6["ip"], "fd10:0:2::2", "{serial}");
+    let (dns6, search) = host_dns6_and_search();
+    assert_eq!(f6["dns"], dns6, "{serial}");
+    assert_eq!(f6["search"], search, "{serial}");
     let ready = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     assert!(ready.contains("ip=10.0.2.2 "), "{ready}");
+
+    // Interface status: GetDomain carries the guest agent's report in
+    // Status.Interfaces (KubeVirt's {Mac, Ip, IPs, InterfaceName}) next to
+    // the domain's interfaces, and joining them by MAC as virt-handler does
+    // (`ctl interfaces`) puts the guest's addresses on the VMI's interface
+    // name. qemu-ga reports the addresses the guest has when it is polled
+    // (first at connect, before DHCP; again after 10 s, 30 s, ...).
+    let start = std::time::Instant::now();
+    let (dom, ifaces) = loop {
+        let ifaces = crate::agent::ctl_json(&l, &["interfaces"]);
+        let has_ip = ifaces[0]["ipAddresses"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == "fd10:0:2::2"));
+        if has_ip {
+            break (crate::agent::ctl_json(&l, &["domain"]), ifaces);
+        }
+        assert!(
+            start.elapsed() < BOOT_TIMEOUT,
+            "the guest's addresses never reached the interface status: {ifaces}\n{}",
+            l.log()
+        );
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    };
+    let agent = dom["Status"]["Interfaces"]
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["InterfaceName"] == "eth0"))
+        .unwrap_or_else(|| panic!("no eth0 in Status.Interfaces: {dom}"))
+        .clone();
+    assert_eq!(agent["Mac"], "02:54:00:ab:cd:ef", "{agent}");
+    assert_eq!(agent["Ip"], "10.0.2.2", "{agent}");
+    let i = &ifaces[0];
+    assert_eq!(i["name"], "default", "{ifaces}");
+    assert_eq!(i["interfaceName"], "eth0", "{ifaces}");
+    assert_eq!(i["mac"], "02:54:00:ab:cd:ef", "{ifaces}");
+    assert_eq!(i["ipAddress"], "10.0.2.2", "{ifaces}");
+    assert_eq!(i["infoSource"], "domain, guest-agent", "{ifaces}");
 
     // Masquerade port forwarding from the pod's side: the guest's httpd
     // (tests/guest) on 8080, reached through the pod IP and through
@@ -95,6 +141,75 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
     let out = Command::new("ip").args(["-o", "link"]).output().unwrap();
     let links = String::from_utf8_lossy(&out.stdout);
     assert!(!links.contains("k6t-eth0"), "{links}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    l.wait_exit(BOOT_TIMEOUT);
+}
+
+/// What the guest should get over DHCPv6 from the resolv.conf the launcher
+/// reads (the host's in standalone mode): the IPv6 nameservers joined by
+/// `,` (or `none`), and the search list (KubeVirt's `cluster.local` when
+/// there is none), as the guest's hook prints them.
+fn host_dns6_and_search() -> (String, String) {
+    let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    let mut dns6 = Vec::new();
+    let mut search = Vec::new();
+    for line in resolv.lines() {
+        let mut w = line.split_whitespace();
+        match w.next() {
+            Some("nameserver") => {
+                if let Some(a) = w.next().filter(|a| a.parse::<std::net::Ipv6Addr>().is_ok()) {
+                    dns6.push(a.to_owned());
+                }
+            }
+            Some("search" | "domain") => {
+                search = w.map(str::to_ascii_lowercase).collect();
+            }
+            _ => {}
+        }
+    }
+    if search.is_empty() {
+        search.push("cluster.local".into());
+    }
+    let dns6 = if dns6.is_empty() {
+        "none".into()
+    } else {
+        dns6.join(",")
+    };
+    (dns6, search.join(","))
+}
+
+/// KubeVirt's own `vmi-masquerade` example, unmodified (the test guest
+/// stands in for its container disk): the guest gets 10.0.2.2 over DHCPv4
+/// and fd10:0:2::2 over DHCPv6, takes the example's `gateway6` from its
+/// cloud-init network-config, and its HTTP port 80 (the example's `ports`)
+/// answers from the pod over IPv4 and IPv6 through phase 1's NAT and NAT66.
+#[test]
+fn kubevirt_masquerade_example_works_over_ipv4_and_ipv6() {
+    let yaml = std::fs::read_to_string(repo_root().join("tests/data/examples/vmi-masquerade.yaml"))
+        .unwrap();
+    let mut l = Launcher::start(
+        &yaml,
+        &Opts {
+            args: &["--setup-pod-network"],
+            ..Opts::default()
+        },
+    );
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let serial = l.wait_serial("GUEST-DHCP6 ", 1, BOOT_TIMEOUT);
+    let f = fields(&serial, "GUEST-DHCP");
+    assert_eq!(f["ip"], "10.0.2.2/24", "{serial}");
+    assert_eq!(f["router"], "10.0.2.1", "{serial}");
+    let f6 = fields(&serial, "GUEST-DHCP6");
+    assert_eq!(f6["ip"], "fd10:0:2::2", "{serial}");
+
+    let netns = format!("/proc/{}/ns/net", l.worker_pid());
+    for addr in ["10.244.0.5:80", "127.0.0.1:80", "[fd00:10:244::5]:80"] {
+        let body = http_get_in_netns(&netns, addr);
+        assert!(
+            body.contains("200 OK") && body.contains("GUEST-HTTP"),
+            "{addr}: {body}"
+        );
+    }
     l.signal(nix::sys::signal::Signal::SIGTERM);
     l.wait_exit(BOOT_TIMEOUT);
 }
@@ -149,4 +264,47 @@ fn pod_network_without_the_flag_is_refused_naming_it() {
         last,
         "virt-launcher: spec.domain.devices.interfaces[0]: standalone mode has no pod network; pass --setup-pod-network to create one"
     );
+}
+
+/// Bridge binding: `--setup-pod-network` plays virt-handler's phase 1 for
+/// it (the pod link's address moves to the guest; its cache written to
+/// `vif-cache-eth0.json` in the private directory), phase 2 reads that
+/// cache as in a pod, and the guest gets the pod's own address, gateway
+/// and MTU over DHCP, with the pod's MAC on its interface.
+#[test]
+fn bridge_guest_gets_the_pods_address_over_dhcp() {
+    let yaml = masquerade_vmi("netbridge")
+        .replace("        masquerade: {}\n", "        bridge: {}\n")
+        .replace("        macAddress: \"02-54-00-AB-CD-EF\"\n", "")
+        .replace("        ports: [{name: http, port: 8080}]\n", "");
+    assert!(
+        yaml.contains("bridge: {}") && !yaml.contains("macAddress"),
+        "{yaml}"
+    );
+    let mut l = Launcher::start(
+        &yaml,
+        &Opts {
+            args: &["--setup-pod-network"],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-DHCP ", 1, BOOT_TIMEOUT);
+    let f = fields(&serial, "GUEST-DHCP");
+    assert_eq!(f["interface"], "eth0", "{serial}");
+    assert_eq!(f["ip"], "10.244.0.5/24", "{serial}");
+    assert_eq!(f["router"], "10.244.0.1", "{serial}");
+    assert_eq!(f["mtu"], "1500", "{serial}");
+    assert_eq!(f["hostname"], "netbridge", "{serial}");
+    // The cache phase 1 wrote, in KubeVirt's file and shape.
+    let cache = std::fs::read_to_string(l.state.join("private/vif-cache-eth0.json")).unwrap();
+    let cache: serde_json::Value = serde_json::from_str(&cache).unwrap();
+    assert_eq!(cache["IP"]["IP"], "10.244.0.5", "{cache}");
+    assert_eq!(cache["AdvertisingIPAddr"], "169.254.75.10", "{cache}");
+    // The guest has the pod's MAC (no macAddress in the spec).
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(xml.contains("<mac address='0a:58:0a:f4:00:05'/>"), "{xml}");
+    assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    l.wait_exit(BOOT_TIMEOUT);
 }

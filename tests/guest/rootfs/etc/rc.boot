@@ -4,7 +4,9 @@
 # (/dev/ttyS0), one line each, in this order:
 #   GUEST-USERDATA-DONE exit=<n>     only when the seed (NoCloud or config
 #                                    drive) has #! user-data
-#   GUEST-READY hostname=<h> ip=<ip|none> uptime=<s>
+#   GUEST-DHCP / GUEST-DHCP6 ...      one per lease (udhcpc / dhcpcd hooks)
+#   GUEST-READY hostname=<h> ip=<ip|none> ip6=<ip|none> uptime=<s>
+#                                    (ip6: the DHCPv6 lease if it came already)
 #                                    boot done; qemu-ga (if the port exists)
 #                                    holds its virtio port open
 #   GUEST-SHUTDOWN                   from /etc/rc.shutdown, on any power-off
@@ -148,15 +150,24 @@ for n in /sys/class/net/eth*; do
     udhcpc -i "$ifc" -s /usr/share/udhcpc/default.script -p "/run/udhcpc.$ifc.pid" \
         -t 8 -T 1 -A 3 -b -S -x "hostname:$(hostname)" >/dev/null 2>&1 &
 done
+# DHCPv6 on eth0: dhcpcd (Debian's busybox has no udhcpc6), see
+# /etc/dhcpcd6.conf; its hook writes /run/ip6.eth0 and a GUEST-DHCP6 marker.
+if [ -e /sys/class/net/eth0 ] && command -v dhcpcd >/dev/null; then
+    mkdir -p /var/lib/dhcpcd /run/dhcpcd
+    dhcpcd -6 -b -f /etc/dhcpcd6.conf -c /usr/share/dhcpcd/hook eth0 >/dev/null 2>&1
+fi
 if [ -e /sys/class/net/eth0 ]; then
     i=0 # wait up to 5 s for the first lease
     while [ ! -s /run/ip.eth0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    # No wait for DHCPv6: many networks have none (QEMU's user network,
+    # the bridge binding); its lease comes with a GUEST-DHCP6 marker.
 fi
 # A TCP service for the network e2e tests (masquerade `ports` forwarding):
-# GET / on port 8080 answers GUEST-HTTP.
+# GET / on ports 8080 and 80 answers GUEST-HTTP.
 if [ -s /run/ip.eth0 ]; then
     mkdir -p /run/www && echo "GUEST-HTTP $(hostname)" >/run/www/index.html
     httpd -p 8080 -h /run/www
+    httpd -p 80 -h /run/www
 fi
 
 # ---- user-data: a #! script runs now, before GUEST-READY. Its output goes to
@@ -197,5 +208,6 @@ fi
 t_qga=$(uptime_s)
 log "boot: init at $t_init s, modules loaded $t_mod s, seed+network+user-data done $t_net s, agent ready $t_qga s"
 ip=$(cat /run/ip.eth0 2>/dev/null)
-echo "GUEST-READY hostname=$(hostname) ip=${ip:-none} uptime=$(uptime_s)" >/dev/ttyS0
+ip6=$(cat /run/ip6.eth0 2>/dev/null)
+echo "GUEST-READY hostname=$(hostname) ip=${ip:-none} ip6=${ip6:-none} uptime=$(uptime_s)" >/dev/ttyS0
 : >/run/guest-ready
