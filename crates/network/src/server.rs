@@ -69,21 +69,11 @@ pub fn serve(
 ) -> io::Result<Stats> {
     let mut stats = Stats::default();
     let mut buf = [0u8; 1536];
-    let mut window = Instant::now();
-    let mut in_window = 0u32;
+    let mut limit = RateLimit::default();
     while !stop.load(Ordering::Relaxed) {
         let n = match socket.recv(&mut buf) {
             Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
+            Err(e) if is_poll_timeout(&e) => continue,
             Err(e) => return Err(e),
         };
         stats.received += 1;
@@ -99,15 +89,10 @@ pub fn serve(
         let Some(reply) = options.reply(&req) else {
             continue;
         };
-        if window.elapsed() >= Duration::from_secs(1) {
-            window = Instant::now();
-            in_window = 0;
-        }
-        if in_window >= MAX_REPLIES_PER_SEC {
+        if !limit.allow() {
             stats.throttled += 1;
             continue;
         }
-        in_window += 1;
         let bytes = reply
             .to_vec()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
@@ -147,6 +132,45 @@ pub fn bind_v6(device: &str, port: u16) -> io::Result<UdpSocket> {
     Ok(s.into())
 }
 
+/// A receive that only ran into the poll timeout (or a signal): the loop
+/// checks `stop` and waits again.
+fn is_poll_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// At most [`MAX_REPLIES_PER_SEC`] replies per one-second window.
+struct RateLimit {
+    window: Instant,
+    in_window: u32,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        RateLimit {
+            window: Instant::now(),
+            in_window: 0,
+        }
+    }
+}
+
+impl RateLimit {
+    /// Counts one reply; false when this window's budget is spent.
+    fn allow(&mut self) -> bool {
+        if self.window.elapsed() >= Duration::from_secs(1) {
+            self.window = Instant::now();
+            self.in_window = 0;
+        }
+        if self.in_window >= MAX_REPLIES_PER_SEC {
+            return false;
+        }
+        self.in_window += 1;
+        true
+    }
+}
+
 /// Answers DHCPv6 requests on `socket` until `stop` is set; each reply
 /// goes back to the sender's link-local address and port (`client_port`
 /// is only used when the sender's is 0). Same bounds as [`serve`].
@@ -161,21 +185,11 @@ pub fn serve_v6(
 ) -> io::Result<Stats> {
     let mut stats = Stats::default();
     let mut buf = [0u8; 1536];
-    let mut window = Instant::now();
-    let mut in_window = 0u32;
+    let mut limit = RateLimit::default();
     while !stop.load(Ordering::Relaxed) {
         let (n, peer) = match socket.recv_from(&mut buf) {
             Ok(x) => x,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
+            Err(e) if is_poll_timeout(&e) => continue,
             Err(e) => return Err(e),
         };
         stats.received += 1;
@@ -193,15 +207,10 @@ pub fn serve_v6(
         let Some(reply) = options.reply(&req, peer.ip()) else {
             continue;
         };
-        if window.elapsed() >= Duration::from_secs(1) {
-            window = Instant::now();
-            in_window = 0;
-        }
-        if in_window >= MAX_REPLIES_PER_SEC {
+        if !limit.allow() {
             stats.throttled += 1;
             continue;
         }
-        in_window += 1;
         let bytes = reply
             .to_vec()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;

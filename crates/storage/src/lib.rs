@@ -478,16 +478,33 @@ fn exists_regular(field: &str, p: &Path) -> Result<bool, StorageError> {
 /// link there could otherwise redirect the write outside `root`.
 fn ensure_parent_under(field: &str, root: &str, file: &Path) -> Result<(), StorageError> {
     let root = Path::new(root);
-    let rel = file
+    let dir = file
         .parent()
-        .and_then(|p| p.strip_prefix(root).ok())
-        .ok_or_else(|| {
-            volume_err(
-                field,
-                format!("{} is outside {}", file.display(), root.display()),
-            )
-        })?;
+        .ok_or_else(|| volume_err(field, format!("{} has no directory", file.display())))?;
     fs::create_dir_all(root).map_err(io_err(field, "mkdir", root))?;
+    walk_dirs_under(field, root, dir, |cur| {
+        fs::create_dir(cur).map_err(io_err(field, "mkdir", cur))?;
+        fs::set_permissions(cur, fs::Permissions::from_mode(0o750))
+            .map_err(io_err(field, "chmod", cur))
+    })
+}
+
+/// Walks the components of `dir` below `root`, requiring each existing one
+/// to be a real directory (never a symbolic link, which could redirect a
+/// write outside `root`); `missing` is called for a component that does not
+/// exist (create it, or refuse).
+fn walk_dirs_under(
+    field: &str,
+    root: &Path,
+    dir: &Path,
+    missing: impl Fn(&Path) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let rel = dir.strip_prefix(root).map_err(|_| {
+        volume_err(
+            field,
+            format!("{} is outside {}", dir.display(), root.display()),
+        )
+    })?;
     let mut cur = root.to_path_buf();
     for comp in rel.components() {
         let std::path::Component::Normal(c) = comp else {
@@ -495,7 +512,7 @@ fn ensure_parent_under(field: &str, root: &str, file: &Path) -> Result<(), Stora
                 field,
                 format!(
                     "{} is not a plain path below {}",
-                    file.display(),
+                    dir.display(),
                     root.display()
                 ),
             ));
@@ -518,11 +535,7 @@ fn ensure_parent_under(field: &str, root: &str, file: &Path) -> Result<(), Stora
                     format!("{} is not a directory", cur.display()),
                 ))
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir(&cur).map_err(io_err(field, "mkdir", &cur))?;
-                fs::set_permissions(&cur, fs::Permissions::from_mode(0o750))
-                    .map_err(io_err(field, "chmod", &cur))?;
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing(&cur)?,
             Err(e) => return Err(io_err(field, "stat", &cur)(e)),
         }
     }
@@ -579,59 +592,18 @@ fn block_device(
 /// [`ensure_parent_under`] it creates nothing: a missing directory means
 /// the claim is not mounted.
 fn claim_dir_under(field: &str, root: &str, image: &Path) -> Result<(), StorageError> {
-    let root = Path::new(root);
     let dir = image
         .parent()
         .ok_or_else(|| volume_err(field, format!("{} has no directory", image.display())))?;
-    let rel = dir.strip_prefix(root).map_err(|_| {
-        volume_err(
+    walk_dirs_under(field, Path::new(root), dir, |_| {
+        Err(volume_err(
             field,
-            format!("{} is outside {}", dir.display(), root.display()),
-        )
-    })?;
-    let mut cur = root.to_path_buf();
-    for comp in rel.components() {
-        let std::path::Component::Normal(c) = comp else {
-            return Err(volume_err(
-                field,
-                format!(
-                    "{} is not a plain path below {}",
-                    dir.display(),
-                    root.display()
-                ),
-            ));
-        };
-        cur.push(c);
-        match fs::symlink_metadata(&cur) {
-            Ok(m) if m.is_dir() => {}
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(volume_err(
-                    field,
-                    format!(
-                        "{} is a symbolic link; refusing to write through it",
-                        cur.display()
-                    ),
-                ))
-            }
-            Ok(_) => {
-                return Err(volume_err(
-                    field,
-                    format!("{} is not a directory", cur.display()),
-                ))
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(volume_err(
-                    field,
-                    format!(
-                        "the claim's directory {} does not exist (is the claim mounted?)",
-                        dir.display()
-                    ),
-                ))
-            }
-            Err(e) => return Err(io_err(field, "stat", &cur)(e)),
-        }
-    }
-    Ok(())
+            format!(
+                "the claim's directory {} does not exist (is the claim mounted?)",
+                dir.display()
+            ),
+        ))
+    })
 }
 
 /// Creates a claim's (or DiskOrCreate hostDisk's) sparse raw image of
