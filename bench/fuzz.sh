@@ -82,7 +82,8 @@ for t in "${targets[@]}"; do
 	log=$(mktemp)
 	status=ok
 	# The binary itself, so that timeout stops the fuzzer rather than cargo-fuzz.
-	FUZZ_VALIDATE=1 timeout "$validate_secs" "$bin_dir/$t" "corpus/$t" -runs=0 >"$log" 2>&1 || status=$?
+	FUZZ_VALIDATE=1 timeout "$validate_secs" "$bin_dir/$t" -artifact_prefix="artifacts/$t/validate-" \
+		"corpus/$t" -runs=0 >"$log" 2>&1 || status=$?
 	n=$(find "corpus/$t" -type f | wc -l)
 	case $status in
 	ok) echo "$t: virt-xml-validate accepted every domain of the $n corpus inputs" ;;
