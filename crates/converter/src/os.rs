@@ -264,7 +264,9 @@ pub fn sysinfo(
                     value: v.into(),
                 });
             }
-            Some(SysInfoEntries { entry: entries })
+            // No `<chassis/>` without entries: libvirt's schema wants at
+            // least one (and Go's `chassis>entry` writes none either).
+            (!entries.is_empty()).then_some(SysInfoEntries { entry: entries })
         }
         None => None,
     };
