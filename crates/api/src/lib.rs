@@ -6,6 +6,8 @@
 pub mod arch;
 pub mod defaults;
 pub mod error;
+#[cfg(feature = "arbitrary")]
+pub mod fuzzing;
 pub mod load;
 pub mod mac;
 pub mod quantity;

@@ -258,10 +258,12 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
         }
     }
     if let Some(cpu) = &spec.domain.cpu {
-        let product = u64::from(cpu.sockets.max(1))
-            * u64::from(cpu.cores.max(1))
-            * u64::from(cpu.threads.max(1));
-        if product > MAX_VCPUS {
+        // u128: three u32 factors cannot overflow it (u64 can, and wrapped
+        // products would pass the check in a release build).
+        let product = u128::from(cpu.sockets.max(1))
+            * u128::from(cpu.cores.max(1))
+            * u128::from(cpu.threads.max(1));
+        if product > u128::from(MAX_VCPUS) {
             errs.push(FieldError::new(
                 "spec.domain.cpu",
                 format!("sockets × cores × threads = {product} exceeds {MAX_VCPUS} vCPUs"),
@@ -435,5 +437,17 @@ mod tests {
             "{H}metadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: \"1e40\"}}\n"
         ));
         assert_eq!(e, ["spec.domain.memory.guest: 1e40 is too large"]);
+    }
+
+    /// Found by the structured fuzz target: the product of three u32
+    /// counts overflowed u64 (a panic in debug builds; a wrapped product
+    /// that passes the check in release builds).
+    #[test]
+    fn fuzz_cpu_topology_product_does_not_overflow() {
+        let e = errors(&format!("{H}metadata: {{name: a}}\nspec:\n  domain:\n    cpu: {{sockets: 4294967295, cores: 4294967295, threads: 4294967295, maxSockets: 4294967295}}\n"));
+        assert!(
+            e.contains(&"spec.domain.cpu: sockets × cores × threads = 79228162458924105385300197375 exceeds 512 vCPUs".to_string()),
+            "{e:?}"
+        );
     }
 }

@@ -16,6 +16,7 @@ use crate::quantity::Quantity;
 
 /// A KubeVirt VirtualMachineInstance object.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualMachineInstance {
     /// `kubevirt.io/v1` (also accepted: `kubevirt.io/v1alpha3`).
@@ -32,11 +33,13 @@ pub struct VirtualMachineInstance {
     pub spec: VmiSpec,
     /// Observed state, kept verbatim (virt-handler fills it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub status: Option<Value>,
 }
 
 /// Kubernetes `ObjectMeta`, the fields the launcher reads.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
     /// Object name (DNS-1123 subdomain).
@@ -58,6 +61,7 @@ pub struct ObjectMeta {
 
 /// `spec` of a VMI.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct VmiSpec {
     /// Virtual hardware.
@@ -91,6 +95,7 @@ pub struct VmiSpec {
 
 /// `spec.domain`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct DomainSpec {
     /// Pod resources (`requests`/`limits` of `cpu` and `memory`).
@@ -129,11 +134,13 @@ pub struct DomainSpec {
     pub chassis: Option<Chassis>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub launch_security: Option<Value>,
 }
 
 /// `spec.domain.chassis`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Chassis {
     /// Manufacturer.
@@ -155,6 +162,7 @@ pub struct Chassis {
 
 /// `spec.domain.resources`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceRequirements {
     /// Requests by resource name (`cpu`, `memory`, ...).
@@ -170,6 +178,7 @@ pub struct ResourceRequirements {
 
 /// `spec.domain.cpu`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Cpu {
     /// Cores per socket; 0 = unset.
@@ -206,15 +215,18 @@ pub struct Cpu {
 
 /// `spec.domain.cpu.numa`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct CpuNuma {
     /// Mirror the host NUMA cells of the pinned CPUs (`{}` to enable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub guest_mapping_passthrough: Option<Value>,
 }
 
 /// `spec.domain.cpu.realtime`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Realtime {
     /// vCPUs that run realtime (`0-3,^1`); default all (applied by virt-handler).
@@ -224,6 +236,7 @@ pub struct Realtime {
 
 /// `spec.domain.ioThreads`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct IoThreads {
     /// Number of I/O threads every virtio disk shares (`supplementalPool`).
@@ -233,6 +246,7 @@ pub struct IoThreads {
 
 /// One `spec.domain.cpu.features[]` entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct CpuFeature {
     /// libvirt feature name (`vmx`, `invtsc` ...).
@@ -244,6 +258,7 @@ pub struct CpuFeature {
 
 /// `spec.domain.memory`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Memory {
     /// Memory the guest sees.
@@ -259,6 +274,7 @@ pub struct Memory {
 
 /// `spec.domain.memory.hugepages`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Hugepages {
     /// Page size (`2Mi`, `1Gi`).
@@ -268,6 +284,7 @@ pub struct Hugepages {
 
 /// `spec.domain.machine`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Machine {
     /// QEMU machine type (`q35`, `pc-q35-rhel9.6.0`, `virt`, ...).
     #[serde(default, rename = "type")]
@@ -276,6 +293,7 @@ pub struct Machine {
 
 /// `spec.domain.firmware`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Firmware {
     /// SMBIOS system UUID; becomes the domain UUID.
@@ -292,11 +310,13 @@ pub struct Firmware {
     pub kernel_boot: Option<KernelBoot>,
     /// ACPI SLIC/MSDM tables; not implemented yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub acpi: Option<Value>,
 }
 
 /// `spec.domain.firmware.bootloader`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Bootloader {
     /// SeaBIOS.
@@ -309,6 +329,7 @@ pub struct Bootloader {
 
 /// `bootloader.bios`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Bios {
     /// Send SeaBIOS output to the serial console.
@@ -318,6 +339,7 @@ pub struct Bios {
 
 /// `bootloader.efi`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Efi {
     /// Secure boot; KubeVirt's default is true.
@@ -330,6 +352,7 @@ pub struct Efi {
 
 /// `firmware.kernelBoot`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct KernelBoot {
     /// Kernel command line.
@@ -342,6 +365,7 @@ pub struct KernelBoot {
 
 /// `firmware.kernelBoot.container`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct KernelBootContainer {
     /// Image reference (informational for the launcher).
@@ -357,6 +381,7 @@ pub struct KernelBootContainer {
 
 /// `spec.domain.clock`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Clock {
     /// Guest clock in UTC, with an optional offset.
@@ -372,6 +397,7 @@ pub struct Clock {
 
 /// `clock.timer`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Timers {
     /// High Precision Event Timer.
@@ -393,6 +419,7 @@ pub struct Timers {
 
 /// One timer: presence, tick policy, and (rtc only) what it tracks.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct TimerSpec {
     /// Present in the guest; default true.
@@ -408,6 +435,7 @@ pub struct TimerSpec {
 
 /// `clock.utc`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct ClockUtc {
     /// Seconds added to UTC.
@@ -417,6 +445,7 @@ pub struct ClockUtc {
 
 /// `{enabled: bool}` feature toggle; absent `enabled` means on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct FeatureState {
     /// `None` or `Some(true)` enables the feature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,6 +461,7 @@ impl FeatureState {
 
 /// `spec.domain.features`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Features {
     /// ACPI; on unless `enabled: false` (s390x defaults to off).
@@ -460,6 +490,7 @@ pub struct Features {
 /// `features.hyperv`: each enlightenment a [`FeatureState`] (absent = not
 /// mentioned; `{}` = on), plus the three with extra settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureHyperv {
     /// Relaxed timing.
@@ -508,6 +539,7 @@ pub struct FeatureHyperv {
 
 /// `hyperv.spinlocks`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureSpinlocks {
     /// Off only when `false`.
@@ -520,6 +552,7 @@ pub struct FeatureSpinlocks {
 
 /// `hyperv.synictimer`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct SyNicTimer {
     /// Off only when `false`.
@@ -532,6 +565,7 @@ pub struct SyNicTimer {
 
 /// `hyperv.vendorid`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureVendorId {
     /// Off only when `false`.
@@ -544,6 +578,7 @@ pub struct FeatureVendorId {
 
 /// `features.kvm`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureKvm {
     /// Hide the KVM signature from the guest.
@@ -553,6 +588,7 @@ pub struct FeatureKvm {
 
 /// `spec.domain.devices`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Devices {
     /// Disks, each naming a volume.
@@ -581,6 +617,7 @@ pub struct Devices {
     pub autoattach_input_device: Option<bool>,
     /// Virtio RNG backed by `/dev/urandom` when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub rng: Option<Value>,
     /// Input devices (tablet on usb or virtio).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -615,18 +652,22 @@ pub struct Devices {
     pub sound: Option<SoundDevice>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::vec_value))]
     pub gpus: Vec<Value>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::vec_value))]
     pub host_devices: Vec<Value>,
     /// Shared directories (virtiofs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filesystems: Vec<Filesystem>,
     /// USB redirection from the client (`{}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub client_passthrough: Option<Value>,
     /// Host metrics channel for vhostmd (`{}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub downward_metrics: Option<Value>,
     /// Video adapter model of the autoattached graphics device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -635,6 +676,7 @@ pub struct Devices {
 
 /// `devices.watchdog`: a name and one of the models.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Watchdog {
     /// Device name (alias `ua-<name>`).
@@ -650,6 +692,7 @@ pub struct Watchdog {
 
 /// A watchdog model's settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct WatchdogModel {
     /// `poweroff`, `reset` (default) or `shutdown`.
@@ -659,6 +702,7 @@ pub struct WatchdogModel {
 
 /// `devices.tpm`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Tpm {
     /// No TPM when `false`.
@@ -671,6 +715,7 @@ pub struct Tpm {
 
 /// `devices.sound`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct SoundDevice {
     /// Device name (alias `ua-<name>`).
@@ -683,17 +728,20 @@ pub struct SoundDevice {
 
 /// `devices.filesystems[]`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Filesystem {
     /// Name of the volume shared (also the mount tag).
     pub name: String,
     /// Share through virtiofs (`{}`; the only kind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub virtiofs: Option<Value>,
 }
 
 /// `devices.video`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct VideoDevice {
     /// libvirt video model (`vga`, `virtio`, `bochs`, `cirrus`, `ramfb`).
@@ -703,6 +751,7 @@ pub struct VideoDevice {
 
 /// Disk bus (`disks[].disk.bus`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "lowercase")]
 pub enum Bus {
     /// virtio-blk (`vdX`).
@@ -729,6 +778,7 @@ impl Bus {
 
 /// `disks[].cache`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "lowercase")]
 pub enum CacheMode {
     /// O_DIRECT, no host page cache.
@@ -741,6 +791,7 @@ pub enum CacheMode {
 
 /// `disks[].io`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "lowercase")]
 pub enum IoMode {
     /// Linux AIO.
@@ -751,6 +802,7 @@ pub enum IoMode {
 
 /// `disks[].errorPolicy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "lowercase")]
 pub enum ErrorPolicy {
     /// Pause the guest on I/O error (KubeVirt's default).
@@ -765,6 +817,7 @@ pub enum ErrorPolicy {
 
 /// A `spec.domain.devices.disks[]` entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Disk {
     /// Name of the volume this disk exposes.
@@ -813,6 +866,7 @@ pub struct Disk {
 
 /// `disks[].disk` / `disks[].lun`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct DiskTarget {
     /// Bus; defaulted per architecture when absent.
@@ -831,6 +885,7 @@ pub struct DiskTarget {
 
 /// `disks[].blockSize`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct BlockSize {
     /// Fixed sizes.
@@ -843,6 +898,7 @@ pub struct BlockSize {
 
 /// `blockSize.custom`, in bytes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct CustomBlockSize {
     /// Logical block size.
@@ -855,6 +911,7 @@ pub struct CustomBlockSize {
 
 /// `disks[].cdrom`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct CdromTarget {
     /// Bus; defaulted per architecture when absent.
@@ -870,6 +927,7 @@ pub struct CdromTarget {
 
 /// A `spec.domain.devices.inputs[]` entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Input {
     /// Device name (alias `ua-<name>`).
@@ -884,6 +942,7 @@ pub struct Input {
 
 /// A `spec.volumes[]` entry: a name and exactly one source.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Volume {
     /// Volume name (DNS-1123 label), referenced by disks.
@@ -931,6 +990,7 @@ pub struct Volume {
     pub downward_api: Option<DownwardApiSource>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub downward_metrics: Option<Value>,
     /// Windows answer files from a ConfigMap or Secret, served as an ISO
     /// labelled `unattendCD`.
@@ -938,11 +998,13 @@ pub struct Volume {
     pub sysprep: Option<SysprepSource>,
     /// Not implemented yet; refused when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub memory_dump: Option<Value>,
 }
 
 /// A reference to a Secret in the VMI's namespace (`LocalObjectReference`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct SecretRef {
     /// Secret name.
@@ -956,6 +1018,7 @@ pub struct SecretRef {
 /// mounted at `/var/run/kubevirt-private/secret/<volume>/` (files
 /// `userdata` or `userData`, `networkdata` or `networkData`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct CloudInitSource {
     /// User data as text.
@@ -980,6 +1043,7 @@ pub struct CloudInitSource {
 
 /// `volumes[].configMap`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigMapSource {
     /// ConfigMap name.
@@ -995,6 +1059,7 @@ pub struct ConfigMapSource {
 
 /// `volumes[].sysprep`: exactly one of a ConfigMap or a Secret holding
 /// `autounattend.xml` or `unattend.xml` (KubeVirt `SysprepSource`).
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SysprepSource {
@@ -1007,6 +1072,7 @@ pub struct SysprepSource {
 }
 
 /// `LocalObjectReference`: an object in the VMI's namespace, by name.
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LocalRef {
@@ -1017,6 +1083,7 @@ pub struct LocalRef {
 
 /// `volumes[].secret`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct SecretSource {
     /// Secret name.
@@ -1032,6 +1099,7 @@ pub struct SecretSource {
 
 /// `volumes[].serviceAccount`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceAccountSource {
     /// Service account name.
@@ -1041,10 +1109,12 @@ pub struct ServiceAccountSource {
 
 /// `volumes[].downwardAPI`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct DownwardApiSource {
     /// Kubernetes `DownwardAPIVolumeFile`s (kubelet writes them; kept verbatim).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::vec_value))]
     pub fields: Vec<Value>,
     /// ISO volume label (default `cfgdata`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1053,6 +1123,7 @@ pub struct DownwardApiSource {
 
 /// `volumes[].containerDisk`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerDiskSource {
     /// Image reference; the launcher sees the image's disk as a file.
@@ -1068,6 +1139,7 @@ pub struct ContainerDiskSource {
 
 /// `volumes[].emptyDisk`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct EmptyDiskSource {
     /// Virtual size of the disk.
@@ -1076,6 +1148,7 @@ pub struct EmptyDiskSource {
 
 /// `volumes[].persistentVolumeClaim`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct PvcSource {
     /// Claim name.
@@ -1091,6 +1164,7 @@ pub struct PvcSource {
 
 /// `spec.accessCredentials[]`: exactly one of its fields is set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct AccessCredential {
     /// SSH public keys from a Secret.
@@ -1098,11 +1172,13 @@ pub struct AccessCredential {
     pub ssh_public_key: Option<SshPublicKeyAccessCredential>,
     /// User passwords set through the guest agent (not implemented yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub user_password: Option<Value>,
 }
 
 /// `accessCredentials[].sshPublicKey`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct SshPublicKeyAccessCredential {
     /// Where the keys come from.
@@ -1115,6 +1191,7 @@ pub struct SshPublicKeyAccessCredential {
 
 /// `sshPublicKey.source`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct AccessCredentialSource {
     /// A Secret whose every entry is a public key (mounted at
@@ -1125,6 +1202,7 @@ pub struct AccessCredentialSource {
 
 /// `sshPublicKey.source.secret`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct AccessCredentialSecret {
     /// Secret name.
@@ -1134,21 +1212,26 @@ pub struct AccessCredentialSecret {
 
 /// `sshPublicKey.propagationMethod`: exactly one is set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct PropagationMethod {
     /// Keys go into the NoCloud meta-data (`public-keys`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub no_cloud: Option<Value>,
     /// Keys go into the config drive meta-data (`public_keys`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub config_drive: Option<Value>,
     /// Keys written by the guest agent (not implemented yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub qemu_guest_agent: Option<Value>,
 }
 
 /// `volumes[].ephemeral`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct EphemeralSource {
     /// The claim whose image backs the overlay.
@@ -1158,6 +1241,7 @@ pub struct EphemeralSource {
 
 /// `volumes[].dataVolume`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct DataVolumeSource {
     /// DataVolume name.
@@ -1170,6 +1254,7 @@ pub struct DataVolumeSource {
 
 /// `volumes[].hostDisk`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct HostDiskSource {
     /// Path of the image on the host (virt-handler mounts its directory).
@@ -1246,6 +1331,7 @@ impl VirtualMachineInstance {
 
 /// `spec.networks[]`: where an interface is connected.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Network {
     /// Name the interface refers to.
@@ -1260,6 +1346,7 @@ pub struct Network {
 
 /// `networks[].pod`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct PodNetwork {
     /// Masquerade IPv4 CIDR; default `10.0.2.0/24`.
@@ -1274,6 +1361,7 @@ pub struct PodNetwork {
 
 /// `networks[].multus`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct MultusNetwork {
     /// `[namespace/]name` of the NetworkAttachmentDefinition.
@@ -1285,6 +1373,7 @@ pub struct MultusNetwork {
 
 /// `spec.domain.devices.interfaces[]`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct Interface {
     /// Name of the network it connects to (and of the alias `ua-<name>`).
@@ -1295,27 +1384,35 @@ pub struct Interface {
     pub model: Option<String>,
     /// Bridge binding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub bridge: Option<Value>,
     /// Masquerade (NAT) binding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub masquerade: Option<Value>,
     /// SR-IOV binding (refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub sriov: Option<Value>,
     /// Slirp binding (removed upstream; refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub slirp: Option<Value>,
     /// Core passt binding (refused; upstream moved it to a plugin).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub passt: Option<Value>,
     /// macvtap binding (refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub macvtap: Option<Value>,
     /// Network binding plugin (refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub binding: Option<Value>,
     /// Ports forwarded by masquerade (programmed by phase 1).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::vec_value))]
     pub ports: Vec<Value>,
     /// Guest MAC (`de:ad:00:00:be:af`, `DE-AD-00-00-BE-AF`, `dead.0000.beaf`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1361,6 +1458,7 @@ impl Interface {
 
 /// `interfaces[].dhcpOptions`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct DhcpOptions {
     /// Option 67.
@@ -1379,6 +1477,7 @@ pub struct DhcpOptions {
 
 /// `dhcpOptions.privateOptions[]`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct DhcpPrivateOption {
     /// Option code, 224–254.

@@ -4,10 +4,9 @@
 use api::vmi::Bus;
 use api::VirtualMachineInstance;
 use domain::{
-    Alias, BalloonStats, Channel, ChannelTarget, CharLog, CharSource, Console, ConsoleTarget,
-    Controller, Devices, Disk, Graphics, GraphicsListen, Input, MemBalloon, RedirDev, Rng,
-    RngBackend, Serial, SerialTarget, Sound, Tpm, TpmBackend, Video, VideoModel, Vsock, VsockCid,
-    Watchdog,
+    BalloonStats, Channel, ChannelTarget, CharLog, CharSource, Console, ConsoleTarget, Controller,
+    Devices, Disk, Graphics, GraphicsListen, Input, MemBalloon, RedirDev, Rng, RngBackend, Serial,
+    SerialTarget, Sound, Tpm, TpmBackend, Video, VideoModel, Vsock, VsockCid, Watchdog,
 };
 
 use crate::arch::caps;
@@ -100,12 +99,12 @@ pub fn convert(
                 format!("usb is not available on {}", ctx.arch),
             ));
         }
-        crate::xml_text(&format!("{path}.name"), &input.name)?;
+        let alias = crate::user_alias(&format!("{path}.name"), &input.name)?;
         dev.input.push(Input {
             input_type: "tablet".into(),
             bus: Some(input.bus.clone()),
             model,
-            alias: Some(Alias::user(&input.name)),
+            alias: Some(alias),
         });
     }
 
@@ -360,10 +359,10 @@ pub fn convert(
                 ))
             }
         };
-        crate::xml_text(&format!("{path}.name"), &s.name)?;
+        let alias = crate::user_alias(&format!("{path}.name"), &s.name)?;
         dev.sound.push(Sound {
             model: model.into(),
-            alias: (!s.name.is_empty()).then(|| Alias::user(&s.name)),
+            alias: (!s.name.is_empty()).then_some(alias),
         });
     }
     if let Some(cid) = vsock_cid(vmi)? {
@@ -465,11 +464,11 @@ fn watchdog(
     if w.name.is_empty() {
         return Err(ConvertError::invalid(format!("{path}.name"), "required"));
     }
-    crate::xml_text(&format!("{path}.name"), &w.name)?;
+    let alias = crate::user_alias(&format!("{path}.name"), &w.name)?;
     Ok(Watchdog {
         model: model.into(),
         action: Some(action.into()),
-        alias: Some(Alias::user(&w.name)),
+        alias: Some(alias),
     })
 }
 

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use api::vmi::{Bus, CacheMode, Disk as VmiDisk, Volume};
 use api::{Arch, VirtualMachineInstance};
 use domain::{
-    Address, Alias, BackingStore, BlockIo, BootOrder, Disk, DiskDriver, DiskSource, DiskTarget,
-    Empty, Format, Reservations, ReservationsSource,
+    Address, BackingStore, BlockIo, BootOrder, Disk, DiskDriver, DiskSource, DiskTarget, Empty,
+    Format, Reservations, ReservationsSource,
 };
 
 use crate::{ConvertContext, ConvertError, ImageFormat};
@@ -439,7 +439,7 @@ pub fn convert(
             },
             serial: d.serial.clone(),
             boot: d.boot_order.map(|order| BootOrder { order }),
-            alias: Some(Alias::user(&d.name)),
+            alias: Some(crate::user_alias(&format!("{path}.name"), &d.name)?),
             ..Disk::default()
         };
         if let Some(t) = &disk.target.tray {

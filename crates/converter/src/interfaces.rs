@@ -12,8 +12,8 @@ use api::mac::{format_mac, parse_guest_mac};
 use api::vmi::Interface as ApiInterface;
 use api::{Arch, VirtualMachineInstance};
 use domain::{
-    AcpiIndex, Address, Alias, BootOrder, Interface, InterfaceDriver, InterfaceTarget, LinkState,
-    Mac, Model, Mtu, Rom,
+    AcpiIndex, Address, BootOrder, Interface, InterfaceDriver, InterfaceTarget, LinkState, Mac,
+    Model, Mtu, Rom,
 };
 use sha2::{Digest, Sha256};
 
@@ -254,7 +254,7 @@ fn one(
             queues: Some(q),
         }),
         mtu: host.and_then(|h| h.mtu).map(|size| Mtu { size }),
-        alias: Some(Alias::user(&iface.name)),
+        alias: Some(crate::user_alias(&format!("{path}.name"), &iface.name)?),
         boot,
         rom,
         address,

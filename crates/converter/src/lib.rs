@@ -371,6 +371,27 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
     Ok(dom)
 }
 
+/// The user alias `ua-<name>` of a device named at `path`.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] when `name` has a character libvirt's schema
+/// does not allow in an alias (`aliasName`: `[a-zA-Z0-9_\-.]+`): libvirt
+/// would refuse the whole domain.
+pub fn user_alias(path: &str, name: &str) -> Result<domain::Alias, ConvertError> {
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(ConvertError::invalid(
+            path,
+            format!(
+                "{name:?} contains {c:?}: a device name may have only letters, digits, '_', '-' and '.' (libvirt alias ua-<name>)"
+            ),
+        ));
+    }
+    Ok(domain::Alias::user(name))
+}
+
 /// Rejects text that XML 1.0 cannot carry (control characters other than
 /// tab, newline and carriage return). Everything else is escaped by the
 /// serialiser, so this is the only text check free-form fields need.

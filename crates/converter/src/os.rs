@@ -101,7 +101,17 @@ pub fn convert(
         .map(|m| m.machine_type.clone())
         .filter(|m| !m.is_empty())
         .unwrap_or_else(|| ctx.arch.default_machine_type().to_owned());
-    crate::xml_text("spec.domain.machine.type", &machine)?;
+    // libvirt's schema: `<type machine>` matches [a-zA-Z0-9_.-]+.
+    if machine.is_empty()
+        || !machine
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    {
+        return Err(ConvertError::invalid(
+            "spec.domain.machine.type",
+            format!("{machine:?} is not a machine type: letters, digits, '_', '.' and '-' only"),
+        ));
+    }
     let mut os = Os {
         os_type: OsType {
             arch: Some(ctx.arch.libvirt_name().to_owned()),
@@ -280,7 +290,9 @@ pub fn sysinfo(
                     value: v.into(),
                 });
             }
-            Some(SysInfoEntries { entry: entries })
+            // No `<chassis/>` without entries: libvirt's schema wants at
+            // least one (and Go's `chassis>entry` writes none either).
+            (!entries.is_empty()).then_some(SysInfoEntries { entry: entries })
         }
         None => None,
     };

@@ -1267,3 +1267,64 @@ spec:
         assert_eq!(discard(&d, n), "unmap", "{n}");
     }
 }
+
+/// Found by `bench/fuzz.sh`'s virt-xml-validate replay (vmi_bytes, a
+/// mutated corpus VMI): a device name with a space became the alias
+/// `ua-t usb`, which libvirt's schema refuses. Now refused by field.
+#[test]
+fn fuzz_device_names_must_fit_libvirt_aliases() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: headless, namespace: corpus}\nspec:\n  domain:\n    memory: {guest: 1G}\n    devices:\n      inputs:\n      - name: tet\n      - name: t usb\n        type: tablet\n      disks:\n      - name: root\n  volumes:\n  - name: root\n    containerDisk: {image: x}\n";
+    let e = conv(doc, Arch::Amd64).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "spec.domain.devices.inputs[1].name: \"t usb\" contains ' ': a device name may have only letters, digits, '_', '-' and '.' (libvirt alias ua-<name>)"
+    );
+    for (devices, field) in [
+        (
+            "watchdog: {name: \"w/1\", i6300esb: {}}",
+            "spec.domain.devices.watchdog.name",
+        ),
+        ("sound: {name: \"a:b\"}", "spec.domain.devices.sound.name"),
+    ] {
+        let doc = format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: 1G}}\n    devices:\n      {devices}\n");
+        let e = conv(&doc, Arch::Amd64).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{field}: ")), "{e}");
+    }
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a}\nspec:\n  domain:\n    memory: {guest: 1G}\n    devices:\n      interfaces:\n      - {name: \"blue net\", bridge: {}}\n  networks:\n  - {name: \"blue net\", multus: {networkName: blue}}\n";
+    let e = conv(doc, Arch::Amd64).unwrap_err().to_string();
+    assert!(
+        e.starts_with("spec.domain.devices.interfaces[0].name: \"blue net\" contains ' '"),
+        "{e}"
+    );
+}
+
+/// Found by `bench/fuzz.sh`'s virt-xml-validate replay (vmi_structured):
+/// `machine.type: "!"` reached `<type machine='!'>`, which libvirt's schema
+/// refuses. Now refused by field, on every arch.
+#[test]
+fn fuzz_machine_type_must_fit_libvirt_schema() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a}\nspec:\n  domain:\n    memory: {guest: 128Mi}\n    machine: {type: \"!\"}\n";
+    for arch in [Arch::Amd64, Arch::Arm64, Arch::Ppc64le, Arch::S390x] {
+        let e = conv(doc, arch).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "spec.domain.machine.type: \"!\" is not a machine type: letters, digits, '_', '.' and '-' only"
+        );
+    }
+    let ok = doc.replace("\"!\"", "pc-q35-rhel9.6.0");
+    assert!(conv(&ok, Arch::Amd64).is_ok());
+}
+
+/// Found by `bench/fuzz.sh`'s virt-xml-validate replay (vmi_structured): a
+/// chassis with only empty values gave `<chassis/>`, which libvirt's schema
+/// refuses; now no chassis element at all.
+#[test]
+fn fuzz_empty_chassis_writes_no_chassis_element() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a}\nspec:\n  domain:\n    memory: {guest: 128Mi}\n    chassis: {manufacturer: \"\", sku: \"\"}\n";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    assert!(d.sysinfo.as_ref().unwrap().chassis.is_none());
+    assert!(!d.to_xml().unwrap().contains("chassis"));
+    let d = conv(&doc.replace("sku: \"\"", "sku: S1"), Arch::Amd64).unwrap();
+    let c = d.sysinfo.as_ref().unwrap().chassis.as_ref().unwrap();
+    assert_eq!((c.entry.len(), c.entry[0].value.as_str()), (1, "S1"));
+}

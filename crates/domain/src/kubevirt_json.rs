@@ -34,9 +34,10 @@
 use serde_json::{json, Map, Value};
 
 use crate::{
-    Address, Alias, BackingStore, Channel, Clock, Console, Controller, Cpu, Devices, Disk,
-    DiskDriver, DiskSource, Domain, FeatureState, Features, Graphics, Input, Interface,
-    KubeVirtMetadata, MemBalloon, MemoryValue, Os, Rng, Serial, SysInfo, SysInfoEntries, Video,
+    Address, Alias, BackingStore, Channel, Clock, Console, Controller, Cpu, CpuTune, Devices, Disk,
+    DiskDriver, DiskSource, Domain, FeatureState, Features, Filesystem, Graphics, HyperV, Input,
+    Interface, KubeVirtMetadata, MemBalloon, MemoryBacking, MemoryValue, Os, Rng, Serial, SysInfo,
+    SysInfoEntries, Video,
 };
 
 /// `TypeMeta.Kind` of every domain virt-launcher sends.
@@ -328,8 +329,12 @@ fn spec_json(d: &Domain, fallback_uid: &str, runtime: &RuntimeMetadata) -> Value
         "UUID": s(&d.uuid),
         "Memory": memory_json(&d.memory),
         "CurrentMemory": opt(d.current_memory.as_ref(), memory_json),
-        "MaxMemory": null,
-        "MemoryBacking": null,
+        "MaxMemory": opt(d.max_memory.as_ref(), |m| json!({
+            "Value": m.value,
+            "Unit": m.unit,
+            "Slots": m.slots.unwrap_or(0),
+        })),
+        "MemoryBacking": opt(d.memory_backing.as_ref(), memory_backing_json),
         "OS": os_json(&d.os),
         "SysInfo": opt(d.sysinfo.as_ref(), sysinfo_json),
         "Devices": devices_json(&d.devices),
@@ -340,9 +345,23 @@ fn spec_json(d: &Domain, fallback_uid: &str, runtime: &RuntimeMetadata) -> Value
         "Features": opt(d.features.as_ref(), features_json),
         "CPU": cpu_json(d.cpu.as_ref()),
         "VCPU": { "Placement": s(&d.vcpu.placement), "CPUs": d.vcpu.count },
-        "VCPUs": null,
-        "CPUTune": null,
-        "NUMATune": null,
+        "VCPUs": opt(d.vcpus.as_ref(), |v| json!({
+            "VCPU": list(&v.vcpu, |c| json!({
+                "ID": c.id,
+                "Enabled": c.enabled,
+                "Hotpluggable": c.hotpluggable,
+                "Order": 0,
+            })),
+        })),
+        "CPUTune": opt(d.cputune.as_ref(), cputune_json),
+        "NUMATune": opt(d.numatune.as_ref(), |n| json!({
+            "Memory": { "Mode": n.memory.mode, "NodeSet": n.memory.nodeset },
+            "MemNodes": list(&n.memnode, |m| json!({
+                "CellID": m.cellid,
+                "Mode": m.mode,
+                "NodeSet": m.nodeset,
+            })),
+        })),
         "IOThreads": opt(d.iothreads.as_ref(), |n| json!({ "IOThreads": n })),
         "LaunchSecurity": null,
     })
@@ -360,6 +379,38 @@ fn zero_spec_json(uid: &str, runtime: &RuntimeMetadata) -> Value {
         m.insert("VCPU".into(), Value::Null);
     }
     spec
+}
+
+/// `api.MemoryBacking`: `{HugePages{HugePage[{Size, Unit, NodeSet}]},
+/// Source{Type}, Access{Mode}, Allocation{Mode}, NoSharePages}` (`Size` is a
+/// Go string).
+fn memory_backing_json(b: &MemoryBacking) -> Value {
+    json!({
+        "HugePages": opt(b.hugepages.as_ref(), |h| json!({
+            "HugePage": list(&h.page, |p| json!({
+                "Size": p.size.to_string(),
+                "Unit": s(&p.unit),
+                "NodeSet": s(&p.nodeset),
+            })),
+        })),
+        "Source": opt(b.source.as_ref(), |x| json!({ "Type": x.source_type })),
+        "Access": opt(b.access.as_ref(), |x| json!({ "Mode": x.mode })),
+        "Allocation": opt(b.allocation.as_ref(), |x| json!({ "Mode": x.mode })),
+        "NoSharePages": opt(b.nosharepages.as_ref(), |_| json!({})),
+    })
+}
+
+/// `api.CPUTune`: `{VCPUPin[{VCPU, CPUSet}], IOThreadPin[{IOThread,
+/// CPUSet}], EmulatorPin{CPUSet}}`.
+fn cputune_json(t: &CpuTune) -> Value {
+    json!({
+        "VCPUPin": list(&t.vcpupin, |p| json!({ "VCPU": p.vcpu, "CPUSet": p.cpuset })),
+        "IOThreadPin": list(&t.iothreadpin, |p| json!({
+            "IOThread": p.iothread,
+            "CPUSet": p.cpuset,
+        })),
+        "EmulatorPin": opt(t.emulatorpin.as_ref(), |p| json!({ "CPUSet": p.cpuset })),
+    })
 }
 
 /// `api.Memory`: `{Value, Unit}`.
@@ -487,7 +538,7 @@ fn clock_json(c: &Clock) -> Value {
             "TickPolicy": s(&t.tickpolicy),
             "Present": s(&t.present),
             "Track": s(&t.track),
-            "Frequency": "",
+            "Frequency": t.frequency.map(|f| f.to_string()).unwrap_or_default(),
         })),
     })
 }
@@ -503,15 +554,48 @@ fn features_json(f: &Features) -> Value {
     json!({
         "ACPI": enabled(&f.acpi),
         "APIC": enabled(&f.apic),
-        "Hyperv": null,
+        "Hyperv": opt(f.hyperv.as_ref(), hyperv_json),
         "SMM": enabled(&f.smm),
         "KVM": opt(f.kvm.as_ref(), |k| json!({
             "Hidden": opt(k.hidden.as_ref(), state_json),
-            "HintDedicated": null,
+            "HintDedicated": opt(k.hint_dedicated.as_ref(), state_json),
         })),
         "PVSpinlock": opt(f.pvspinlock.as_ref(), state_json),
-        "PMU": null,
+        "PMU": opt(f.pmu.as_ref(), state_json),
         "VMPort": opt(f.vmport.as_ref(), state_json),
+    })
+}
+
+/// `api.FeatureHyperv`: `Mode` and one `{State}` per enlightenment, with
+/// `Spinlocks{State, Retries}`, `SyNICTimer{Direct, State}` and
+/// `VendorID{State, Value}`.
+fn hyperv_json(h: &HyperV) -> Value {
+    let st = |f: &Option<FeatureState>| opt(f.as_ref(), state_json);
+    json!({
+        "Mode": s(&h.mode),
+        "Relaxed": st(&h.relaxed),
+        "VAPIC": st(&h.vapic),
+        "Spinlocks": opt(h.spinlocks.as_ref(), |x| json!({
+            "State": x.state,
+            "Retries": x.retries,
+        })),
+        "VPIndex": st(&h.vpindex),
+        "Runtime": st(&h.runtime),
+        "SyNIC": st(&h.synic),
+        "SyNICTimer": opt(h.stimer.as_ref(), |x| json!({
+            "Direct": st(&x.direct),
+            "State": x.state,
+        })),
+        "Reset": st(&h.reset),
+        "VendorID": opt(h.vendor_id.as_ref(), |x| json!({
+            "State": x.state,
+            "Value": s(&x.value),
+        })),
+        "Frequencies": st(&h.frequencies),
+        "Reenlightenment": st(&h.reenlightenment),
+        "TLBFlush": st(&h.tlbflush),
+        "IPI": st(&h.ipi),
+        "EVMCS": st(&h.evmcs),
     })
 }
 
@@ -540,8 +624,8 @@ fn cpu_json(cpu: Option<&Cpu>) -> Value {
     })
 }
 
-/// `api.Devices`. Device kinds the model does not carry (interfaces, host
-/// devices, watchdogs ...) are `null`.
+/// `api.Devices`. Device kinds the model does not carry (host devices,
+/// panic devices, virtio-mem memory) are `null`.
 fn devices_json(d: &Devices) -> Value {
     json!({
         "Emulator": s(&d.emulator),
@@ -557,15 +641,57 @@ fn devices_json(d: &Devices) -> Value {
         "Inputs": list(&d.input, input_json),
         "Serials": list(&d.serial, serial_json),
         "Consoles": list(&d.console, console_json),
-        "Watchdogs": null,
+        "Watchdogs": list(&d.watchdog, |w| json!({
+            "Model": w.model,
+            "Action": s(&w.action),
+            "Alias": opt(w.alias.as_ref(), alias_json),
+            "Address": null,
+        })),
         // A single pointer in Go: the first (only) generator.
         "Rng": opt(d.rng.first(), rng_json),
-        "Filesystems": null,
-        "Redirs": null,
-        "SoundCards": null,
-        "TPMs": null,
-        "VSOCK": null,
+        "Filesystems": list(&d.filesystem, filesystem_json),
+        "Redirs": list(&d.redirdev, |r| json!({
+            "Type": r.redir_type,
+            "Bus": r.bus,
+            "Source": {
+                "Mode": s(&r.source.as_ref().and_then(|x| x.mode.clone())),
+                "Path": s(&r.source.as_ref().and_then(|x| x.path.clone())),
+            },
+        })),
+        "SoundCards": list(&d.sound, |x| json!({
+            "Alias": opt(x.alias.as_ref(), alias_json),
+            "Model": x.model,
+        })),
+        "TPMs": list(&d.tpm, |t| json!({
+            "Model": t.model,
+            "Backend": {
+                "Type": t.backend.backend_type,
+                "Version": s(&t.backend.version),
+                "PersistentState": s(&t.backend.persistent_state),
+            },
+        })),
+        "VSOCK": opt(d.vsock.as_ref(), |v| json!({
+            "Model": s(&v.model),
+            "CID": { "Auto": v.cid.auto, "Address": v.cid.address },
+        })),
         "Memory": null,
+    })
+}
+
+/// `api.FilesystemDevice`: `{Type, AccessMode, Source{Dir, Socket},
+/// Target{Dir}, Driver{Type, Queue}, Binary}` (`Queue` is a Go string;
+/// `Binary` is not in the model: `null`).
+fn filesystem_json(f: &Filesystem) -> Value {
+    json!({
+        "Type": f.fs_type,
+        "AccessMode": s(&f.access_mode),
+        "Source": opt(f.source.as_ref(), |x| json!({ "Dir": "", "Socket": s(&x.socket) })),
+        "Target": { "Dir": f.target.dir },
+        "Driver": opt(f.driver.as_ref(), |x| json!({
+            "Type": x.driver_type,
+            "Queue": x.queue.map(|q| q.to_string()).unwrap_or_default(),
+        })),
+        "Binary": null,
     })
 }
 
@@ -606,7 +732,14 @@ fn disk_source_json(src: &DiskSource) -> Value {
         "Protocol": "",
         "Name": s(&src.name),
         "Host": null,
-        "Reservations": null,
+        "Reservations": opt(src.reservations.as_ref(), |r| json!({
+            "Managed": r.managed,
+            "SourceReservations": opt(r.source.as_ref(), |x| json!({
+                "Type": x.source_type,
+                "Path": x.path,
+                "Mode": x.mode,
+            })),
+        })),
         "Slices": null,
     })
 }
@@ -620,7 +753,9 @@ fn disk_driver_json(d: &DiskDriver) -> Value {
         "Name": d.name,
         "Type": s(&d.format),
         "IOThread": d.iothread,
-        "IOThreads": null,
+        "IOThreads": opt(d.iothreads.as_ref(), |t| json!({
+            "IOThread": list(&t.iothread, |x| json!({ "Id": x.id })),
+        })),
         "Queues": d.queues,
         "Discard": s(&d.discard),
         "IOMMU": s(&d.iommu),
@@ -658,7 +793,10 @@ fn disk_json(d: &Disk) -> Value {
         "BootOrder": opt(d.boot.as_ref(), |b| json!({ "Order": b.order })),
         "Address": opt(d.address.as_ref(), address_json),
         "Model": s(&d.model),
-        "BlockIO": null,
+        "BlockIO": opt(d.blockio.as_ref(), |b| json!({
+            "LogicalBlockSize": b.logical_block_size.unwrap_or(0),
+            "PhysicalBlockSize": b.physical_block_size.unwrap_or(0),
+        })),
         "FilesystemOverhead": null,
         "Capacity": null,
         "ExpandDisksEnabled": false,
