@@ -52,6 +52,48 @@ fn list(cpus: &[u32]) -> String {
         .join(",")
 }
 
+/// Dedicated CPUs are whole CPUs the pod gets exclusively (Kubernetes'
+/// static CPU manager needs the Guaranteed QoS class): a CPU request or
+/// limit must be a whole number, and when both are given they must be
+/// equal (KubeVirt's admission for `dedicatedCpuPlacement`).
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming the resource field.
+fn check_dedicated_resources(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
+    let res = &vmi.spec.domain.resources;
+    let milli = |k: &str| -> Result<Option<i64>, ConvertError> {
+        let map = if k == "requests" {
+            &res.requests
+        } else {
+            &res.limits
+        };
+        let Some(q) = map.get("cpu") else {
+            return Ok(None);
+        };
+        let field = format!("spec.domain.resources.{k}.cpu");
+        let m = q
+            .milli_value()
+            .map_err(|e| ConvertError::invalid(&field, e.to_string()))?;
+        if m % 1000 != 0 {
+            return Err(ConvertError::invalid(
+                field,
+                format!("{q} is not a whole number of CPUs, which spec.domain.cpu.dedicatedCpuPlacement needs"),
+            ));
+        }
+        Ok(Some(m))
+    };
+    let (req, lim) = (milli("requests")?, milli("limits")?);
+    if let (Some(r), Some(l)) = (req, lim) {
+        if r != l {
+            return Err(ConvertError::invalid(
+                "spec.domain.resources.requests.cpu",
+                "must equal spec.domain.resources.limits.cpu with spec.domain.cpu.dedicatedCpuPlacement",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Pins `vcpus` vCPUs (those online at boot) and `iothreads` I/O threads
 /// for a VMI with `dedicatedCpuPlacement`; `None` without it.
 ///
@@ -95,6 +137,7 @@ pub fn convert(
         }
         return Ok(None);
     }
+    check_dedicated_resources(vmi)?;
     let pool = ctx.pod_cpuset.as_deref().ok_or_else(|| {
         ConvertError::Host(
             "spec.domain.cpu.dedicatedCpuPlacement needs the pod's cpuset, which this host did not provide".into(),
@@ -210,6 +253,32 @@ mod tests {
         assert_eq!(parse_cpu_list("").unwrap(), Vec::<u32>::new());
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("a").is_err());
+    }
+
+    #[test]
+    fn dedicated_cpus_need_whole_and_equal_cpu_requests_and_limits() {
+        let e = conv(
+            "    cpu: {dedicatedCpuPlacement: true}\n    resources: {requests: {cpu: 1500m}}\n",
+            Some("0-3"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "spec.domain.resources.requests.cpu: 1500m is not a whole number of CPUs, which spec.domain.cpu.dedicatedCpuPlacement needs");
+        let e = conv(
+            "    cpu: {dedicatedCpuPlacement: true}\n    resources: {requests: {cpu: 2}, limits: {cpu: 3}}\n",
+            Some("0-3"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "spec.domain.resources.requests.cpu: must equal spec.domain.resources.limits.cpu with spec.domain.cpu.dedicatedCpuPlacement");
+        // Only a limit: the request defaults to it; whole and equal.
+        assert!(conv(
+            "    cpu: {dedicatedCpuPlacement: true}\n    resources: {limits: {cpu: 2}}\n",
+            Some("0-3"),
+        )
+        .is_ok());
+        // Without dedicated CPUs, fractions are fine.
+        assert!(conv("    resources: {requests: {cpu: 1500m}}\n", None).is_ok());
     }
 
     #[test]
