@@ -27,6 +27,10 @@ pub const MODELS: &[&str] = &[
     "e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", "virtio",
 ];
 
+/// The [`MODELS`] that QEMU's s390x emulator has (`qemu-system-s390x
+/// -device help`, QEMU 10.0: no e1000, ne2k_pci, pcnet or rtl8139).
+pub const S390X_MODELS: &[&str] = &["e1000e", "igb", "virtio"];
+
 /// What network phase 1 found for one interface.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InterfaceHost {
@@ -192,6 +196,16 @@ fn one(
         return Err(ConvertError::invalid(
             format!("{path}.model"),
             format!("{model:?} is not one of {}", MODELS.join(", ")),
+        ));
+    }
+    if ctx.arch == api::Arch::S390x && !S390X_MODELS.contains(&model) {
+        // libvirt defines such a domain; QEMU only fails at start.
+        return Err(ConvertError::invalid(
+            format!("{path}.model"),
+            format!(
+                "{model:?} does not exist on s390x: use one of {}",
+                S390X_MODELS.join(", ")
+            ),
         ));
     }
     let host = ctx.prepared.interfaces.get(&iface.name);

@@ -254,6 +254,16 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     };
     let bytes = read_input(&args.file)?;
     let vmi = launcher::load(&bytes, &args.flags, arch)?;
+    // Standalone, the guest's architecture is the user's choice: a spec
+    // naming another one is input to correct, not a host fault.
+    if let Some(want) = vmi.spec.architecture.as_deref() {
+        if want != arch.kubevirt_name() {
+            return Err(LauncherError::Input(format!(
+                "spec.architecture is {want} but this run is for {}: pass --arch {want}",
+                arch.kubevirt_name()
+            )));
+        }
+    }
     if !args.setup_pod_network {
         launcher::refuse_networks_without_pod(&vmi)?;
     }

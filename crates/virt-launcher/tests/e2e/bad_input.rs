@@ -348,3 +348,17 @@ fn container_disk_with_a_backing_file_on_the_host_is_refused() {
     );
     assert!(line.contains("backing"), "{line}");
 }
+
+/// A spec for another architecture than the run's: input to correct (exit
+/// 2, the flag named), not a host fault.
+#[test]
+fn spec_architecture_other_than_the_runs_is_refused_naming_the_flag() {
+    assert_refused(
+        &format!(
+            "{HEAD}spec:\n  architecture: s390x\n  domain:\n    memory: {{guest: 64Mi}}\n{}",
+            volumes()
+        ),
+        &[],
+        "spec.architecture is s390x but this run is for amd64: pass --arch s390x",
+    );
+}
