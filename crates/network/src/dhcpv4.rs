@@ -187,9 +187,28 @@ pub fn decode_packet(data: &[u8]) -> Result<Message, String> {
     if data[2] > 16 {
         return Err(format!("hardware address length {} is over 16", data[2]));
     }
-    // dhcproto has `debug_assert!`s on option lengths (option 94 must be
-    // 3 bytes): a packet from the guest must not be able to kill the
-    // server through them, so a panic in decoding is a refused packet.
+    // dhcproto has `debug_assert!`s on option lengths (option 94, client
+    // network interface id, must be 3 bytes): refuse such packets before
+    // decoding. Options moved into `sname`/`file` by option 52 are not
+    // walked here; for them, and anything unknown, a panic in decoding is
+    // a refused packet — the guest must not be able to kill the server.
+    let mut i = 240;
+    while i < data.len() {
+        let code = data[i];
+        match code {
+            0 => i += 1,
+            255 => break,
+            _ => {
+                let Some(&len) = data.get(i + 1) else {
+                    return Err(format!("option {code} has no length"));
+                };
+                if code == 94 && len != 3 {
+                    return Err(format!("option 94 has length {len}, not 3"));
+                }
+                i += 2 + usize::from(len);
+            }
+        }
+    }
     match std::panic::catch_unwind(|| Message::decode(&mut Decoder::new(data))) {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(_) => Err("the decoder rejected the packet (panic)".into()),
