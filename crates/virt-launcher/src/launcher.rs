@@ -155,6 +155,36 @@ fn backend_storage_field(vmi: &VirtualMachineInstance) -> Option<&'static str> {
     }
 }
 
+/// Entries of directory `dir` other than `allowed` (sorted, at most five
+/// named): a directory given as a claim or backend storage must hold
+/// nothing else, so a typo such as `/etc` is refused, never written into.
+fn foreign_entries(dir: &Path, allowed: &[&str]) -> Result<Vec<String>, std::io::Error> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !allowed.contains(&n.as_str()))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// `what`: `dir` holds entries it should not (see [`foreign_entries`]).
+fn refuse_foreign_entries(what: &str, dir: &Path, allowed: &[&str]) -> Result<(), LauncherError> {
+    let extra =
+        foreign_entries(dir, allowed).map_err(|e| LauncherError::Input(format!("{what}: {e}")))?;
+    if extra.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = extra.iter().take(5).map(String::as_str).collect();
+    Err(LauncherError::Input(format!(
+        "{what}: {} holds {}{}, but may hold only {}; refusing to use it",
+        dir.display(),
+        shown.join(", "),
+        if extra.len() > 5 { ", ..." } else { "" },
+        allowed.join(", ")
+    )))
+}
+
 /// Standalone: the backend storage directory, checked; a VMI that asks for
 /// persistence without one is refused (its state would be lost silently).
 fn backend_storage_dir(
@@ -171,11 +201,16 @@ fn backend_storage_dir(
     };
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {}
-        Ok(_) => {
+        Ok(m) => {
+            let what = if m.file_type().is_symlink() {
+                "a symbolic link (give the directory itself)"
+            } else {
+                "not a directory"
+            };
             return Err(LauncherError::Input(format!(
-                "--backend-storage {}: not a directory",
+                "--backend-storage {}: {what}",
                 dir.display()
-            )))
+            )));
         }
         Err(e) => {
             return Err(LauncherError::Input(format!(
@@ -184,9 +219,14 @@ fn backend_storage_dir(
             )))
         }
     }
-    std::fs::canonicalize(dir)
-        .map(Some)
-        .map_err(|e| LauncherError::Input(format!("--backend-storage {}: {e}", dir.display())))
+    let abs = std::fs::canonicalize(dir)
+        .map_err(|e| LauncherError::Input(format!("--backend-storage {}: {e}", dir.display())))?;
+    refuse_foreign_entries(
+        &format!("--backend-storage {}", dir.display()),
+        &abs,
+        &["nvram", "swtpm", "lost+found"],
+    )?;
+    Ok(Some(abs))
 }
 
 /// One `--pvc VOLUME=PATH[,capacity=QUANTITY][,filesystem-overhead=FRACTION][,preallocated]`.
@@ -1042,6 +1082,31 @@ fn pvc_claims(
 ) -> Result<Vec<Claim>, LauncherError> {
     use std::os::unix::fs::FileTypeExt;
     let mut out: Vec<Claim> = Vec::new();
+    // Names first, for every flag, so a duplicate or unknown volume is
+    // reported as such rather than through a later flag's path problem.
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &s.pvcs {
+        let name = &p.volume;
+        if let Some(q) = &p.capacity {
+            // A disk image needs at least 1 MiB (KubeVirt aligns sizes down
+            // to it); said here, before anything starts.
+            if q.to_bytes().map_or(true, |b| b < (1 << 20)) {
+                return Err(LauncherError::Input(format!(
+                    "--pvc {name}=...,capacity={q}: the size for volume {name} is too low, must be at least 1MiB"
+                )));
+            }
+        }
+        if !vmi.spec.volumes.iter().any(|v| &v.name == name) {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}=...: the VMI has no volume named {name:?}"
+            )));
+        }
+        if !seen.insert(name) {
+            return Err(LauncherError::Input(format!(
+                "--pvc {name}=... is given twice"
+            )));
+        }
+    }
     for p in &s.pvcs {
         let name = &p.volume;
         let Some(v) = vmi.spec.volumes.iter().find(|v| &v.name == name) else {
@@ -1102,6 +1167,11 @@ fn pvc_claims(
             }
         }
         if source == ClaimSource::Dir {
+            refuse_foreign_entries(
+                &format!("--pvc {name}={}", file.display()),
+                &abs,
+                &["disk.img", "lost+found"],
+            )?;
             let img = abs.join("disk.img");
             let has_image = std::fs::symlink_metadata(&img).is_ok();
             let status_size = storage::pvc::info(vmi, name)

@@ -362,3 +362,61 @@ fn spec_architecture_other_than_the_runs_is_refused_naming_the_flag() {
         "spec.architecture is s390x but this run is for amd64: pass --arch s390x",
     );
 }
+
+/// A claim directory or backend storage that holds other files (a typo
+/// such as `/etc`) is refused before anything is written into it; a
+/// duplicate or unknown `--pvc` is reported as such.
+#[test]
+fn claim_and_backend_storage_directories_with_other_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("precious"), b"x").unwrap();
+    let before: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let pvc = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices: {{disks: [{{name: containerdisk}}, {{name: d}}]}}\n{}  - name: d\n    persistentVolumeClaim: {{claimName: c}}\n",
+        volumes()
+    );
+    let arg = format!("d={},capacity=1Gi", dir.path().display());
+    assert_refused(
+        &pvc,
+        &["--pvc", &arg],
+        "holds precious, but may hold only disk.img, lost+found; refusing to use it",
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let twice = format!("d={},capacity=1Gi", empty.path().display());
+    assert_refused(
+        &pvc,
+        &["--pvc", &arg, "--pvc", &twice],
+        "--pvc d=... is given twice",
+    );
+    assert_refused(
+        &pvc,
+        &["--pvc", &twice, "--pvc", "other=/tmp"],
+        "--pvc other=...: the VMI has no volume named \"other\"",
+    );
+    let tiny = format!("d={},capacity=1Ki", empty.path().display());
+    assert_refused(
+        &pvc,
+        &["--pvc", &tiny],
+        "--pvc d=...,capacity=1Ki: the size for volume d is too low, must be at least 1MiB",
+    );
+    let efi = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: 256Mi}}\n    firmware: {{bootloader: {{efi: {{secureBoot: false, persistent: true}}}}}}\n{}",
+        volumes()
+    );
+    let bs = dir.path().to_str().unwrap().to_owned();
+    assert_refused(
+        &efi,
+        &["--backend-storage", &bs],
+        "holds precious, but may hold only nvram, swtpm, lost+found; refusing to use it",
+    );
+    let after: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(before, after, "the directory was written");
+}
