@@ -91,6 +91,8 @@ pub struct Launcher {
     child: Option<Child>,
     log_path: PathBuf,
     exit: Option<ExitStatus>,
+    /// When the exit was seen, in clock ticks since boot (see [`Launcher::processes_left`]).
+    exit_ticks: Option<u64>,
     wrapped: bool,
     ns: std::cell::OnceCell<Option<String>>,
 }
@@ -310,6 +312,7 @@ impl Launcher {
             child: Some(child),
             log_path,
             exit: None,
+            exit_ticks: None,
             wrapped: !wrapper.is_empty(),
             ns: std::cell::OnceCell::new(),
         }
@@ -530,10 +533,26 @@ impl Launcher {
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(st)) = c.try_wait() {
                     self.exit = Some(st);
+                    self.exit_ticks = Some(uptime_ticks());
                 }
             }
         }
         self.exit
+    }
+
+    /// Processes still in the launcher's PID namespace. The kernel reuses
+    /// a dead namespace's inode number, so after the launcher exited a
+    /// parallel test's new namespace can carry the same `pid:[inode]`:
+    /// only processes started before the exit was seen can be ours.
+    pub fn processes_left(&self) -> Vec<(u32, String)> {
+        let Some(ns) = self.pid_ns() else {
+            return Vec::new();
+        };
+        let limit = self.exit_ticks.unwrap_or(u64::MAX);
+        processes_in_ns(&ns)
+            .into_iter()
+            .filter(|(pid, _)| start_ticks(*pid).is_some_and(|t| t <= limit))
+            .collect()
     }
 
     /// Waits for the launcher to exit.
@@ -551,6 +570,23 @@ impl Launcher {
             thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// Clock ticks since boot, rounded up (`/proc/uptime`; USER_HZ is 100).
+fn uptime_ticks() -> u64 {
+    fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(u64::MAX, |secs| (secs * 100.0).ceil() as u64 + 1)
+}
+
+/// When `pid` started, in clock ticks since boot (`/proc/<pid>/stat`
+/// field 22).
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    // Fields after the command: state is field 3, starttime field 22.
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// True when `pid` is a live (non-zombie) process.

@@ -12,13 +12,11 @@ fn assert_all_gone(l: &Launcher, qemu: u32, daemons: &[u32]) {
     for d in daemons {
         assert!(!alive(*d), "daemon {d} still running");
     }
-    if let Some(ns) = l.pid_ns() {
-        let left = crate::harness::processes_in_ns(&ns);
-        assert!(
-            left.is_empty(),
-            "processes left in the launcher's PID namespace: {left:?}"
-        );
-    }
+    let left = l.processes_left();
+    assert!(
+        left.is_empty(),
+        "processes left in the launcher's PID namespace: {left:?}"
+    );
     let left = processes_mentioning(&l.uid);
     assert!(
         left.is_empty(),
@@ -387,17 +385,17 @@ fn sigkill_of_the_launcher_takes_everything_down_and_a_rerun_works() {
     let mut l = Launcher::start(&guest_vmi("killed", "virtio"), &Opts::default());
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let qemu = l.qemu_pid().expect("qemu pid");
-    let ns = l.pid_ns().expect("run makes its own PID namespace");
+    l.pid_ns().expect("run makes its own PID namespace");
     l.signal(Signal::SIGKILL);
     let st = l.wait_exit(Duration::from_secs(30));
     assert!(!st.success());
     // PID 1 of the namespace died with the outer process: the kernel killed the rest.
     let t = std::time::Instant::now();
-    while !crate::harness::processes_in_ns(&ns).is_empty() {
+    while !l.processes_left().is_empty() {
         assert!(
             t.elapsed() < Duration::from_secs(10),
             "left: {:?}",
-            crate::harness::processes_in_ns(&ns)
+            l.processes_left()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
