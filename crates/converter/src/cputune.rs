@@ -244,6 +244,13 @@ mod tests {
             .collect()
     }
 
+    fn iothread_pins(t: &domain::CpuTune) -> Vec<(u32, String)> {
+        t.iothreadpin
+            .iter()
+            .map(|p| (p.iothread, p.cpuset.clone()))
+            .collect()
+    }
+
     #[test]
     fn cpu_lists_parse_like_the_kernel_writes_them() {
         assert_eq!(
@@ -321,13 +328,8 @@ mod tests {
             Some("0-3"),
         )
         .unwrap();
-        let t = d.cputune.unwrap();
-        let got: Vec<(u32, &str)> = t
-            .iothreadpin
-            .iter()
-            .map(|p| (p.iothread, p.cpuset.as_str()))
-            .collect();
-        assert_eq!(got, [(1, "0,1"), (2, "2,3")]);
+        let got = iothread_pins(&d.cputune.unwrap());
+        assert_eq!(got, [(1, "0,1".to_owned()), (2, "2,3".to_owned())]);
     }
 
     #[test]
@@ -337,13 +339,8 @@ mod tests {
             Some("0-2"),
         )
         .unwrap();
-        let t = d.cputune.unwrap();
-        let got: Vec<(u32, &str)> = t
-            .iothreadpin
-            .iter()
-            .map(|p| (p.iothread, p.cpuset.as_str()))
-            .collect();
-        assert_eq!(got, [(1, "1"), (2, "2")]);
+        let got = iothread_pins(&d.cputune.unwrap());
+        assert_eq!(got, [(1, "1".to_owned()), (2, "2".to_owned())]);
     }
 
     #[test]

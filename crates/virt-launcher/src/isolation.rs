@@ -62,6 +62,12 @@ fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> IsolationE
 /// File that marks a directory as a launcher's state directory.
 const MARKER: &str = ".virt-launcher-state";
 
+/// True when `a` and `b` describe the same file (device and inode).
+pub fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.ino() == b.ino() && a.dev() == b.dev()
+}
+
 /// The launcher's state directory, locked for its lifetime.
 #[derive(Debug)]
 pub struct StateDir {
@@ -119,10 +125,7 @@ impl StateDir {
         // A launcher that exited may have unlinked the lock file we opened
         // (see `remove`): only a lock on the file at the path counts.
         let same = match (fs::metadata(&lock_path), lock.metadata()) {
-            (Ok(a), Ok(b)) => {
-                use std::os::unix::fs::MetadataExt;
-                a.ino() == b.ino() && a.dev() == b.dev()
-            }
+            (Ok(a), Ok(b)) => same_file(&a, &b),
             _ => false,
         };
         if !same {

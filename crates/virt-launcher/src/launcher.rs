@@ -375,12 +375,11 @@ fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherE
 /// the host's (PID 1's, where that can be read), or one that already has
 /// links besides `lo` (a fresh `unshare -n` namespace has only `lo`).
 fn foreign_network_namespace() -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
     if let (Ok(a), Ok(b)) = (
         std::fs::metadata("/proc/self/ns/net"),
         std::fs::metadata("/proc/1/ns/net"),
     ) {
-        if a.ino() == b.ino() && a.dev() == b.dev() {
+        if crate::isolation::same_file(&a, &b) {
             return Some("this is the host's network namespace".into());
         }
     }
