@@ -272,9 +272,7 @@ impl PvcArg {
             match opt.split_once('=') {
                 Some(("capacity", q)) => {
                     let q = api::Quantity::parse(q).map_err(|e| format!("capacity={q}: {e}"))?;
-                    if q.is_negative() || q.to_bytes().is_err() {
-                        return Err(format!("capacity={q}: not a size in bytes"));
-                    }
+                    q.to_bytes().map_err(|e| format!("capacity: {e}"))?;
                     arg.capacity = Some(q);
                 }
                 Some(("filesystem-overhead", f)) => {
@@ -1948,7 +1946,8 @@ mod tests {
             ("=x", "is not VOLUME=PATH"),
             ("v=,capacity=1Gi", "is not VOLUME=PATH"),
             ("v=/x,capacity=12XB", "capacity=12XB: "),
-            ("v=/x,capacity=-1Gi", "not a size in bytes"),
+            ("v=/x,capacity=-1Gi", "capacity: -1Gi is negative"),
+            ("v=/x,capacity=1e30", "capacity: 1e30 is too large"),
             ("v=/x,filesystem-overhead=1.5", "not a fraction from 0 to 1"),
             ("v=/x,size=3", "\"size=3\" is not capacity=QUANTITY"),
         ] {

@@ -323,9 +323,37 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
     launcher::run_vmi(&vmi, sync, flags, &settings, started)
 }
 
+/// Prints a command-line error as the launcher's other refusals are
+/// printed: one line, `virt-launcher: ...`, exit code 2. Help and version
+/// requests are printed by clap as usual.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.use_stderr() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("virt-launcher: {first} (see --help)");
+    ExitCode::from(2)
+}
+
 fn main() -> ExitCode {
     let started = Instant::now();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let verbosity = match &cli.command {
         Some(Command::Run(r)) => r.flags.verbosity,
         _ => cli.flags.verbosity,

@@ -420,3 +420,43 @@ fn claim_and_backend_storage_directories_with_other_files_are_refused() {
         .collect();
     assert_eq!(before, after, "the directory was written");
 }
+
+#[test]
+fn bad_flag_values_are_one_line_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let vmi = dir.path().join("vmi.yaml");
+    std::fs::write(&vmi, volumes()).unwrap();
+    for (args, expect) in [
+        (vec!["--pvc", "disk=/tmp/x,capacity=-5Gi"], "--pvc"),
+        (
+            vec!["--pvc", "disk=/tmp/x,capacity=1e30"],
+            "1e30 is too large",
+        ),
+        (
+            vec!["--grace-period-seconds", "soon"],
+            "--grace-period-seconds",
+        ),
+        (vec!["--no-such-flag"], "--no-such-flag"),
+    ] {
+        let out = Command::new(launcher_bin())
+            .arg("run")
+            .arg(&vmi)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
+        assert!(err.starts_with("virt-launcher: "), "{err}");
+        assert!(
+            err.contains(expect),
+            "{args:?}: expected {expect:?} in {err}"
+        );
+    }
+    let help = Command::new(launcher_bin())
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--pvc"));
+}
