@@ -10,13 +10,15 @@
 use std::net::{SocketAddrV6, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dhcproto::v6::{DhcpOption, DhcpOptions, Message, MessageType, IANA};
 use dhcproto::Encodable;
 use network::dhcpv6::{duid_ll, eui64_link_local, DhcpV6Config};
 use network::server;
 
+#[path = "support/measure.rs"]
+mod measure;
 #[path = "../tests/support/veth_pair.rs"]
 mod veth_pair;
 
@@ -56,45 +58,13 @@ fn guest_side() {
         .unwrap();
     let c: UdpSocket = s.into();
     let to = SocketAddrV6::new(server::ALL_DHCP_SERVERS, 1547, 0, index);
-    let mut buf = [0u8; 1536];
-    let mut lat = Vec::new();
-    for xid in 0..500u32 {
-        let t = Instant::now();
-        c.send_to(&solicit(xid), to).unwrap();
-        loop {
-            let n = c.recv(&mut buf).expect("no ADVERTISE");
-            if network::dhcpv6::decode_packet(&buf[..n]).unwrap().xid_num() == xid {
-                break;
-            }
-        }
-        lat.push(t.elapsed());
-    }
-    lat.sort();
-    println!(
-        "SOLICIT->ADVERTISE latency over veth: median {:?}, p99 {:?}, max {:?} (n=500)",
-        lat[250], lat[495], lat[499]
-    );
-    std::thread::sleep(Duration::from_millis(1100));
-    c.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
-    let start = Instant::now();
-    let (mut sent, mut got) = (0u64, 0u64);
-    let pkt = solicit(0xffff);
-    while start.elapsed() < Duration::from_secs(2) {
-        for _ in 0..64 {
-            if c.send_to(&pkt, to).is_ok() {
-                sent += 1;
-            }
-        }
-        while c.recv(&mut buf).is_ok() {
-            got += 1;
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    println!(
-        "flood: {sent} SOLICITs in {secs:.1} s ({:.0}/s), {got} ADVERTISEs ({:.0}/s; cap {}/s)",
-        sent as f64 / secs,
-        got as f64 / secs,
-        server::MAX_REPLIES_PER_SEC
+    measure::latency_and_flood(
+        &c,
+        to.into(),
+        solicit,
+        |b| network::dhcpv6::decode_packet(b).unwrap().xid_num(),
+        "SOLICIT",
+        "ADVERTISE",
     );
 }
 

@@ -10,13 +10,15 @@
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dhcproto::v4::{DhcpOption, Message, MessageType};
 use dhcproto::Encodable;
 use network::dhcpv4::{DhcpV4Config, ExtraOptions, LEASE_SECONDS};
 use network::server;
 
+#[path = "support/measure.rs"]
+mod measure;
 #[path = "../tests/support/veth_pair.rs"]
 mod veth_pair;
 
@@ -53,48 +55,13 @@ fn main() {
 fn guest_side() {
     let c = client();
     let to = SocketAddrV4::new(Ipv4Addr::BROADCAST, 1067);
-    let mut buf = [0u8; 1536];
-    // Latency: one DISCOVER at a time, 500 of them (under the rate cap).
-    let mut lat = Vec::new();
-    for xid in 0..500u32 {
-        let t = Instant::now();
-        c.send_to(&discover(xid), to).unwrap();
-        loop {
-            let n = c.recv(&mut buf).expect("no OFFER");
-            if network::dhcpv4::decode_packet(&buf[..n]).unwrap().xid() == xid {
-                break;
-            }
-        }
-        lat.push(t.elapsed());
-    }
-    lat.sort();
-    println!(
-        "DISCOVER->OFFER latency over veth: median {:?}, p99 {:?}, max {:?} (n=500)",
-        lat[250], lat[495], lat[499]
-    );
-    // A fresh rate window, then the flood: send as fast as possible for
-    // 2 s, count OFFERs.
-    std::thread::sleep(Duration::from_millis(1100));
-    c.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
-    let start = Instant::now();
-    let (mut sent, mut got) = (0u64, 0u64);
-    let pkt = discover(0xffff);
-    while start.elapsed() < Duration::from_secs(2) {
-        for _ in 0..64 {
-            if c.send_to(&pkt, to).is_ok() {
-                sent += 1;
-            }
-        }
-        while c.recv(&mut buf).is_ok() {
-            got += 1;
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    println!(
-        "flood: {sent} DISCOVERs in {secs:.1} s ({:.0}/s), {got} OFFERs ({:.0}/s; cap {}/s)",
-        sent as f64 / secs,
-        got as f64 / secs,
-        server::MAX_REPLIES_PER_SEC
+    measure::latency_and_flood(
+        &c,
+        to.into(),
+        discover,
+        |b| network::dhcpv4::decode_packet(b).unwrap().xid(),
+        "DISCOVER",
+        "OFFER",
     );
 }
 

@@ -10,13 +10,6 @@ use nix::sys::signal::Signal;
 
 use crate::harness::{guest_vmi, Launcher, Opts, BOOT_TIMEOUT};
 
-/// The inactive domain XML of `l`'s guest, as its libvirt holds it.
-fn domain_xml(l: &Launcher) -> String {
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
-    xml
-}
-
 #[test]
 fn x86_64_efi_guest_boots_through_ovmf() {
     for need in [
@@ -52,7 +45,7 @@ fn x86_64_efi_guest_boots_through_ovmf() {
         "OVMF: first BdsDxe line after {firmware_at:?}, guest ready after {:?}",
         started.elapsed()
     );
-    let xml = domain_xml(&l);
+    let xml = l.domain_xml();
     for want in [
         "<loader readonly='yes' secure='no' type='pflash'",
         ">/usr/share/OVMF/OVMF_CODE.fd</loader>",
@@ -131,7 +124,7 @@ spec:
     };
     assert!(at("UEFI firmware (version") < at("BdsDxe: "), "{serial}");
     assert!(at("BdsDxe: ") < at("UEFI Interactive Shell"), "{serial}");
-    let xml = domain_xml(&l);
+    let xml = l.domain_xml();
     for want in [
         "<domain type='qemu'",
         "<type arch='aarch64' machine='virt-",

@@ -396,6 +396,14 @@ impl Launcher {
         )
     }
 
+    /// The running domain's XML as libvirt has it (`virsh dumpxml`);
+    /// panics when virsh fails.
+    pub fn domain_xml(&self) -> String {
+        let (ok, xml) = self.virsh(&["dumpxml", &self.domain]);
+        assert!(ok, "virsh dumpxml {}: {xml}", self.domain);
+        xml
+    }
+
     pub fn domstate(&self) -> String {
         self.virsh(&["domstate", "--reason", &self.domain])
             .1

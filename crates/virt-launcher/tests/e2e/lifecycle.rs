@@ -33,8 +33,7 @@ fn boots_the_test_guest_and_shuts_it_down_on_sigterm() {
 
     // The domain as libvirt sees it.
     assert_eq!(l.domstate(), "running (booted)");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(xml.contains("<name>e2e_lifecycle</name>"), "{xml}");
     assert!(
         xml.contains("<domain type='qemu'"),
@@ -114,7 +113,7 @@ fn boots_kubevirts_vmi_sata_example_unchanged() {
     .unwrap();
     let mut l = Launcher::start(&yaml, &Opts::default());
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
-    let (_, xml) = l.virsh(&["dumpxml", &l.domain]);
+    let xml = l.domain_xml();
     assert!(xml.contains("<target dev='sda' bus='sata'/>"), "{xml}");
     let qemu = l.qemu_pid().expect("qemu pid");
     let daemons = l.daemon_pids();
@@ -317,7 +316,7 @@ fn pod_mode_runs_the_vmi_from_standalone_vmi() {
     .unwrap();
     let mut l = Launcher::start_pod(&yaml);
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
-    let (_, xml) = l.virsh(&["dumpxml", &l.domain]);
+    let xml = l.domain_xml();
     assert!(
         xml.contains("/var/run/kubevirt/container-disks/disk_0.img"),
         "{xml}"
@@ -448,7 +447,7 @@ fn host_disk_is_a_file_on_the_host() {
     );
     let mut l = Launcher::start(&yaml, &Opts::default());
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
-    let (_, xml) = l.virsh(&["dumpxml", &l.domain]);
+    let xml = l.domain_xml();
     assert!(
         xml.contains("/var/run/kubevirt-private/vmi-disks/scratch/data.img"),
         "{xml}"
@@ -486,8 +485,7 @@ fn isolated_emulator_thread_starts_paused_then_runs() {
     assert!(l.log().contains("\"paused\":true"), "{}", l.log());
     let (ok, pins) = l.virsh(&["emulatorpin", &l.domain]);
     assert!(ok, "{pins}");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(xml.contains("<emulatorpin cpuset="), "{xml}");
     assert!(xml.contains("<vcpupin vcpu='0' cpuset="), "{xml}");
     l.signal(Signal::SIGTERM);
@@ -531,8 +529,7 @@ fn persistent_efi_variables_and_tpm_state_live_on_backend_storage() {
         );
         let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
         assert!(serial.contains("GUEST-READY"), "run {run}: {serial}");
-        let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-        assert!(ok, "{xml}");
+        let xml = l.domain_xml();
         assert!(xml.contains("<tpm model='tpm-crb'>"), "{xml}");
         assert!(xml.contains("persistent_state='yes'"), "{xml}");
         l.signal(Signal::SIGTERM);

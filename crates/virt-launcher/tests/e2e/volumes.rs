@@ -94,8 +94,7 @@ fn nocloud_user_data_runs_and_meta_data_sets_the_hostname() {
         serial.contains("GUEST-READY hostname=ci-nocloud "),
         "{serial}"
     );
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(
         xml.contains(
             "/var/run/kubevirt-ephemeral-disks/cloud-init-data/e2e/ci-nocloud.example/noCloud.iso"
@@ -242,8 +241,7 @@ fn config_map_disk_is_read(pod: bool) {
     assert!(serial.contains("CFG-MODES 640 755"), "{serial}");
     assert!(serial.contains("CFG-RUN from-config-map"), "{serial}");
     assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(
         xml.contains("/var/run/kubevirt-private/config-map-disks/appcfg.iso"),
         "{xml}"
@@ -441,8 +439,7 @@ fn ephemeral_volume_writes_go_to_the_overlay_never_to_the_claim() {
         "{serial}"
     );
     assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(
         xml.contains("/var/run/kubevirt-ephemeral-disks/disk-data/scratch/disk.qcow2"),
         "{xml}"
@@ -485,6 +482,24 @@ fn pvc_writes_survive_a_launcher_restart() {
     shutdown(second);
 }
 
+/// Boots KubeVirt example `yaml` with no container disk and `args`; checks
+/// the guest is up and that libvirt's disk source is `source`.
+fn boots_from(yaml: &str, args: &[&str], source: &str) {
+    let mut l = Launcher::start(
+        yaml,
+        &Opts {
+            container_disks: &[],
+            args,
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
+    let xml = l.domain_xml();
+    assert!(xml.contains(source), "{xml}");
+    shutdown(l);
+}
+
 #[test]
 fn kubevirt_vmi_pvc_example_boots_from_a_claim_image() {
     let dir = tempfile::tempdir().unwrap();
@@ -492,23 +507,11 @@ fn kubevirt_vmi_pvc_example_boots_from_a_claim_image() {
     fs::copy(crate::harness::guest_image(), &claim).unwrap();
     let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-pvc.yaml")).unwrap();
     let arg = format!("pvcdisk={}", claim.display());
-    let mut l = Launcher::start(
+    boots_from(
         &y,
-        &Opts {
-            container_disks: &[],
-            args: &["--pvc", &arg],
-            ..Opts::default()
-        },
+        &["--pvc", &arg],
+        "/var/run/kubevirt-private/vmi-disks/pvcdisk/disk.img",
     );
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
-    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
-    assert!(
-        xml.contains("/var/run/kubevirt-private/vmi-disks/pvcdisk/disk.img"),
-        "{xml}"
-    );
-    shutdown(l);
 }
 
 #[test]
@@ -519,22 +522,11 @@ fn kubevirt_vmi_host_disk_example_boots_from_the_file_on_the_host() {
     let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-host-disk.yaml"))
         .unwrap()
         .replace("/var/data/disk.img", img.to_str().unwrap());
-    let mut l = Launcher::start(
+    boots_from(
         &y,
-        &Opts {
-            container_disks: &[],
-            ..Opts::default()
-        },
+        &[],
+        "/var/run/kubevirt-private/vmi-disks/host-disk/disk.img",
     );
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
-    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
-    assert!(
-        xml.contains("/var/run/kubevirt-private/vmi-disks/host-disk/disk.img"),
-        "{xml}"
-    );
-    shutdown(l);
     // An existing image is used as it is: DiskOrCreate never resizes it.
     assert_eq!(fs::metadata(&img).unwrap().len(), len);
 }
@@ -580,8 +572,7 @@ fn filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows() {
     let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     assert!(serial.contains("CLAIM-SECTORS 131072\r\n"), "{serial}");
     assert!(serial.contains("CLAIM-WROTE-MARK"), "{serial}");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     let d = disk_xml(&xml, "/var/run/kubevirt-private/vmi-disks/data/disk.img");
     assert!(
         d.contains("type='file'") && d.contains("discard='unmap'"),
@@ -615,8 +606,7 @@ fn filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows() {
     let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     assert!(serial.contains("CLAIM-SECTORS 196608\r\n"), "{serial}");
     assert!(serial.contains("CLAIM-FOUND-MARK"), "{serial}");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     let d = disk_xml(&xml, "/var/run/kubevirt-private/vmi-disks/data/disk.img");
     assert!(!d.contains("discard="), "{d}");
     shutdown(l);
@@ -686,8 +676,7 @@ fn block_mode_claim_on_a_loop_device_is_read_and_written_by_the_guest() {
         serial.contains("BLK-READBACK BLOCK-GUEST-WROTE"),
         "{serial}"
     );
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     let d = disk_xml(&xml, "/dev/blockclaim");
     assert!(d.starts_with("type='block'"), "{d}");
     assert!(d.contains("<source dev='/dev/blockclaim'"), "{d}");
@@ -956,8 +945,7 @@ fn config_drive_lists_tagged_interfaces_with_their_pci_address() {
         },
     );
     let serial = l.wait_serial("DEVMETA", 1, BOOT_TIMEOUT);
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     // The interface's address as libvirt has it, e.g.
     // <address type='pci' domain='0x0000' bus='0x01' slot='0x00' function='0x0'/>
     let iface = &xml[xml.find("<interface").unwrap()..xml.find("</interface>").unwrap()];
@@ -1002,8 +990,7 @@ fn downward_metrics_volume_is_a_vhostmd_disk_the_guest_reads() {
         serial.contains("size=262144 ro=1 body=<metrics></metrics>"),
         "{serial}"
     );
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(
         xml.contains("/var/run/kubevirt-private/downwardapi-disks/vhostmd0"),
         "{xml}"
