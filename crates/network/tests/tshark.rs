@@ -9,6 +9,8 @@
 //! IP and UDP headers, so no capture format is written here.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+// No reaper runs in this test binary: std's wait is safe here.
+#![allow(clippy::disallowed_methods)]
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::Command;
