@@ -81,9 +81,12 @@ def main():
             return notify_pb2.Response(success=True)
 
         def HandleK8sEvent(self, req, ctx):
+            ev = json.loads(req.eventJSON)
             with cond:
-                events.append(("K8S", json.loads(req.eventJSON), None))
+                events.append(("K8S", ev, None))
                 cond.notify_all()
+            log.write(json.dumps({"type": "K8S", "event": ev}) + "\n")
+            log.flush()
             return notify_pb2.Response(success=True)
 
     class Info(notify_info_pb2_grpc.NotifyInfoServicer):

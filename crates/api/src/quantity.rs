@@ -160,6 +160,26 @@ impl Quantity {
         })
     }
 
+    /// `bytes` as Kubernetes prints a binary-SI quantity (`resource.NewQuantity(n,
+    /// BinarySI).String()`): the largest of `Ki`, `Mi`, `Gi`, `Ti`, `Pi`,
+    /// `Ei` that divides it exactly, else the plain number (`5Gi`,
+    /// `4939Mi`, `1536`, `0`).
+    pub fn binary_si(bytes: u64) -> String {
+        const SUFFIXES: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+        if bytes == 0 {
+            return "0".into();
+        }
+        let (mut n, mut suffix) = (bytes, "");
+        for s in SUFFIXES {
+            if n % 1024 != 0 {
+                break;
+            }
+            n /= 1024;
+            suffix = s;
+        }
+        format!("{n}{suffix}")
+    }
+
     /// The text this quantity was parsed from.
     pub fn as_str(&self) -> &str {
         &self.text
@@ -309,6 +329,25 @@ mod tests {
 
     fn bytes(s: &str) -> u64 {
         Quantity::parse(s).unwrap().to_bytes().unwrap()
+    }
+
+    #[test]
+    fn binary_si_prints_like_kubernetes() {
+        for (n, text) in [
+            (0, "0"),
+            (1, "1"),
+            (1023, "1023"),
+            (1024, "1Ki"),
+            (1536, "1536"),
+            (5 << 30, "5Gi"),
+            (4939 << 20, "4939Mi"),
+            (1 << 60, "1Ei"),
+            (1 << 62, "4Ei"),
+        ] {
+            assert_eq!(Quantity::binary_si(n), text);
+            assert_eq!(bytes(&Quantity::binary_si(n)), n, "{text} round trip");
+        }
+        assert_eq!(Quantity::binary_si(u64::MAX), "18446744073709551615");
     }
 
     #[test]

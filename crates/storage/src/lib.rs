@@ -131,6 +131,30 @@ pub enum ConfigDiskFs {
     Vfat,
 }
 
+/// A Kubernetes event about the VMI that preparing its volumes raised
+/// (KubeVirt's launcher records these through virt-handler's notify
+/// socket, `HandleK8sEvent`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmiEvent {
+    /// core/v1 Event `type`: `Normal` or `Warning`.
+    pub kind: &'static str,
+    /// `reason`, e.g. `ToleratedSmallPV`.
+    pub reason: &'static str,
+    /// `message`.
+    pub message: String,
+}
+
+/// Where [`prepare`] sends [`VmiEvent`]s (the launcher forwards them to
+/// virt-handler; standalone they are only logged).
+#[derive(Clone)]
+pub struct EventSink(pub std::sync::Arc<dyn Fn(VmiEvent) + Send + Sync>);
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventSink")
+    }
+}
+
 /// Options of [`prepare`].
 #[derive(Clone, Debug)]
 pub struct PrepareOptions {
@@ -159,6 +183,8 @@ pub struct PrepareOptions {
     pub rebuild_media: bool,
     /// File system of configMap/secret/downwardAPI/serviceAccount disks.
     pub config_disk_fs: ConfigDiskFs,
+    /// Receives the events preparing raises (`ToleratedSmallPV`).
+    pub events: Option<EventSink>,
 }
 
 impl Default for PrepareOptions {
@@ -172,6 +198,7 @@ impl Default for PrepareOptions {
             config_sources: ConfigSources::Pod,
             rebuild_media: true,
             config_disk_fs: ConfigDiskFs::Iso9660,
+            events: None,
         }
     }
 }
@@ -622,9 +649,15 @@ fn create_claim_image(
         ));
     }
     let reserve = opts.space.minimum_reserve_bytes;
-    pvc::create_image(field, volume, image, bytes, opts.space, &|d| {
+    let size = pvc::create_image(field, volume, image, bytes, opts.space, &|d| {
         pvc::room(d, reserve)
     })?;
+    if let (Some(sink), Some(event)) = (
+        &opts.events,
+        pvc::tolerated_small_pv(bytes, size, opts.space.less_pvc_space_toleration),
+    ) {
+        (sink.0)(event);
+    }
     Ok(())
 }
 

@@ -242,6 +242,24 @@ pub fn size_to_create(
     Ok(size)
 }
 
+/// KubeVirt's `ToleratedSmallPV` event (type `Normal`) when the image
+/// was created with `created` bytes instead of the `requested` ones (see
+/// [`size_to_create`]); `None` when it got what it asked for. The
+/// message has KubeVirt's wording with binary-SI quantities
+/// (pkg/storage/hostdisk: "PV size too small: expected 5Gi, found
+/// 4939Mi. Using it anyway, it is within 10 % toleration").
+pub fn tolerated_small_pv(requested: u64, created: u64, toleration: u8) -> Option<crate::VmiEvent> {
+    (created < requested).then(|| crate::VmiEvent {
+        kind: "Normal",
+        reason: "ToleratedSmallPV",
+        message: format!(
+            "PV size too small: expected {}, found {}. Using it anyway, it is within {toleration} % toleration",
+            api::Quantity::binary_si(requested),
+            api::Quantity::binary_si(created),
+        ),
+    })
+}
+
 /// Free bytes for unprivileged users on the file system holding `dir`,
 /// minus `reserve` (0 when the reserve is larger).
 ///

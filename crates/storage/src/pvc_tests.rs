@@ -118,6 +118,14 @@ fn toleration_accepts_a_claim_up_to_10_percent_smaller_and_refuses_more() {
     assert!(e.contains("volume pvc-a: not enough space, demanded size 104857600 B is bigger than the available space 94371839 B, also after taking 10 % toleration into account"), "{e}");
     // Toleration 0: any shortfall is refused.
     assert!(pvc::size_to_create("v", 100 * MIB, 100 * MIB - 1, 0).is_err());
+    // KubeVirt's event for a tolerated shortfall; none when it fits.
+    assert_eq!(pvc::tolerated_small_pv(100 * MIB, 100 * MIB, 10), None);
+    let ev = pvc::tolerated_small_pv(5 << 30, 4939 * MIB, 10).unwrap();
+    assert_eq!((ev.kind, ev.reason), ("Normal", "ToleratedSmallPV"));
+    assert_eq!(
+        ev.message,
+        "PV size too small: expected 5Gi, found 4939Mi. Using it anyway, it is within 10 % toleration"
+    );
 }
 
 #[test]

@@ -1629,6 +1629,34 @@ fn run_domain(
         uri: "qemu:///system".into(),
         socket: Path::new("/var/run/libvirt").join(daemon.socket_name()),
     };
+    // Libvirt's events, the agent's updates and the events preparing the
+    // VMI raises all reach virt-handler through one bridge (below).
+    // Senders other than the libvirt watcher's go through `bridge_tx`,
+    // emptied at the end so that the bridge sees the channel close.
+    let (ev_tx, ev_rx) = std::sync::mpsc::channel();
+    let bridge_tx = Arc::new(std::sync::Mutex::new(Some(ev_tx.clone())));
+    let to_bridge = {
+        let tx = Arc::clone(&bridge_tx);
+        move |ev: virtwrap::events::DomainEvent| {
+            if let Some(tx) = tx
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
+            {
+                let _ = tx.send(ev);
+            }
+        }
+    };
+    let vmi_events = {
+        let to_bridge = to_bridge.clone();
+        storage::EventSink(Arc::new(move |e: storage::VmiEvent| {
+            to_bridge(virtwrap::events::DomainEvent::Vmi {
+                kind: e.kind,
+                reason: e.reason,
+                message: e.message,
+            });
+        }))
+    };
     let prepare = PrepareOptions {
         disk_memory_limit: flags.disk_memory_limit,
         owner: None,
@@ -1641,6 +1669,7 @@ fn run_domain(
         config_sources: config_sources.clone(),
         rebuild_media: true,
         config_disk_fs: flags.config_disk_fs.into(),
+        events: Some(vmi_events),
     };
     let mut manager = LibvirtDomainManager::new(connector.clone(), ctx.clone(), prepare)
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
@@ -1671,13 +1700,9 @@ fn run_domain(
     let id = Identity::of(vmi);
     let share = PathBuf::from(&flags.kubevirt_share_dir);
     let cache = Arc::new(DomainCache::default());
-    let (ev_tx, ev_rx) = std::sync::mpsc::channel();
     // The guest agent: its own connection and poller thread; what it learns
-    // reaches virt-handler through the event bridge. Its sender is dropped
-    // at the end, so the bridge sees the channel close.
-    let agent_tx = Arc::new(std::sync::Mutex::new(Some(ev_tx.clone())));
+    // reaches virt-handler through the event bridge.
     let agent = {
-        let tx = Arc::clone(&agent_tx);
         let domain = id.domain_name();
         let channel = Arc::new(virtwrap::agent::LibvirtAgent::new(
             connector.clone(),
@@ -1687,15 +1712,9 @@ fn run_domain(
             virtwrap::agent::Agent::start(
                 channel,
                 Arc::new(move || {
-                    if let Some(tx) = tx
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .as_ref()
-                    {
-                        let _ = tx.send(virtwrap::events::DomainEvent::AgentUpdated {
-                            domain: domain.clone(),
-                        });
-                    }
+                    to_bridge(virtwrap::events::DomainEvent::AgentUpdated {
+                        domain: domain.clone(),
+                    });
                 }),
             )
             .map_err(|e| LauncherError::Runtime(format!("cannot start the agent poller: {e}")))?,
@@ -1798,7 +1817,7 @@ fn run_domain(
     std::thread::sleep(Duration::from_millis(200));
     stop_events.store(true, std::sync::atomic::Ordering::SeqCst);
     agent.poller().stop();
-    agent_tx
+    bridge_tx
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .take();

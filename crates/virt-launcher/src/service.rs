@@ -508,6 +508,24 @@ pub fn bridge(
                 }
                 tracing::info!(state, "guest agent lifecycle event");
             }
+            DomainEvent::Vmi {
+                kind,
+                reason,
+                message,
+            } => {
+                tracing::info!(kind, reason, message, "event");
+                notifier.send(Event::K8s {
+                    json: cmd::notify::k8s_event(
+                        &id.name,
+                        &id.namespace,
+                        &id.uid,
+                        kind,
+                        reason,
+                        message,
+                    ),
+                });
+                continue;
+            }
             DomainEvent::Reboot { domain }
             | DomainEvent::AgentUpdated { domain }
             | DomainEvent::DeviceRemoved { domain, .. } => {

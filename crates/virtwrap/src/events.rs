@@ -68,6 +68,17 @@ pub enum DomainEvent {
     },
     /// The event connection was (re-)established; state may have changed unseen.
     Reconnected,
+    /// A Kubernetes event about the VMI raised while preparing it (e.g.
+    /// `ToleratedSmallPV`); not from libvirt. Forwarded to virt-handler
+    /// as `HandleK8sEvent`.
+    Vmi {
+        /// core/v1 Event `type` (`Normal`, `Warning`).
+        kind: &'static str,
+        /// `reason`.
+        reason: &'static str,
+        /// `message`.
+        message: String,
+    },
 }
 
 static EVENT_LOOP: Once = Once::new();
