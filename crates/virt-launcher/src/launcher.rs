@@ -579,18 +579,6 @@ pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, Laun
     let virt =
         converter::choose_virt_type(kvm, flags.allow_emulation || foreign, flags.use_emulation)
             .map_err(|e| LauncherError::Runtime(e.to_string()))?;
-    if foreign {
-        tracing::info!("guest architecture {arch} on a {host} host: software emulation (TCG)");
-    }
-    match (virt, kvm || foreign, flags.use_emulation) {
-        (VirtType::Qemu, false, _) => {
-            tracing::warn!("/dev/kvm is not present: falling back to software emulation (TCG)")
-        }
-        (VirtType::Qemu, true, true) => {
-            tracing::info!("--use-emulation: running the guest under software emulation (TCG)")
-        }
-        _ => {}
-    }
     let mut ctx = ConvertContext::new(arch, virt);
     ctx.paths
         .container_disk_dir
@@ -606,6 +594,29 @@ pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, Laun
     ctx.host_numa = host_numa();
     ctx.expand_disks_enabled = flags.expand_disks;
     Ok(ctx)
+}
+
+/// Says why the guest runs under TCG, if it does (logged once the input
+/// is known to be good, so that a refusal is not preceded by it).
+fn log_emulation(flags: &LauncherFlags, ctx: &ConvertContext) {
+    let Ok(host) = Arch::host() else { return };
+    let foreign = ctx.arch != host;
+    if foreign {
+        tracing::info!(
+            "guest architecture {} on a {host} host: software emulation (TCG)",
+            ctx.arch
+        );
+    }
+    let kvm = !foreign && Path::new("/dev/kvm").exists();
+    match (ctx.virt_type, kvm || foreign, flags.use_emulation) {
+        (VirtType::Qemu, false, _) => {
+            tracing::warn!("/dev/kvm is not present: falling back to software emulation (TCG)")
+        }
+        (VirtType::Qemu, true, true) => {
+            tracing::info!("--use-emulation: running the guest under software emulation (TCG)")
+        }
+        _ => {}
+    }
 }
 
 /// Where the kernel lists NUMA nodes (`node<N>/cpulist`).
@@ -782,6 +793,7 @@ pub fn run_vmi(
         storage::check_inputs(vmi, &ctx, &check)
             .map_err(|e| LauncherError::Input(e.to_string()))?;
     }
+    log_emulation(flags, &ctx);
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
     })?;

@@ -79,6 +79,14 @@ pub(crate) fn refuse_reporting_start(yaml: &str, extra: &[&str]) -> (i32, String
     let started = stderr
         .lines()
         .any(|l| l.contains("\"daemon\":") && l.contains("\"msg\":\"started\""));
+    // Refused before anything started: the refusal is all a user sees.
+    if !started {
+        assert_eq!(
+            stderr.lines().count(),
+            1,
+            "more than the refusal printed:\n{stderr}"
+        );
+    }
     (out.status.code().unwrap_or(-1), last, started)
 }
 
