@@ -81,8 +81,9 @@ pub struct Port {
 
 /// KubeVirt's fake bridge address for the interface at `index` in
 /// `spec.domain.devices.interfaces` (`169.254.75.1` followed by the index
-/// in decimal, `pkg/network/link`); `None` when that is no IPv4 address
-/// (index 56 and above).
+/// in decimal, `pkg/network/link`: index 1 gives 169.254.75.11, index 12
+/// 169.254.75.112); `None` when that is no IPv4 address (index 100 and
+/// above).
 pub fn bridge_fake_ip(index: usize) -> Option<Ipv4Addr> {
     format!("169.254.75.1{index}").parse().ok()
 }
@@ -545,6 +546,32 @@ pub fn parse_ip_addr_json(link: &str, json: &[u8]) -> Result<PodLink, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubevirts_bridge_names_and_fake_addresses() {
+        let ip = |i| bridge_fake_ip(i).map(|a| a.to_string());
+        assert_eq!(ip(0).as_deref(), Some("169.254.75.10"));
+        assert_eq!(ip(1).as_deref(), Some("169.254.75.11"));
+        assert_eq!(ip(12).as_deref(), Some("169.254.75.112"));
+        assert_eq!(ip(99).as_deref(), Some("169.254.75.199"));
+        assert_eq!(ip(100), None);
+        assert_eq!(bridged_nic_name("eth0"), "eth0-nic");
+        assert_eq!(bridged_nic_name("pod16477688c0e"), "16477688c0e-nic");
+        assert_eq!(bridged_nic_name("net1"), "net1-nic");
+        // Every name fits the kernel's 15 characters.
+        assert!(bridged_nic_name("pod16477688c0e").len() <= 15);
+        let p = PodAddrs::primary();
+        assert_eq!(
+            (p.ip4.to_string(), p.gateway4.map(|g| g.to_string())),
+            (POD_IP.to_owned(), Some(POD_GATEWAY.to_owned()))
+        );
+        assert_eq!(p.ip6.map(|a| a.to_string()).as_deref(), Some(POD_IP6));
+        assert_eq!(api::mac::format_mac(&p.mac), POD_MAC);
+        let s = PodAddrs::secondary(3);
+        assert_eq!(s.ip4.to_string(), "10.245.3.5/24");
+        assert_eq!(s.peer4.to_string(), "10.245.3.1/24");
+        assert_eq!((s.gateway4, s.ip6), (None, None));
+    }
 
     #[test]
     fn ip_addr_json_gives_mac_mtu_and_families() {

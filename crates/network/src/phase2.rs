@@ -580,6 +580,32 @@ spec:
         assert!(p.hosts.contains_key("default"));
     }
 
+    /// KubeVirt's names: eth0 for the pod network and a default Multus
+    /// network; hashed, then ordinal (counting secondary Multus networks
+    /// only) for the others.
+    #[test]
+    fn pod_iface_names_follow_kubevirts_schemes() {
+        let v = vmi("apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: n}
+spec:
+  domain:
+    devices: {}
+    resources: {requests: {memory: 64Mi}}
+  networks:
+  - {name: prim, multus: {networkName: ns/prim, default: true}}
+  - {name: red, multus: {networkName: ns/red}}
+  - {name: blue, multus: {networkName: ns/blue}}
+");
+        assert_eq!(pod_iface_candidates(&v, "prim").unwrap(), ["eth0"]);
+        assert_eq!(
+            pod_iface_candidates(&v, "blue").unwrap(),
+            ["pod16477688c0e", "net2"]
+        );
+        assert_eq!(pod_iface_candidates(&v, "red").unwrap()[1], "net1");
+        assert_eq!(pod_iface_candidates(&v, "nope"), None);
+    }
+
     /// A pod masquerade interface and a bridge on a Multus network: each
     /// with its own tap, bridge, cache and DHCP server; the secondary's
     /// server answers from 169.254.75.11 (its index is 1), without a
