@@ -364,7 +364,7 @@ fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherE
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
     let node = network::phase1::NodeNamespace::new().map_err(rt)?;
     let node = NODE_NAMESPACE.get_or_init(|| node);
-    let caches = network_phase1(vmi, "--setup-pod-network", Some(node))?;
+    let caches = network_phase1(vmi, "--setup-pod-network", Some(node), true)?;
     if !caches.is_empty() {
         return Ok(PodSetup::BridgeCaches(caches));
     }
@@ -410,40 +410,51 @@ fn foreign_network_namespace() -> Option<String> {
     })
 }
 
-/// `virt-launcher pod-network-phase1 VMI`: virt-handler's network phase 1
-/// for the VMI's pod interface, in the current network namespace, which
-/// must be a fresh one with only `lo` (it creates `eth0`, a bridge, a tap
-/// and NAT rules: never in the host's). The CNI's end of the pod link
-/// stays in that namespace, unaddressed (this process exits, so no node
-/// namespace outlives it). For tests and for pods without virt-handler;
-/// masquerade only (the bridge binding's cache belongs in a private
-/// directory this command does not have).
+/// `virt-launcher pod-network-phase1 VMI [--cache-dir DIR]`:
+/// virt-handler's network phase 1 for the VMI's interfaces, in the current
+/// network namespace, which must be a fresh one with only `lo` (it creates
+/// the pod links, bridges, taps and NAT rules: never in the host's). The
+/// CNI's ends of the pod links stay in that namespace, unaddressed (this
+/// process exits, so no node namespace would outlive it). For tests and
+/// for pods without virt-handler. The bridge binding needs `cache_dir`,
+/// where its DHCP caches (`vif-cache-<podIface>.json`) are written.
 ///
 /// # Errors
 /// [`LauncherError::Input`] for a VMI phase 1 cannot build, or when run in
 /// the host's network namespace; [`LauncherError::Runtime`] when a command
-/// fails.
-pub fn pod_network_phase1(vmi: &VirtualMachineInstance) -> Result<(), LauncherError> {
+/// fails or a cache cannot be written.
+pub fn pod_network_phase1(
+    vmi: &VirtualMachineInstance,
+    cache_dir: Option<&Path>,
+) -> Result<(), LauncherError> {
     if let Some(why) = foreign_network_namespace() {
         return Err(LauncherError::Input(format!(
             "pod-network-phase1: {why}; run it in a new network namespace of its own (e.g. unshare -n)"
         )));
     }
-    network_phase1(vmi, "pod-network-phase1", None).map(|_| ())
+    let caches = network_phase1(vmi, "pod-network-phase1", None, cache_dir.is_some())?;
+    if let Some(dir) = cache_dir {
+        // The names are KubeVirt's pod interface names (eth0, pod<hex>).
+        for (pod_iface, cache) in &caches {
+            network::cache::write_json(&network::cache::vif_cache_path(dir, pod_iface), cache)
+                .map_err(|e| LauncherError::Runtime(format!("pod-network-phase1: {e}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// The phase-1 stand-in in the current network namespace, for every
 /// interface that is not absent: the pod link (`eth0` for the pod network,
 /// KubeVirt's hashed `pod<hash>` name for a Multus one; the CNI's end in
-/// `node`, or here when `None`), then masquerade (the pod network only) or
-/// the bridge binding (only with a `node`: the caller has a private
-/// directory for the caches), whose DHCP caches are returned by pod
-/// interface name, to be written where phase 2 reads them. `what`
-/// prefixes the messages.
+/// `node`, or here when `None`), then masquerade (the pod network only) or,
+/// when `bridges` (the caller has somewhere to write the caches), the
+/// bridge binding, whose DHCP caches are returned by pod interface name,
+/// to be written where phase 2 reads them. `what` prefixes the messages.
 fn network_phase1(
     vmi: &VirtualMachineInstance,
     what: &str,
     node: Option<&network::phase1::NodeNamespace>,
+    bridges: bool,
 ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
     use network::phase1::PodAddrs;
     let rt = |m: String| LauncherError::Runtime(format!("{what}: {m}"));
@@ -464,12 +475,12 @@ fn network_phase1(
                 "{field}: no spec.networks entry with a pod or multus source"
             )));
         };
-        let bridge = iface.bridge.is_some() && node.is_some();
+        let bridge = iface.bridge.is_some() && bridges;
         if !bridge && iface.masquerade.is_none() {
-            let which = if node.is_some() {
+            let which = if bridges {
                 "the masquerade and bridge bindings"
             } else {
-                "the masquerade binding"
+                "the masquerade binding (the bridge binding with --cache-dir)"
             };
             return Err(LauncherError::Input(format!(
                 "{field}: {what} builds {which} only"

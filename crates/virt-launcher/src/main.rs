@@ -63,6 +63,12 @@ enum Command {
 struct Phase1Args {
     /// VMI manifest, YAML or JSON (`-` for standard input).
     file: PathBuf,
+    /// Where to write the bridge binding's DHCP caches
+    /// (`vif-cache-<podIface>.json`; virt-handler writes them into the
+    /// launcher's private directory, `/var/run/kubevirt-private`). Without
+    /// it, only the masquerade binding is built.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -287,7 +293,7 @@ fn phase1(args: &Phase1Args) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let bytes = read_input(&args.file)?;
     let vmi = api::load_vmi(&bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
-    launcher::pod_network_phase1(&vmi)
+    launcher::pod_network_phase1(&vmi, args.cache_dir.as_deref())
 }
 
 fn state_dir(flags: &LauncherFlags, vmi: &api::VirtualMachineInstance) -> PathBuf {
