@@ -51,11 +51,13 @@ enum Command {
     Run(Box<RunArgs>),
     /// Talk to a running launcher over its command socket.
     Ctl(ctl::CtlArgs),
-    /// Build virt-handler's network phase 1 for a VMI's pod interface
-    /// (masquerade: eth0, bridge k6t-eth0, tap0, nftables NAT) in the
-    /// current network namespace, which must not be the host's (run it
-    /// under `unshare -n` or `ip netns exec`): the pod a launcher in pod
-    /// mode expects, for tests and pods without virt-handler.
+    /// Build virt-handler's network phase 1 for a VMI's interfaces (pod
+    /// links eth0 and pod<hash>; masquerade: bridge k6t-eth0, tap0,
+    /// nftables NAT; bridge with --cache-dir: k6t-<name>, tap<name>, the
+    /// dummy and vif-cache-<name>.json) in the current network namespace,
+    /// which must not be the host's (run it under `unshare -n` or `ip
+    /// netns exec`): the pod a launcher in pod mode expects, for tests and
+    /// pods without virt-handler.
     PodNetworkPhase1(Phase1Args),
 }
 
