@@ -43,8 +43,9 @@ pub struct InterfaceHost {
 }
 
 /// The pod interface name KubeVirt gives a network: `eth0` for the pod
-/// network, `pod` + the first 11 hex digits of SHA-256(network name) for
-/// a Multus one (`pkg/network/namescheme`).
+/// network (and a Multus network marked `default`: pass `true`), `pod` +
+/// the first 11 hex digits of SHA-256(network name) for a secondary
+/// Multus one (`pkg/network/namescheme`).
 pub fn pod_iface_name(network_name: &str, is_pod_network: bool) -> String {
     if is_pod_network {
         return "eth0".into();
@@ -169,11 +170,14 @@ pub fn convert(
                 ))
             }
         }
+        // A Multus network marked `default` replaces the pod network: its
+        // pod link is eth0 (tap0), as KubeVirt's name scheme has it.
+        let primary = is_pod || net.multus.as_ref().is_some_and(|m| m.default);
         out.push(one(
             iface,
             &path,
             ctx,
-            is_pod,
+            primary,
             vcpus,
             multiqueue,
             virtio_model,
@@ -186,7 +190,7 @@ fn one(
     iface: &ApiInterface,
     path: &str,
     ctx: &ConvertContext,
-    is_pod: bool,
+    primary: bool,
     vcpus: u32,
     multiqueue: bool,
     virtio_model: &str,
@@ -218,7 +222,7 @@ fn one(
     };
     let tap = match host {
         Some(h) => h.tap.clone(),
-        None => tap_name(&pod_iface_name(&iface.name, is_pod)),
+        None => tap_name(&pod_iface_name(&iface.name, primary)),
     };
     let virtio = model == "virtio";
     let model_type = if virtio {

@@ -1051,6 +1051,20 @@ fn case_007_mac_address_formats() {
     }
 }
 
+/// A Multus network marked `default` replaces the pod network: its pod
+/// link is `eth0`, so its tap is `tap0`; a secondary one gets the hashed
+/// tap (`pod` + sha256("blue")[..11] without `pod`).
+#[test]
+fn multus_default_network_gets_tap0() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: n}\nspec:\n  domain:\n    memory: {guest: 128Mi}\n    devices:\n      interfaces:\n      - {name: prim, bridge: {}}\n      - {name: blue, bridge: {}}\n  networks:\n  - {name: prim, multus: {networkName: ns/prim, default: true}}\n  - {name: blue, multus: {networkName: ns/blue}}\n";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    assert_eq!(iface(&d, "prim").target.as_ref().unwrap().dev, "tap0");
+    assert_eq!(
+        iface(&d, "blue").target.as_ref().unwrap().dev,
+        "tap16477688c0e"
+    );
+}
+
 /// QEMU's s390x emulator has no e1000, ne2k_pci, pcnet or rtl8139: libvirt
 /// defines such a domain and QEMU fails only at start, so they are refused
 /// by field (found by the s390x define test's follow-up).

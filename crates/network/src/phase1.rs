@@ -1,38 +1,74 @@
 //! A stand-in for virt-handler's network phase 1, for standalone runs and
 //! tests (`virt-launcher run VMI.yaml --setup-pod-network`).
 //!
-//! Run inside a fresh network namespace (the caller unshares it), it
-//! builds what virt-handler builds in a pod for the masquerade binding
-//! (kubevirt-facts §6.1): a pod link `eth0` (holding
-//! [`POD_IP`], one end of a veth pair whose other end `cni0` stands for
-//! the CNI's side), the bridge `k6t-eth0` with
-//! MAC 02:00:00:00:00:00 and the gateway address, the tap `tap0` enslaved
-//! to it, forwarding and NAT (nftables: source NAT of the VM address,
-//! DNAT of `ports`). The same for IPv6 (a dual-stack pod): [`POD_IP6`] on
-//! `eth0`, the IPv6 gateway (`fd10:0:2::1/120`) on the bridge, IPv6
-//! forwarding and NAT66 in an `ip6 nat` table (ports are forwarded from
-//! the pod's IPv6 address, not from `::1`: IPv6 has no `route_localnet`,
-//! so a packet from `::1` never leaves the loopback device). Everything lives in that
-//! namespace, so it is gone when the last process in it exits.
+//! Run inside a fresh network namespace (the caller unshares it; it plays
+//! the pod's), it first plays the CNI: one pod link per network, a veth
+//! whose other end (`cni<N>`) sits either in a second namespace of its own
+//! playing the node ([`NodeNamespace`], holding the pod subnet's gateway
+//! address, so traffic really enters and leaves the pod through its link)
+//! or, without one, unaddressed in the same namespace. The primary link
+//! `eth0` gets [`POD_IP`] and [`POD_IP6`] (a dual-stack pod) and the
+//! default routes via [`POD_GATEWAY`] and [`POD_GATEWAY6`]; the `k`th
+//! secondary (Multus) link, named by KubeVirt's scheme (`pod<hash>`, see
+//! [`converter::interfaces::pod_iface_name`]), gets `10.245.<k>.5/24` only
+//! and no default route ([`PodAddrs::secondary`]).
+//!
+//! Then it builds what virt-handler builds (kubevirt-facts §6.1,
+//! `pkg/network/setup/netpod`) for each interface:
+//! - masquerade (the pod network only): the bridge `k6t-eth0` with MAC
+//!   02:00:00:00:00:00 and the gateway addresses (`10.0.2.1/24`,
+//!   `fd10:0:2::1/120`), the tap `tap0` enslaved to it, forwarding, and
+//!   nftables NAT/NAT66 of the VM addresses and DNAT of `ports` (ports are
+//!   forwarded from the pod's IPv6 address, not from `::1`: IPv6 has no
+//!   `route_localnet`, so a packet from `::1` never leaves the loopback
+//!   device);
+//! - bridge: the pod link loses its addresses and is renamed `<name>-nic`
+//!   with another MAC, enslaved to `k6t-<name>` (which gets KubeVirt's fake
+//!   address `169.254.75.1<interface index>/32`) with the tap; a dummy link
+//!   takes the pod link's name, MAC and all its addresses (IPv6 included:
+//!   the pod keeps them, KubeVirt serves no DHCPv6 for this binding, the
+//!   guest's IPv6 is the pod network's business), and ARP replies for
+//!   addresses not on the asking link are off (`arp_ignore=1`), so only the
+//!   guest answers for the pod's IPv4 address. The DHCP cache phase 1
+//!   writes (`vif-cache-<name>.json`) is returned for the caller to write.
+//!
+//! Everything lives in those namespaces, so it is gone when the last
+//! process (or file) holding them goes.
 //!
 //! iproute2 and nft are driven through their command lines: these are
 //! the tools the CI installs, and their error messages name the failing
 //! object (one line each), which keeps this helper short.
 
+use std::fs::File;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::Command;
+
+use ipnet::{Ipv4Net, Ipv6Net};
 
 use crate::plan::{MasqueradePlan, MasqueradePlanV6};
 
-/// The address the stand-in pod link gets.
+/// The address the stand-in primary pod link gets.
 pub const POD_IP: &str = "10.244.0.5/24";
 /// [`POD_IP`] without its prefix.
 pub const POD_ADDR: &str = "10.244.0.5";
-/// The IPv6 address the stand-in pod link gets (a dual-stack pod).
+/// The IPv6 address the stand-in primary pod link gets (a dual-stack pod).
 pub const POD_IP6: &str = "fd00:10:244::5/64";
 /// [`POD_IP6`] without its prefix.
 pub const POD_ADDR6: &str = "fd00:10:244::5";
-/// MTU of the stand-in pod link.
+/// MTU of the stand-in pod links.
 pub const POD_MTU: u16 = 1500;
+/// MAC of the stand-in primary pod link; with the bridge binding the guest
+/// gets it (KubeVirt gives the VM the pod interface's MAC).
+pub const POD_MAC: &str = "0a:58:0a:f4:00:05";
+/// The pod's IPv4 default gateway: the address of the CNI's end `cni0`
+/// (in the [`NodeNamespace`]).
+pub const POD_GATEWAY: &str = "10.244.0.1";
+/// The pod's IPv6 default gateway, on `cni0` too.
+pub const POD_GATEWAY6: &str = "fd00:10:244::1";
+/// The address of the bridge in the bridge binding for the first
+/// interface: KubeVirt's `169.254.75.1<interface index>` (see
+/// [`bridge_fake_ip`]).
+pub const BRIDGE_FAKE_IP: &str = "169.254.75.10";
 
 /// A port forwarded to the guest (`interfaces[].ports[]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +77,122 @@ pub struct Port {
     pub protocol: String,
     /// Port number.
     pub port: u16,
+}
+
+/// KubeVirt's fake bridge address for the interface at `index` in
+/// `spec.domain.devices.interfaces` (`169.254.75.1` followed by the index
+/// in decimal, `pkg/network/link`: index 1 gives 169.254.75.11, index 12
+/// 169.254.75.112); `None` when that is no IPv4 address (index 100 and
+/// above).
+pub fn bridge_fake_ip(index: usize) -> Option<Ipv4Addr> {
+    format!("169.254.75.1{index}").parse().ok()
+}
+
+/// The name the pod link of a bridge-bound interface gets once its
+/// addresses moved to the dummy: the name without KubeVirt's `pod` prefix,
+/// then `-nic` (`eth0-nic`, `<hash>-nic`).
+pub fn bridged_nic_name(pod_iface: &str) -> String {
+    format!("{}-nic", pod_iface.strip_prefix("pod").unwrap_or(pod_iface))
+}
+
+/// The addresses the stand-in CNI gives one pod link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PodAddrs {
+    /// The pod link's MAC.
+    pub mac: [u8; 6],
+    /// The pod link's IPv4 address and prefix.
+    pub ip4: Ipv4Net,
+    /// The CNI end's IPv4 address (the same subnet).
+    pub peer4: Ipv4Net,
+    /// The default gateway (the primary link only).
+    pub gateway4: Option<Ipv4Addr>,
+    /// The pod link's IPv6 address (the primary link only).
+    pub ip6: Option<Ipv6Net>,
+    /// The CNI end's IPv6 address (with [`PodAddrs::ip6`]).
+    pub peer6: Option<Ipv6Net>,
+}
+
+impl PodAddrs {
+    /// The primary pod link's (`eth0`): [`POD_IP`], [`POD_IP6`],
+    /// [`POD_MAC`], gateways [`POD_GATEWAY`] and [`POD_GATEWAY6`].
+    pub fn primary() -> Self {
+        PodAddrs {
+            mac: [0x0a, 0x58, 0x0a, 0xf4, 0, 5],
+            ip4: Ipv4Net::new(Ipv4Addr::new(10, 244, 0, 5), 24).unwrap_or_default(),
+            peer4: Ipv4Net::new(Ipv4Addr::new(10, 244, 0, 1), 24).unwrap_or_default(),
+            gateway4: Some(Ipv4Addr::new(10, 244, 0, 1)),
+            ip6: Some(
+                Ipv6Net::new(Ipv6Addr::new(0xfd00, 0x10, 0x244, 0, 0, 0, 0, 5), 64)
+                    .unwrap_or_default(),
+            ),
+            peer6: Some(
+                Ipv6Net::new(Ipv6Addr::new(0xfd00, 0x10, 0x244, 0, 0, 0, 0, 1), 64)
+                    .unwrap_or_default(),
+            ),
+        }
+    }
+
+    /// The `k`th secondary (Multus) link's, `k` from 1: `10.245.<k>.5/24`
+    /// (CNI end `.1`), MAC `0a:58:0a:f5:<k>:05`, IPv4 only, no gateway (a
+    /// secondary network carries no default route).
+    pub fn secondary(k: u8) -> Self {
+        PodAddrs {
+            mac: [0x0a, 0x58, 0x0a, 0xf5, k, 5],
+            ip4: Ipv4Net::new(Ipv4Addr::new(10, 245, k, 5), 24).unwrap_or_default(),
+            peer4: Ipv4Net::new(Ipv4Addr::new(10, 245, k, 1), 24).unwrap_or_default(),
+            gateway4: None,
+            ip6: None,
+            peer6: None,
+        }
+    }
+}
+
+/// A network namespace of its own playing the node (the CNI's side of the
+/// pod links), held open by a file, not a process: it lives as long as
+/// this value (or a link inside it) is referenced, and dies with the
+/// launcher. Tests find it as the `net:[...]` file among the launcher's
+/// open files that is not its own namespace.
+#[derive(Debug)]
+pub struct NodeNamespace {
+    ns: File,
+}
+
+impl NodeNamespace {
+    /// Creates the namespace (a short-lived thread unshares its network
+    /// namespace, which is per thread, and opens it), with `lo` up.
+    ///
+    /// # Errors
+    /// The `unshare` or `open` error (without `CAP_SYS_ADMIN`: EPERM).
+    pub fn new() -> Result<Self, String> {
+        let ns = std::thread::spawn(|| -> Result<File, String> {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+                .map_err(|e| format!("node network namespace: {e}"))?;
+            File::open("/proc/thread-self/ns/net")
+                .map_err(|e| format!("/proc/thread-self/ns/net: {e}"))
+        })
+        .join()
+        .map_err(|_| "node network namespace: thread panicked".to_owned())??;
+        let node = NodeNamespace { ns };
+        node.run(|| ip(&["link", "set", "lo", "up"]))?;
+        Ok(node)
+    }
+
+    /// Runs `f` on a thread that joined the namespace: commands it starts
+    /// run there.
+    ///
+    /// # Errors
+    /// `f`'s error, or the `setns` error.
+    pub fn run<T: Send>(&self, f: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                nix::sched::setns(&self.ns, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .map_err(|e| format!("entering the node network namespace: {e}"))?;
+                f()
+            })
+            .join()
+            .map_err(|_| "node network namespace: thread panicked".to_owned())?
+        })
+    }
 }
 
 fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<(), String> {
@@ -75,8 +227,80 @@ fn ip(args: &[&str]) -> Result<(), String> {
     run("ip", args, None)
 }
 
-/// Builds the masquerade topology for the primary pod interface in the
-/// current network namespace; `multi_queue` makes a multi-queue tap (for
+/// `ip link set LINK up` in the current network namespace (`lo` before
+/// the pod links are made).
+///
+/// # Errors
+/// The command's message.
+pub fn ip_link_up(link: &str) -> Result<(), String> {
+    ip(&["link", "set", link, "up"])
+}
+
+/// Plays the CNI for one pod link in the current network namespace: the
+/// veth `name` with `addrs`' MAC, MTU [`POD_MTU`] and addresses (and the
+/// default routes when it has a gateway), its other end `peer` in `node`
+/// with the peer addresses, or here without addresses when `node` is
+/// `None`.
+///
+/// # Errors
+/// The failing command and its message.
+pub fn add_pod_link(
+    name: &str,
+    peer: &str,
+    addrs: &PodAddrs,
+    node: Option<&NodeNamespace>,
+) -> Result<(), String> {
+    let mtu = POD_MTU.to_string();
+    let mac = api::mac::format_mac(&addrs.mac);
+    match node {
+        Some(node) => {
+            // Made from the node's side, the pod's end created straight in
+            // this process's namespace (by PID: `ip` shares our PID
+            // namespace).
+            let pid = std::process::id().to_string();
+            let (peer4, peer6) = (addrs.peer4.to_string(), addrs.peer6.map(|a| a.to_string()));
+            node.run(|| {
+                ip(&[
+                    "link", "add", peer, "type", "veth", "peer", "name", name, "netns", &pid,
+                ])?;
+                ip(&["addr", "add", &peer4, "dev", peer])?;
+                if let Some(p6) = &peer6 {
+                    ip(&["addr", "add", p6, "dev", peer, "nodad"])?;
+                }
+                ip(&["link", "set", peer, "mtu", &mtu, "up"])
+            })?;
+        }
+        None => {
+            ip(&["link", "add", name, "type", "veth", "peer", "name", peer])?;
+            ip(&["link", "set", peer, "mtu", &mtu, "up"])?;
+        }
+    }
+    ip(&["link", "set", name, "address", &mac, "mtu", &mtu, "up"])?;
+    ip(&["addr", "add", &addrs.ip4.to_string(), "dev", name])?;
+    if let Some(a6) = addrs.ip6 {
+        ip(&["addr", "add", &a6.to_string(), "dev", name, "nodad"])?;
+    }
+    if let Some(gw) = addrs.gateway4 {
+        ip(&[
+            "route",
+            "add",
+            "default",
+            "via",
+            &gw.to_string(),
+            "dev",
+            name,
+        ])?;
+        if let Some(p6) = addrs.peer6 {
+            let gw6 = p6.addr().to_string();
+            ip(&["-6", "route", "add", "default", "via", &gw6, "dev", name])?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds the masquerade topology for the primary pod interface `eth0`
+/// (made by [`add_pod_link`]) in the current network namespace;
+/// `multi_queue` makes a multi-queue tap (for
 /// `networkInterfaceMultiqueue`).
 ///
 /// # Errors
@@ -90,14 +314,6 @@ pub fn setup_masquerade(
     let gw = format!("{}/{}", plan.gateway, plan.network.prefix_len());
     let gw6 = format!("{}/{}", plan6.gateway, plan6.network.prefix_len());
     let mtu = POD_MTU.to_string();
-    ip(&["link", "set", "lo", "up"])?;
-    ip(&[
-        "link", "add", "eth0", "type", "veth", "peer", "name", "cni0",
-    ])?;
-    ip(&["link", "set", "cni0", "mtu", &mtu, "up"])?;
-    ip(&["link", "set", "eth0", "mtu", &mtu, "up"])?;
-    ip(&["addr", "add", POD_IP, "dev", "eth0"])?;
-    ip(&["addr", "add", POD_IP6, "dev", "eth0", "nodad"])?;
     ip(&["link", "add", "k6t-eth0", "type", "bridge"])?;
     ip(&["link", "set", "k6t-eth0", "address", "02:00:00:00:00:00"])?;
     // No duplicate address detection on the bridge: its link-local
@@ -161,103 +377,108 @@ pub fn setup_masquerade(
     run("nft", &["-f", "-"], Some(&rules))
 }
 
-/// MAC of the stand-in pod link; with the bridge binding the guest gets
-/// it (KubeVirt gives the VM the pod interface's MAC).
-pub const POD_MAC: &str = "0a:58:0a:f4:00:05";
-/// The pod's default gateway in the bridge-binding stand-in (the address
-/// of the CNI's end, `cni0`).
-pub const POD_GATEWAY: &str = "10.244.0.1";
-/// The address of the bridge in the bridge binding: KubeVirt's
-/// `169.254.75.1<interface index>` for the first interface.
-pub const BRIDGE_FAKE_IP: &str = "169.254.75.10";
-
-/// Builds the bridge-binding topology for the primary pod interface in
-/// the current network namespace, as virt-handler's phase 1 does
-/// (kubevirt-facts §6.1): the pod link `eth0` (made here as a veth whose
-/// other end `cni0` holds [`POD_GATEWAY`]) loses its address and is
-/// renamed `eth0-nic` with another MAC (the guest takes the pod's), the
-/// bridge `k6t-eth0` with [`BRIDGE_FAKE_IP`]/32 enslaves it and the tap
-/// `tap0`, and a dummy link (an unattached tap where the kernel has no
-/// dummy driver) takes the pod's name, MAC and address. Returns
-/// the DHCP cache phase 1 writes (`vif-cache-eth0.json`): the pod's
-/// address, MAC, MTU, gateway and routes, for the caller to write where
-/// phase 2 reads it.
+/// Builds the bridge-binding topology for the pod link `pod_iface` (made
+/// by [`add_pod_link`] with `addrs`) of the interface at `index` in
+/// `spec.domain.devices.interfaces`, as virt-handler's phase 1 does
+/// (`netpod` bridgeBindingSpec): the link is renamed
+/// [`bridged_nic_name`] with another MAC (the guest takes the pod's) and
+/// no IP, the bridge [`converter::interfaces::bridge_name`] with
+/// [`bridge_fake_ip`]`(index)/32` enslaves it (MAC learning off) and the
+/// tap [`converter::interfaces::tap_name`], a dummy link (an unattached tap
+/// where the kernel has no dummy driver) takes the pod link's name, MAC,
+/// MTU and addresses, and ARP is answered only for the asking link's own
+/// addresses. Returns the DHCP cache phase 1 writes
+/// (`vif-cache-<pod_iface>.json`, as `netpod`'s discovery: the pod's IPv4
+/// address, MAC, the first route's next hop as gateway, the routes that
+/// are not the local subnet's; nothing of IPv6), for the caller to write
+/// where phase 2 reads it.
 ///
 /// # Errors
-/// The failing command and its message.
+/// The failing command and its message; an index without a fake address.
 pub fn setup_bridge(
-    subdomain: &str,
+    pod_iface: &str,
+    index: usize,
+    addrs: &PodAddrs,
     multi_queue: bool,
 ) -> Result<crate::cache::DhcpConfigCache, String> {
     use crate::cache::{DhcpConfigCache, GoIpNet, GoRoute};
     use base64::Engine;
     let mtu = POD_MTU.to_string();
-    ip(&["link", "set", "lo", "up"])?;
+    let nic = bridged_nic_name(pod_iface);
+    let bridge = converter::interfaces::bridge_name(pod_iface);
+    let tap = converter::interfaces::tap_name(pod_iface);
+    let fake = bridge_fake_ip(index)
+        .ok_or_else(|| format!("interface index {index}: no fake bridge address for it"))?;
+    // The takeover: the link keeps carrying frames, its addresses go to
+    // the dummy below.
+    ip(&["link", "set", pod_iface, "down"])?;
+    ip(&["addr", "flush", "dev", pod_iface])?;
+    ip(&["link", "set", pod_iface, "name", &nic])?;
+    let nic_mac = [0x02, 0, 0, 0, u8::try_from(index).unwrap_or(0xff), 1];
     ip(&[
-        "link", "add", "eth0", "type", "veth", "peer", "name", "cni0",
+        "link",
+        "set",
+        &nic,
+        "address",
+        &api::mac::format_mac(&nic_mac),
     ])?;
-    ip(&["link", "set", "eth0", "address", POD_MAC, "mtu", &mtu])?;
-    ip(&["addr", "add", "10.244.0.1/24", "dev", "cni0"])?;
-    ip(&["link", "set", "cni0", "mtu", &mtu, "up"])?;
-    // What phase 1 found on the pod link, then its takeover.
-    ip(&["link", "set", "eth0", "name", "eth0-nic"])?;
-    ip(&["link", "set", "eth0-nic", "address", "02:00:00:00:00:01"])?;
-    ip(&["link", "add", "k6t-eth0", "type", "bridge"])?;
+    write_sysctl(&format!("/proc/sys/net/ipv6/conf/{nic}/disable_ipv6"), "1")?;
+    ip(&["link", "add", &bridge, "type", "bridge"])?;
+    ip(&["addr", "add", &format!("{fake}/32"), "dev", &bridge])?;
+    ip(&["link", "set", &nic, "master", &bridge, "up"])?;
     ip(&[
-        "addr",
-        "add",
-        &format!("{BRIDGE_FAKE_IP}/32"),
-        "dev",
-        "k6t-eth0",
+        "link",
+        "set",
+        &nic,
+        "type",
+        "bridge_slave",
+        "learning",
+        "off",
     ])?;
-    ip(&["link", "set", "eth0-nic", "master", "k6t-eth0", "up"])?;
-    let mut tuntap = vec!["tuntap", "add", "dev", "tap0", "mode", "tap"];
+    let mut tuntap = vec!["tuntap", "add", "dev", tap.as_str(), "mode", "tap"];
     if multi_queue {
         tuntap.push("multi_queue");
     }
     ip(&tuntap)?;
-    ip(&[
-        "link", "set", "tap0", "master", "k6t-eth0", "mtu", &mtu, "up",
-    ])?;
-    ip(&["link", "set", "k6t-eth0", "mtu", &mtu, "up"])?;
+    ip(&["link", "set", &tap, "master", &bridge, "mtu", &mtu, "up"])?;
+    ip(&["link", "set", &bridge, "mtu", &mtu, "up"])?;
     // KubeVirt's dummy; kernels without the dummy driver get an
     // unattached tap, which carries no traffic either.
-    if ip(&["link", "add", "eth0", "type", "dummy"]).is_err() {
-        ip(&["tuntap", "add", "dev", "eth0", "mode", "tap"])?;
+    if ip(&["link", "add", pod_iface, "type", "dummy"]).is_err() {
+        ip(&["tuntap", "add", "dev", pod_iface, "mode", "tap"])?;
     }
-    ip(&["link", "set", "eth0", "address", POD_MAC, "mtu", &mtu])?;
-    ip(&["addr", "add", POD_IP, "dev", "eth0"])?;
-    ip(&["link", "set", "eth0", "up"])?;
+    let mac = api::mac::format_mac(&addrs.mac);
+    ip(&["link", "set", pod_iface, "address", &mac, "mtu", &mtu])?;
+    ip(&["addr", "add", &addrs.ip4.to_string(), "dev", pod_iface])?;
+    if let Some(a6) = addrs.ip6 {
+        ip(&["addr", "add", &a6.to_string(), "dev", pod_iface, "nodad"])?;
+    }
+    ip(&["link", "set", pod_iface, "up"])?;
+    // KubeVirt sets it for any bridge binding with IPv4: the pod's address
+    // now sits on the dummy, and the bridge must not answer ARP for it.
+    write_sysctl("/proc/sys/net/ipv4/conf/all/arp_ignore", "1")?;
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-    let mac = api::mac::parse_mac(POD_MAC).map_err(|e| format!("{POD_MAC}: {e}"))?;
-    let mask = b64(&[255, 255, 255, 0]);
+    let mask = b64(&addrs.ip4.netmask().octets());
+    // The pod link's IPv4 routes, as the kernel lists them (the default
+    // route first); the local subnet's is left out of the cache.
+    let routes: Vec<GoRoute> = addrs
+        .gateway4
+        .iter()
+        .map(|gw| GoRoute {
+            dst: None,
+            gw: Some(gw.to_string()),
+            src: Some(String::new()),
+        })
+        .collect();
     Ok(DhcpConfigCache {
-        name: "eth0".into(),
         ip: Some(GoIpNet {
-            ip: POD_ADDR.into(),
-            mask: Some(mask.clone()),
+            ip: addrs.ip4.addr().to_string(),
+            mask: Some(mask),
         }),
-        mac: Some(b64(&mac)),
-        advertising_ip_addr: Some(BRIDGE_FAKE_IP.into()),
-        routes: Some(vec![
-            GoRoute {
-                dst: Some(GoIpNet {
-                    ip: "10.244.0.0".into(),
-                    mask: Some(mask),
-                }),
-                gw: Some(String::new()),
-                src: Some(POD_ADDR.into()),
-            },
-            GoRoute {
-                dst: None,
-                gw: Some(POD_GATEWAY.into()),
-                src: Some(String::new()),
-            },
-        ]),
-        mtu: POD_MTU,
+        mac: Some(b64(&addrs.mac)),
+        routes: (!routes.is_empty()).then_some(routes),
         ipam_disabled: false,
-        gateway: Some(POD_GATEWAY.into()),
-        subdomain: subdomain.into(),
+        gateway: Some(addrs.gateway4.map(|g| g.to_string()).unwrap_or_default()),
         ..DhcpConfigCache::default()
     })
 }
@@ -325,6 +546,32 @@ pub fn parse_ip_addr_json(link: &str, json: &[u8]) -> Result<PodLink, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubevirts_bridge_names_and_fake_addresses() {
+        let ip = |i| bridge_fake_ip(i).map(|a| a.to_string());
+        assert_eq!(ip(0).as_deref(), Some("169.254.75.10"));
+        assert_eq!(ip(1).as_deref(), Some("169.254.75.11"));
+        assert_eq!(ip(12).as_deref(), Some("169.254.75.112"));
+        assert_eq!(ip(99).as_deref(), Some("169.254.75.199"));
+        assert_eq!(ip(100), None);
+        assert_eq!(bridged_nic_name("eth0"), "eth0-nic");
+        assert_eq!(bridged_nic_name("pod16477688c0e"), "16477688c0e-nic");
+        assert_eq!(bridged_nic_name("net1"), "net1-nic");
+        // Every name fits the kernel's 15 characters.
+        assert!(bridged_nic_name("pod16477688c0e").len() <= 15);
+        let p = PodAddrs::primary();
+        assert_eq!(
+            (p.ip4.to_string(), p.gateway4.map(|g| g.to_string())),
+            (POD_IP.to_owned(), Some(POD_GATEWAY.to_owned()))
+        );
+        assert_eq!(p.ip6.map(|a| a.to_string()).as_deref(), Some(POD_IP6));
+        assert_eq!(api::mac::format_mac(&p.mac), POD_MAC);
+        let s = PodAddrs::secondary(3);
+        assert_eq!(s.ip4.to_string(), "10.245.3.5/24");
+        assert_eq!(s.peer4.to_string(), "10.245.3.1/24");
+        assert_eq!((s.gateway4, s.ip6), (None, None));
+    }
 
     #[test]
     fn ip_addr_json_gives_mac_mtu_and_families() {

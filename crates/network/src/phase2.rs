@@ -2,13 +2,16 @@
 //! each interface, the host facts the converter puts into the domain
 //! (tap, MAC, MTU) and the DHCP servers that configure the guest.
 //!
-//! Built for the pod network (pod link `eth0`, bridge `k6t-eth0`, tap
-//! `tap0`) with the masquerade binding (address plans from the CIDRs, MAC
-//! and MTU from the pod link; DHCPv4 when the pod link has an IPv4
-//! address, DHCPv6 when it has an IPv6 one, as KubeVirt's masquerade
-//! config generator) and the bridge binding (everything from phase 1's
-//! `vif-cache-eth0.json`; DHCPv4 only). Other cases are refused by name
-//! rather than started without a working network.
+//! Built for the masquerade binding on the pod network (pod link `eth0`,
+//! bridge `k6t-eth0`, tap `tap0`; address plans from the CIDRs, MAC and
+//! MTU from the pod link; DHCPv4 when the pod link has an IPv4 address,
+//! DHCPv6 when it has an IPv6 one, as KubeVirt's masquerade config
+//! generator) and the bridge binding on the pod network or a Multus one
+//! (pod link `eth0` or `pod<hash>`/`net<N>`, bridge `k6t-<name>`, tap
+//! `tap<name>`: the pod's address, gateway and routes from phase 1's
+//! `vif-cache-<podIface>.json`, DHCPv4 only and only when phase 1 found an
+//! IPv4 address). Other cases are refused by name rather than started
+//! without a working network.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,14 +43,42 @@ pub struct Phase2 {
     pub dhcp6: Vec<(String, ServerV6)>,
 }
 
+/// The pod interface names KubeVirt may have given a network: the
+/// primary network (`pod`, or a Multus network marked `default`) is
+/// `eth0`; a secondary Multus network is `pod<hash>` (hashed scheme,
+/// [`converter::interfaces::pod_iface_name`]) or, in pods made by older
+/// KubeVirt releases, `net<N>` (ordinal scheme: N counts the secondary
+/// Multus networks in `spec.networks` order from 1)
+/// (`pkg/network/namescheme`). `None` for a network with neither source.
+pub fn pod_iface_candidates(vmi: &VirtualMachineInstance, network: &str) -> Option<Vec<String>> {
+    let net = vmi.spec.networks.iter().find(|n| n.name == network)?;
+    if net.pod.is_some() || net.multus.as_ref().is_some_and(|m| m.default) {
+        return Some(vec!["eth0".into()]);
+    }
+    net.multus.as_ref()?;
+    let ordinal = vmi
+        .spec
+        .networks
+        .iter()
+        .filter(|n| n.multus.as_ref().is_some_and(|m| !m.default))
+        .position(|n| n.name == network)
+        .map_or(0, |p| p + 1);
+    Some(vec![
+        converter::interfaces::pod_iface_name(network, false),
+        format!("net{ordinal}"),
+    ])
+}
+
 /// Prepares phase 2 for every interface of `vmi` that is not `absent`.
 /// `link` reads a pod link (see [`crate::phase1::pod_link`]);
-/// `resolv_conf` is the pod's `/etc/resolv.conf` text.
+/// `resolv_conf` is the pod's `/etc/resolv.conf` text. A secondary
+/// network's pod link is the first of [`pod_iface_candidates`] that
+/// `link` finds, as KubeVirt looks it up (hashed name, then ordinal).
 ///
 /// # Errors
 /// A one-line message naming the interface field: a binding other than
-/// masquerade, a bad CIDR, a link that cannot be read, or a DHCP value
-/// that cannot be encoded.
+/// masquerade or bridge, a bad CIDR, a missing pod link or one that cannot
+/// be read, a corrupt cache, or a DHCP value that cannot be encoded.
 pub fn prepare(
     vmi: &VirtualMachineInstance,
     private_dir: &std::path::Path,
@@ -71,27 +102,48 @@ pub fn prepare(
                 iface.name
             ));
         };
-        let Some(pod) = &net.pod else {
+        let Some(candidates) = pod_iface_candidates(vmi, &net.name) else {
             return Err(format!(
-                "{path}: only the pod network is wired by the launcher's phase 2 yet"
+                "spec.networks[name={}]: needs a source: pod or multus",
+                net.name
             ));
         };
-        let pod_iface = "eth0";
-        if iface.bridge.is_some() {
-            bridge(vmi, iface, &path, private_dir, &rc, &mut out)?;
-            continue;
-        }
-        if iface.masquerade.is_none() {
+        if iface.bridge.is_none() && iface.masquerade.is_none() {
             return Err(format!(
                 "{path}: the {} binding is not wired by the launcher's phase 2 yet (use masquerade or bridge)",
                 iface.binding_name().unwrap_or("default")
             ));
         }
+        let found = candidates
+            .iter()
+            .find_map(|name| link(name).ok().map(|l| (name.clone(), l)));
+        let Some((pod_iface, pod_link)) = found else {
+            // The first candidate's own error says why.
+            let why = link(&candidates[0]).err().unwrap_or_default();
+            return Err(format!(
+                "{path}: pod link {} is missing ({why})",
+                candidates.join(" or ")
+            ));
+        };
+        if iface.bridge.is_some() {
+            let ctx = BridgeIface {
+                index: i,
+                path: &path,
+                pod_iface: &pod_iface,
+                pod_link: &pod_link,
+            };
+            bridge(vmi, iface, &ctx, private_dir, &rc, link, &mut out)?;
+            continue;
+        }
+        let Some(pod) = &net.pod else {
+            return Err(format!(
+                "{path}.masquerade: masquerade is only allowed on the pod network"
+            ));
+        };
         let plan = MasqueradePlan::new(pod.vm_network_cidr.as_deref())
             .map_err(|e| format!("spec.networks[name={}].pod: {e}", net.name))?;
         let plan6 = MasqueradePlanV6::new(pod.vm_ipv6_network_cidr.as_deref())
             .map_err(|e| format!("spec.networks[name={}].pod: {e}", net.name))?;
-        let pod_link = link(pod_iface)?;
         let (pod_mac, mtu) = (pod_link.mac, pod_link.mtu);
         let mac = match &iface.mac_address {
             Some(m) => {
@@ -102,7 +154,7 @@ pub fn prepare(
         out.hosts.insert(
             iface.name.clone(),
             InterfaceHost {
-                tap: tap_name(pod_iface),
+                tap: tap_name(&pod_iface),
                 mac: Some(api::mac::format_mac(&mac)),
                 mtu: Some(u32::from(mtu)),
             },
@@ -126,10 +178,10 @@ pub fn prepare(
         // when the pod link has an address of it.
         if pod_link.ipv4 {
             let opts = cfg.build().map_err(|e| format!("{path}: DHCP: {e}"))?;
-            out.dhcp.push((bridge_name(pod_iface), opts));
+            out.dhcp.push((bridge_name(&pod_iface), opts));
         }
         if pod_link.ipv6 {
-            let bridge = bridge_name(pod_iface);
+            let bridge = bridge_name(&pod_iface);
             let server_mac = link(&bridge)?.mac;
             let cfg6 = DhcpV6Config {
                 client_mac: mac,
@@ -160,41 +212,58 @@ fn extra(iface: &api::vmi::Interface) -> ExtraOptions {
     }
 }
 
-/// Bridge binding: the guest gets the pod's own address, from phase 1's
-/// DHCP cache; no DHCP server when phase 1 says IPAM is disabled.
+/// Where a bridge-bound interface is: its index in
+/// `spec.domain.devices.interfaces` (for the fake server address), field
+/// path, pod link name and what [`LinkReader`] read of it (the dummy that
+/// holds the pod's name, MAC and MTU after phase 1).
+struct BridgeIface<'a> {
+    index: usize,
+    path: &'a str,
+    pod_iface: &'a str,
+    pod_link: &'a PodLink,
+}
+
+/// Bridge binding (KubeVirt's `BridgeConfigGenerator` and bridge domain
+/// decoration): the guest gets the pod's own address, from phase 1's DHCP
+/// cache; the domain interface the spec's MAC or the pod link's (the
+/// dummy's) and its MTU. The DHCP server answers from KubeVirt's fake
+/// bridge address for the interface's index, with the MTU of the
+/// `<pod>-nic` link; none when phase 1 says IPAM is disabled (the pod link
+/// had no IPv4 address). No DHCPv6 for this binding: KubeVirt serves none.
 fn bridge(
     vmi: &VirtualMachineInstance,
     iface: &api::vmi::Interface,
-    path: &str,
+    at: &BridgeIface<'_>,
     private_dir: &std::path::Path,
     rc: &crate::dhcpv4::ResolvConf,
+    link: &LinkReader,
     out: &mut Phase2,
 ) -> Result<(), String> {
     use crate::cache::{read_dhcp_config, vif_cache_path};
     use crate::dhcpv4::Route;
-    let pod_iface = "eth0";
+    let (path, pod_iface) = (at.path, at.pod_iface);
     let cache = read_dhcp_config(private_dir, pod_iface).map_err(|e| format!("{path}: {e}"))?;
     let file = vif_cache_path(private_dir, pod_iface);
     let corrupt = |what: String| format!("{path}: network cache {}: {what}", file.display());
     let cache_mac = cache.mac_bytes().map_err(corrupt)?;
-    let mac = match &iface.mac_address {
-        Some(m) => Some(
-            api::mac::parse_guest_mac(m, false).map_err(|e| format!("{path}.macAddress: {e}"))?,
-        ),
-        None => cache_mac,
-    };
+    let spec_mac = iface
+        .mac_address
+        .as_ref()
+        .map(|m| api::mac::parse_guest_mac(m, false).map_err(|e| format!("{path}.macAddress: {e}")))
+        .transpose()?;
     out.hosts.insert(
         iface.name.clone(),
         InterfaceHost {
             tap: tap_name(pod_iface),
-            mac: mac.as_ref().map(api::mac::format_mac),
-            mtu: (cache.mtu != 0).then_some(u32::from(cache.mtu)),
+            mac: Some(api::mac::format_mac(&spec_mac.unwrap_or(at.pod_link.mac))),
+            mtu: Some(u32::from(at.pod_link.mtu)),
         },
     );
     if cache.ipam_disabled {
         return Ok(());
     }
-    let (Some((ip, prefix)), Some(mac)) = (cache.ipv4().map_err(corrupt)?, mac) else {
+    let (Some((ip, prefix)), Some(mac)) = (cache.ipv4().map_err(corrupt)?, spec_mac.or(cache_mac))
+    else {
         return Ok(());
     };
     let v4 = |s: &Option<String>, what: &str| -> Result<Option<std::net::Ipv4Addr>, String> {
@@ -206,8 +275,14 @@ fn bridge(
                 .map_err(|_| corrupt(format!("{what} {t:?} is not an IPv4 address"))),
         }
     };
-    let server = v4(&cache.advertising_ip_addr, "AdvertisingIPAddr")?
-        .ok_or_else(|| corrupt("AdvertisingIPAddr is missing".into()))?;
+    let server = crate::phase1::bridge_fake_ip(at.index).ok_or_else(|| {
+        format!(
+            "{path}: no fake bridge address for interface index {} (169.254.75.1{} is not an address)",
+            at.index, at.index
+        )
+    })?;
+    let nic = crate::phase1::bridged_nic_name(pod_iface);
+    let mtu = link(&nic).map_err(|e| format!("{path}: {e}"))?.mtu;
     let mut routes = Vec::new();
     for r in cache.routes.clone().unwrap_or_default() {
         // The kernel's route to the pod's own subnet (it has a source
@@ -232,11 +307,6 @@ fn bridge(
             gw: v4(&r.gw, "Routes[].Gw")?,
         });
     }
-    let subdomain = if cache.subdomain.is_empty() {
-        vmi.spec.subdomain.clone().unwrap_or_default()
-    } else {
-        cache.subdomain.clone()
-    };
     let cfg = DhcpV4Config {
         client_mac: mac,
         client_ip: ip,
@@ -245,9 +315,9 @@ fn bridge(
         router: v4(&cache.gateway, "Gateway")?,
         dns: rc.nameservers.clone(),
         search: rc.search.clone(),
-        subdomain,
+        subdomain: vmi.spec.subdomain.clone().unwrap_or_default(),
         hostname: hostname_for(&vmi.metadata.name, vmi.spec.hostname.as_deref()),
-        mtu: cache.mtu,
+        mtu,
         routes,
         lease_seconds: LEASE_SECONDS,
         extra: extra(iface),
@@ -353,14 +423,18 @@ spec:
 ";
 
     fn link(name: &str) -> Result<PodLink, String> {
-        let mac = match name {
-            "eth0" => [0x0a, 0x58, 0, 0, 0, 5],
-            "k6t-eth0" => [0x02, 0, 0, 0, 0, 0],
-            other => panic!("unexpected link {other}"),
+        let (mac, mtu) = match name {
+            "eth0" => ([0x0a, 0x58, 0, 0, 0, 5], 1450),
+            "k6t-eth0" => ([0x02, 0, 0, 0, 0, 0], 1450),
+            "eth0-nic" => ([0x02, 0, 0, 0, 0, 1], 1450),
+            // The hashed pod link of network "blue" and its `-nic`.
+            "pod16477688c0e" => ([0x0a, 0x58, 0, 0, 1, 5], 1400),
+            "16477688c0e-nic" => ([0x02, 0, 0, 0, 1, 1], 1400),
+            other => return Err(format!("ip addr show {other}: Device does not exist")),
         };
         Ok(PodLink {
             mac,
-            mtu: 1450,
+            mtu,
             ipv4: true,
             ipv6: true,
         })
@@ -451,7 +525,7 @@ spec:
         let fail = |_: &str| -> Result<PodLink, String> { Err("no eth0".into()) };
         assert_eq!(
             prepare(&vmi(VMI), Path::new("/"), "", &fail).unwrap_err(),
-            "no eth0"
+            "spec.domain.devices.interfaces[0]: pod link eth0 is missing (no eth0)"
         );
     }
 
@@ -462,8 +536,8 @@ spec:
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("vif-cache-eth0.json"),
-            r#"{"Name":"eth0","IP":{"IP":"10.244.0.5","Mask":"////AA=="},"MAC":"qrvM3e7/",
-               "AdvertisingIPAddr":"169.254.75.10","Mtu":1450,"IPAMDisabled":false,
+            r#"{"Name":"","IP":{"IP":"10.244.0.5","Mask":"////AA=="},"MAC":"qrvM3e7/",
+               "AdvertisingIPAddr":"","Mtu":0,"IPAMDisabled":false,
                "Gateway":"10.244.0.1","Subdomain":"",
                "Routes":[{"Dst":{"IP":"10.244.0.0","Mask":"////AA=="},"Src":"10.244.0.5","Gw":""},
                          {"Dst":null,"Src":"","Gw":"10.244.0.1"},
@@ -472,12 +546,18 @@ spec:
         .unwrap();
         let v = vmi(&VMI.replace("masquerade: {}", "bridge: {}"));
         let p = prepare(&v, dir.path(), "nameserver 10.96.0.10\n", &link).unwrap();
+        // The domain: the pod link's (the dummy's) MAC and MTU; the DHCP
+        // server: the cache's MAC and address, KubeVirt's fake address for
+        // index 0 (the cache's AdvertisingIPAddr, empty as phase 1 leaves
+        // it, is not read), the MTU of eth0-nic, no DHCPv6.
         let h = &p.hosts["default"];
         assert_eq!(
             (h.tap.as_str(), h.mac.as_deref(), h.mtu),
-            ("tap0", Some("aa:bb:cc:dd:ee:ff"), Some(1450))
+            ("tap0", Some("0a:58:00:00:00:05"), Some(1450))
         );
+        assert!(p.dhcp6.is_empty());
         let c = &p.dhcp[0].1.config;
+        assert_eq!(c.mtu, 1450);
         assert_eq!(c.client_ip, std::net::Ipv4Addr::new(10, 244, 0, 5));
         assert_eq!(c.prefix_len, 24);
         assert_eq!(c.server_ip, std::net::Ipv4Addr::new(169, 254, 75, 10));
@@ -498,5 +578,117 @@ spec:
         let p = prepare(&v, dir.path(), "", &link).unwrap();
         assert!(p.dhcp.is_empty());
         assert!(p.hosts.contains_key("default"));
+    }
+
+    /// KubeVirt's names: eth0 for the pod network and a default Multus
+    /// network; hashed, then ordinal (counting secondary Multus networks
+    /// only) for the others.
+    #[test]
+    fn pod_iface_names_follow_kubevirts_schemes() {
+        let v = vmi("apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: n}
+spec:
+  domain:
+    devices: {}
+    resources: {requests: {memory: 64Mi}}
+  networks:
+  - {name: prim, multus: {networkName: ns/prim, default: true}}
+  - {name: red, multus: {networkName: ns/red}}
+  - {name: blue, multus: {networkName: ns/blue}}
+");
+        assert_eq!(pod_iface_candidates(&v, "prim").unwrap(), ["eth0"]);
+        assert_eq!(
+            pod_iface_candidates(&v, "blue").unwrap(),
+            ["pod16477688c0e", "net2"]
+        );
+        assert_eq!(pod_iface_candidates(&v, "red").unwrap()[1], "net1");
+        assert_eq!(pod_iface_candidates(&v, "nope"), None);
+    }
+
+    /// A pod masquerade interface and a bridge on a Multus network: each
+    /// with its own tap, bridge, cache and DHCP server; the secondary's
+    /// server answers from 169.254.75.11 (its index is 1), without a
+    /// router when phase 1 found no gateway; the ordinal name `net1` when
+    /// the hashed link does not exist.
+    #[test]
+    fn multus_bridge_interface_gets_its_own_tap_cache_and_dhcp() {
+        let two = VMI
+            .replace(
+                "        dhcpOptions: {ntpServers: [10.0.0.5]}\n",
+                "        dhcpOptions: {ntpServers: [10.0.0.5]}\n      - {name: blue, bridge: {}}\n",
+            )
+            .replace(
+                "networks: [{name: default, pod: {vmNetworkCIDR: 10.11.0.0/24}}]",
+                "networks: [{name: default, pod: {}}, {name: blue, multus: {networkName: e2e/blue}}]",
+            );
+        let v = vmi(&two);
+        assert_eq!(v.spec.domain.devices.interfaces.len(), 2, "{two}");
+        let dir = tempfile::tempdir().unwrap();
+        let cache = r#"{"IP":{"IP":"10.245.1.5","Mask":"////AA=="},"MAC":"ClgK9QEF","IPAMDisabled":false,"Gateway":""}"#;
+        std::fs::write(dir.path().join("vif-cache-pod16477688c0e.json"), cache).unwrap();
+        let p = prepare(&v, dir.path(), "", &link).unwrap();
+        assert_eq!(p.hosts["default"].tap, "tap0");
+        let h = &p.hosts["blue"];
+        assert_eq!(
+            (h.tap.as_str(), h.mac.as_deref(), h.mtu),
+            ("tap16477688c0e", Some("0a:58:00:00:01:05"), Some(1400))
+        );
+        assert_eq!(p.dhcp.len(), 2);
+        let (bridge, opts) = &p.dhcp[1];
+        assert_eq!(bridge, "k6t-16477688c0e");
+        let c = &opts.config;
+        assert_eq!(c.client_ip, std::net::Ipv4Addr::new(10, 245, 1, 5));
+        assert_eq!(c.client_mac, [0x0a, 0x58, 0x0a, 0xf5, 1, 5]);
+        assert_eq!(c.server_ip, std::net::Ipv4Addr::new(169, 254, 75, 11));
+        assert_eq!((c.router, c.mtu), (None, 1400));
+        // Only the pod network's masquerade gets DHCPv6.
+        assert_eq!(p.dhcp6.len(), 1);
+
+        // A pod made with the ordinal scheme: net1.
+        let ordinal = |name: &str| -> Result<PodLink, String> {
+            match name {
+                "net1" | "net1-nic" => Ok(PodLink {
+                    mac: [0x0a, 0x58, 0, 0, 9, 5],
+                    mtu: 1300,
+                    ipv4: true,
+                    ipv6: false,
+                }),
+                "pod16477688c0e" => Err("Device does not exist".into()),
+                other => link(other),
+            }
+        };
+        std::fs::write(dir.path().join("vif-cache-net1.json"), cache).unwrap();
+        let p = prepare(&v, dir.path(), "", &ordinal).unwrap();
+        assert_eq!(p.hosts["blue"].tap, "tap1");
+        assert_eq!(p.dhcp[1].0, "k6t-net1");
+        assert_eq!(p.dhcp[1].1.config.mtu, 1300);
+
+        // Neither link: refused naming both names.
+        let none = |name: &str| -> Result<PodLink, String> {
+            if name == "pod16477688c0e" || name == "net1" {
+                Err(format!("{name}: Device does not exist"))
+            } else {
+                link(name)
+            }
+        };
+        let e = prepare(&v, dir.path(), "", &none).unwrap_err();
+        assert!(
+            e.starts_with(
+                "spec.domain.devices.interfaces[1]: pod link pod16477688c0e or net1 is missing"
+            ),
+            "{e}"
+        );
+
+        // IPAM disabled (the Multus link had no IPv4 address): the NIC,
+        // no DHCP server for it.
+        std::fs::write(
+            dir.path().join("vif-cache-pod16477688c0e.json"),
+            r#"{"IPAMDisabled":true}"#,
+        )
+        .unwrap();
+        let p = prepare(&v, dir.path(), "", &link).unwrap();
+        assert!(p.hosts.contains_key("blue"));
+        assert_eq!(p.dhcp.len(), 1);
     }
 }

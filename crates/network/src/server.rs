@@ -89,6 +89,7 @@ pub fn serve(
         let Some(reply) = options.reply(&req) else {
             continue;
         };
+        tracing::debug!(xid = req.xid(), "DHCPv4 request answered");
         if !limit.allow() {
             stats.throttled += 1;
             continue;
@@ -205,8 +206,10 @@ pub fn serve_v6(
             }
         };
         let Some(reply) = options.reply(&req, peer.ip()) else {
+            tracing::debug!(kind = ?req.msg_type(), %peer, "DHCPv6 request not answered");
             continue;
         };
+        tracing::debug!(kind = ?req.msg_type(), reply = ?reply.msg_type(), %peer, "DHCPv6 request");
         if !limit.allow() {
             stats.throttled += 1;
             continue;

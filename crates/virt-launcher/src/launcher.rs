@@ -338,25 +338,33 @@ pub fn refuse_networks_without_pod(vmi: &VirtualMachineInstance) -> Result<(), L
 
 /// What `--setup-pod-network` leaves for phase 2.
 enum PodSetup {
-    /// Phase 2 done (masquerade, or no interface).
+    /// Phase 2 done (masquerade only, or no interface).
     Ready(network::phase2::Phase2),
-    /// Bridge binding: phase 1's DHCP cache, to be written to
-    /// `<private>/vif-cache-eth0.json` once the private directory is
-    /// mounted; phase 2 then reads it there, as in a pod.
-    BridgeCache(network::cache::DhcpConfigCache),
+    /// Bridge bindings: phase 1's DHCP caches by pod interface name, to be
+    /// written to `<private>/vif-cache-<podIface>.json` once the private
+    /// directory is mounted; phase 2 then reads them there, as in a pod.
+    BridgeCaches(Vec<(String, network::cache::DhcpConfigCache)>),
 }
 
+/// The namespace playing the node (the CNI's ends of the pod links) in a
+/// `--setup-pod-network` run: held open until the launcher exits.
+static NODE_NAMESPACE: std::sync::OnceLock<network::phase1::NodeNamespace> =
+    std::sync::OnceLock::new();
+
 /// `--setup-pod-network`: a new network namespace for this process (and
-/// so for libvirt and QEMU), phase 1's masquerade or bridge topology in
-/// it, then phase 2 (for the bridge binding, after the private directory
-/// is mounted: see [`PodSetup`]). Called while the launcher is
-/// single-threaded.
+/// so for libvirt and QEMU) playing the pod's, a second one playing the
+/// node's side of its links, phase 1's topology for every interface, then
+/// phase 2 (for bridge bindings, after the private directory is mounted:
+/// see [`PodSetup`]). Called while the launcher is single-threaded.
 fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherError> {
     let rt = |m: String| LauncherError::Runtime(format!("--setup-pod-network: {m}"));
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
-    if let Some(cache) = network_phase1(vmi, "--setup-pod-network", true)? {
-        return Ok(PodSetup::BridgeCache(cache));
+    let node = network::phase1::NodeNamespace::new().map_err(rt)?;
+    let node = NODE_NAMESPACE.get_or_init(|| node);
+    let caches = network_phase1(vmi, "--setup-pod-network", Some(node), true)?;
+    if !caches.is_empty() {
+        return Ok(PodSetup::BridgeCaches(caches));
     }
     let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
     network::phase2::prepare(
@@ -400,65 +408,115 @@ fn foreign_network_namespace() -> Option<String> {
     })
 }
 
-/// `virt-launcher pod-network-phase1 VMI`: virt-handler's network phase 1
-/// for the VMI's pod interface, in the current network namespace, which
-/// must be a fresh one with only `lo` (it creates `eth0`, a bridge, a tap
-/// and NAT rules: never in the host's). For tests and for pods without
-/// virt-handler.
+/// `virt-launcher pod-network-phase1 VMI [--cache-dir DIR]`:
+/// virt-handler's network phase 1 for the VMI's interfaces, in the current
+/// network namespace, which must be a fresh one with only `lo` (it creates
+/// the pod links, bridges, taps and NAT rules: never in the host's). The
+/// CNI's ends of the pod links stay in that namespace, unaddressed (this
+/// process exits, so no node namespace would outlive it). For tests and
+/// for pods without virt-handler. The bridge binding needs `cache_dir`,
+/// where its DHCP caches (`vif-cache-<podIface>.json`) are written.
 ///
 /// # Errors
 /// [`LauncherError::Input`] for a VMI phase 1 cannot build, or when run in
 /// the host's network namespace; [`LauncherError::Runtime`] when a command
-/// fails.
-pub fn pod_network_phase1(vmi: &VirtualMachineInstance) -> Result<(), LauncherError> {
+/// fails or a cache cannot be written.
+pub fn pod_network_phase1(
+    vmi: &VirtualMachineInstance,
+    cache_dir: Option<&Path>,
+) -> Result<(), LauncherError> {
     if let Some(why) = foreign_network_namespace() {
         return Err(LauncherError::Input(format!(
             "pod-network-phase1: {why}; run it in a new network namespace of its own (e.g. unshare -n)"
         )));
     }
-    network_phase1(vmi, "pod-network-phase1", false).map(|_| ())
+    let caches = network_phase1(vmi, "pod-network-phase1", None, cache_dir.is_some())?;
+    if let Some(dir) = cache_dir {
+        // The names are KubeVirt's pod interface names (eth0, pod<hex>).
+        for (pod_iface, cache) in &caches {
+            network::cache::write_json(&network::cache::vif_cache_path(dir, pod_iface), cache)
+                .map_err(|e| LauncherError::Runtime(format!("pod-network-phase1: {e}")))?;
+        }
+    }
+    Ok(())
 }
 
-/// The phase-1 stand-in (one pod interface) in the current network
-/// namespace: masquerade, and the bridge binding when `bridge` (whose DHCP
-/// cache is returned, to be written where phase 2 reads it); `what`
-/// prefixes the messages.
+/// The phase-1 stand-in in the current network namespace, for every
+/// interface that is not absent: the pod link (`eth0` for the pod network,
+/// KubeVirt's hashed `pod<hash>` name for a Multus one; the CNI's end in
+/// `node`, or here when `None`), then masquerade (the pod network only) or,
+/// when `bridges` (the caller has somewhere to write the caches), the
+/// bridge binding, whose DHCP caches are returned by pod interface name,
+/// to be written where phase 2 reads them. `what` prefixes the messages.
 fn network_phase1(
     vmi: &VirtualMachineInstance,
     what: &str,
-    bridge: bool,
-) -> Result<Option<network::cache::DhcpConfigCache>, LauncherError> {
+    node: Option<&network::phase1::NodeNamespace>,
+    bridges: bool,
+) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
+    use network::phase1::PodAddrs;
     let rt = |m: String| LauncherError::Runtime(format!("{what}: {m}"));
-    let ifaces = &vmi.spec.domain.devices.interfaces;
-    let live: Vec<_> = ifaces
-        .iter()
-        .filter(|i| i.state.as_deref() != Some("absent"))
-        .collect();
-    if live.len() > 1 {
-        return Err(LauncherError::Input(format!(
-            "spec.domain.devices.interfaces: {what} builds one pod interface; this VMI has more"
-        )));
-    }
     let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
-    if let Some(iface) = live.first() {
-        if bridge && iface.bridge.is_some() {
-            let subdomain = vmi.spec.subdomain.clone().unwrap_or_default();
-            let cache = network::phase1::setup_bridge(&subdomain, mq).map_err(rt)?;
-            return Ok(Some(cache));
+    let mut caches = Vec::new();
+    let mut secondaries: u8 = 0;
+    let mut links_up = false;
+    for (index, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
+        if iface.state.as_deref() == Some("absent") {
+            continue;
         }
-        if iface.masquerade.is_none() {
-            let which = if bridge {
+        let field = format!("spec.domain.devices.interfaces[name={}]", iface.name);
+        let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
+        let Some(pod_iface) = network::phase2::pod_iface_candidates(vmi, &iface.name)
+            .and_then(|c| c.into_iter().next())
+        else {
+            return Err(LauncherError::Input(format!(
+                "{field}: no spec.networks entry with a pod or multus source"
+            )));
+        };
+        let bridge = iface.bridge.is_some() && bridges;
+        if !bridge && iface.masquerade.is_none() {
+            let which = if bridges {
                 "the masquerade and bridge bindings"
             } else {
-                "the masquerade binding"
+                "the masquerade binding (the bridge binding with --cache-dir)"
             };
             return Err(LauncherError::Input(format!(
-                "spec.domain.devices.interfaces[name={}]: {what} builds {which} only",
-                iface.name
+                "{field}: {what} builds {which} only"
             )));
         }
-        let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
+        let primary = pod_iface == "eth0";
+        let addrs = if primary {
+            PodAddrs::primary()
+        } else {
+            secondaries = secondaries
+                .checked_add(1)
+                .filter(|k| *k < 255)
+                .ok_or_else(|| {
+                    LauncherError::Input(format!("{field}: {what} builds at most 254 Multus links"))
+                })?;
+            PodAddrs::secondary(secondaries)
+        };
+        if !links_up {
+            network::phase1::ip_link_up("lo").map_err(rt)?;
+            links_up = true;
+        }
+        let peer = if primary {
+            "cni0".to_owned()
+        } else {
+            format!("cni{secondaries}")
+        };
+        network::phase1::add_pod_link(&pod_iface, &peer, &addrs, node).map_err(rt)?;
+        if bridge {
+            let cache = network::phase1::setup_bridge(&pod_iface, index, &addrs, mq).map_err(rt)?;
+            caches.push((pod_iface, cache));
+            continue;
+        }
         let pod = net.and_then(|n| n.pod.as_ref());
+        if pod.is_none() {
+            return Err(LauncherError::Input(format!(
+                "{field}.masquerade: masquerade is only allowed on the pod network"
+            )));
+        }
         let cidr = pod.and_then(|p| p.vm_network_cidr.as_deref());
         let plan = network::plan::MasqueradePlan::new(cidr).map_err(LauncherError::Input)?;
         let cidr6 = pod.and_then(|p| p.vm_ipv6_network_cidr.as_deref());
@@ -476,13 +534,12 @@ fn network_phase1(
             .collect::<Vec<_>>();
         if let Some(bad) = ports.iter().position(|p| p.port == 0) {
             return Err(LauncherError::Input(format!(
-                "spec.domain.devices.interfaces[name={}].ports[{bad}].port: not a port number",
-                iface.name
+                "{field}.ports[{bad}].port: not a port number"
             )));
         }
         network::phase1::setup_masquerade(&plan, &plan6, &ports, mq).map_err(rt)?;
     }
-    Ok(None)
+    Ok(caches)
 }
 
 /// Where the private runtime's directories go in the mount namespace.
@@ -733,7 +790,7 @@ pub fn run_vmi(
     // known to convert.
     let mut dhcp = Vec::new();
     let mut dhcp6 = Vec::new();
-    let mut bridge_cache = None;
+    let mut bridge_caches = Vec::new();
     if settings.setup_pod_network {
         match setup_pod_network(vmi)? {
             PodSetup::Ready(phase2) => {
@@ -741,7 +798,7 @@ pub fn run_vmi(
                 dhcp = phase2.dhcp;
                 dhcp6 = phase2.dhcp6;
             }
-            PodSetup::BridgeCache(cache) => bridge_cache = Some(cache),
+            PodSetup::BridgeCaches(caches) => bridge_caches = caches,
         }
     } else if settings.mode == Mode::Pod && sync {
         // In a pod, virt-handler's phase 1 made eth0, k6t-eth0 and tap0.
@@ -814,12 +871,15 @@ pub fn run_vmi(
             // mounts of config volumes, secrets and claims below it: never
             // hide it there.
             mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
-            if let Some(cache) = bridge_cache.take() {
-                // The stand-in's phase 1 writes its cache where
-                // virt-handler's does; phase 2 reads it as in a pod.
+            if !bridge_caches.is_empty() {
+                // The stand-in's phase 1 writes its caches where
+                // virt-handler's does; phase 2 reads them as in a pod.
                 let dir = Path::new(PRIVATE_DIR);
-                network::cache::write_json(&network::cache::vif_cache_path(dir, "eth0"), &cache)
-                    .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+                for (pod_iface, cache) in bridge_caches.drain(..) {
+                    let file = network::cache::vif_cache_path(dir, &pod_iface);
+                    network::cache::write_json(&file, &cache)
+                        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+                }
                 let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
                 let phase2 =
                     network::phase2::prepare(vmi, dir, &resolv, &network::phase1::pod_link)

@@ -51,11 +51,13 @@ enum Command {
     Run(Box<RunArgs>),
     /// Talk to a running launcher over its command socket.
     Ctl(ctl::CtlArgs),
-    /// Build virt-handler's network phase 1 for a VMI's pod interface
-    /// (masquerade: eth0, bridge k6t-eth0, tap0, nftables NAT) in the
-    /// current network namespace, which must not be the host's (run it
-    /// under `unshare -n` or `ip netns exec`): the pod a launcher in pod
-    /// mode expects, for tests and pods without virt-handler.
+    /// Build virt-handler's network phase 1 for a VMI's interfaces (pod
+    /// links eth0 and pod<hash>; masquerade: bridge k6t-eth0, tap0,
+    /// nftables NAT; bridge with --cache-dir: k6t-<name>, tap<name>, the
+    /// dummy and vif-cache-<name>.json) in the current network namespace,
+    /// which must not be the host's (run it under `unshare -n` or `ip
+    /// netns exec`): the pod a launcher in pod mode expects, for tests and
+    /// pods without virt-handler.
     PodNetworkPhase1(Phase1Args),
 }
 
@@ -63,6 +65,12 @@ enum Command {
 struct Phase1Args {
     /// VMI manifest, YAML or JSON (`-` for standard input).
     file: PathBuf,
+    /// Where to write the bridge binding's DHCP caches
+    /// (`vif-cache-<podIface>.json`; virt-handler writes them into the
+    /// launcher's private directory, `/var/run/kubevirt-private`). Without
+    /// it, only the masquerade binding is built.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -287,7 +295,7 @@ fn phase1(args: &Phase1Args) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let bytes = read_input(&args.file)?;
     let vmi = api::load_vmi(&bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
-    launcher::pod_network_phase1(&vmi)
+    launcher::pod_network_phase1(&vmi, args.cache_dir.as_deref())
 }
 
 fn state_dir(flags: &LauncherFlags, vmi: &api::VirtualMachineInstance) -> PathBuf {

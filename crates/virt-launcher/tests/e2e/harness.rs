@@ -138,7 +138,7 @@ impl Default for Opts<'_> {
 const POD_SCRIPT: &str = r#"set -e
 mount --make-rprivate /
 # virt-handler's network phase 1, when the pod has a network namespace of its own.
-if [ -n "${POD_PHASE1_VMI:-}" ]; then "$1" pod-network-phase1 "$POD_PHASE1_VMI"; fi
+if [ -n "${POD_PHASE1_VMI:-}" ]; then "$1" pod-network-phase1 "$POD_PHASE1_VMI" --cache-dir "$POD_PRIVATE"; fi
 for d in /var/run/kubevirt /var/run/kubevirt-ephemeral-disks; do mkdir -p $d; mount -t tmpfs tmpfs $d; done
 # virt-handler's view of the share dir: a host directory the test can reach.
 if [ -n "${POD_SHARE:-}" ]; then mount --bind "$POD_SHARE" /var/run/kubevirt; fi

@@ -128,6 +128,18 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
         );
     }
 
+    // And from the node's side of the pod link (phase 1's prerouting
+    // DNAT on eth0). Not over IPv6 here: the guest's DHCPv6 address is a
+    // /128 and, KubeVirt sending no router advertisements, it has no route
+    // back unless its network-config names a gateway6 (see
+    // kubevirt_masquerade_example_works_over_ipv4_and_ipv6).
+    let node = node_netns(&l);
+    let body = http_get_in_netns(&node, "10.244.0.5:8080");
+    assert!(
+        body.contains("200 OK") && body.contains("GUEST-HTTP"),
+        "node -> 10.244.0.5:8080: {body}"
+    );
+
     // The domain has the interface phase 2 decorated: tap0, the spec MAC
     // canonical, the pod link's MTU.
     let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
@@ -210,6 +222,15 @@ fn kubevirt_masquerade_example_works_over_ipv4_and_ipv6() {
             "{addr}: {body}"
         );
     }
+    // From the node's side of the pod link too (prerouting DNAT on eth0).
+    let node = node_netns(&l);
+    for addr in ["10.244.0.5:80", "[fd00:10:244::5]:80"] {
+        let body = http_get_in_netns(&node, addr);
+        assert!(
+            body.contains("200 OK") && body.contains("GUEST-HTTP"),
+            "node -> {addr}: {body}"
+        );
+    }
     l.signal(nix::sys::signal::Signal::SIGTERM);
     l.wait_exit(BOOT_TIMEOUT);
 }
@@ -266,19 +287,87 @@ fn pod_network_without_the_flag_is_refused_naming_it() {
     );
 }
 
+/// Adds a NoCloud user-data `#!/bin/sh` script (run by the test guest
+/// before GUEST-READY, its output on the serial console) to a VMI made by
+/// [`masquerade_vmi`].
+fn with_user_data(yaml: &str, script: &str) -> String {
+    let body: String = script.lines().map(|l| format!("        {l}\n")).collect();
+    yaml.replace(
+        "      - name: scratch\n        disk: {bus: virtio}\n",
+        "      - name: scratch\n        disk: {bus: virtio}\n      - name: cloudinit\n        disk: {bus: virtio}\n",
+    )
+    .replace(
+        "  - name: scratch\n    emptyDisk: {capacity: 64Mi}\n",
+        &format!(
+            "  - name: scratch\n    emptyDisk: {{capacity: 64Mi}}\n  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{body}"
+        ),
+    )
+}
+
+/// The network namespace playing the node in a `--setup-pod-network` run
+/// (the CNI's ends of the pod links): the launcher holds it as an open
+/// `net:[...]` file that is not its own namespace.
+fn node_netns(l: &Launcher) -> String {
+    let pid = l.worker_pid();
+    let own = std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
+        let path = e.unwrap().path();
+        if let Ok(target) = std::fs::read_link(&path) {
+            if target.to_string_lossy().starts_with("net:[") && target != own {
+                return path.to_string_lossy().into_owned();
+            }
+        }
+    }
+    panic!(
+        "the launcher (pid {pid}) holds no node network namespace\n{}",
+        l.log()
+    );
+}
+
+/// `ip ARGS` run in the network namespace `netns` (from a thread that
+/// joined it); its stdout.
+fn ip_in_netns(netns: &str, args: &[&str]) -> String {
+    let (netns, args): (String, Vec<String>) = (
+        netns.to_owned(),
+        args.iter().map(|a| (*a).to_owned()).collect(),
+    );
+    std::thread::spawn(move || {
+        let ns = std::fs::File::open(&netns).unwrap();
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let out = Command::new("ip").args(&args).output().unwrap();
+        assert!(out.status.success(), "ip {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    })
+    .join()
+    .unwrap()
+}
+
 /// Bridge binding: `--setup-pod-network` plays virt-handler's phase 1 for
-/// it (the pod link's address moves to the guest; its cache written to
-/// `vif-cache-eth0.json` in the private directory), phase 2 reads that
-/// cache as in a pod, and the guest gets the pod's own address, gateway
-/// and MTU over DHCP, with the pod's MAC on its interface.
+/// it (the pod link `eth0` becomes `eth0-nic` on `k6t-eth0`, a dummy
+/// `eth0` keeps the pod's MAC and addresses, IPv6 included; the cache is
+/// written to `vif-cache-eth0.json` in the private directory), phase 2
+/// reads that cache as in a pod, and the guest gets the pod's own address,
+/// gateway and MTU over DHCP, with the pod's MAC on its interface. Traffic
+/// flows both ways through the pod link: from the node's side (the CNI's
+/// end `cni0`, 10.244.0.1, in a namespace of its own) to the guest's HTTP
+/// port at the pod's address, and from the guest to the node. IPv6 (the
+/// pod is dual-stack): KubeVirt serves no DHCPv6 for this binding, and
+/// none is started; the pod's IPv6 address stays on the dummy, and a guest
+/// that configures it statically (as cloud-init would) is reached at it.
 #[test]
-fn bridge_guest_gets_the_pods_address_over_dhcp() {
+fn bridge_guest_gets_the_pods_address_and_is_reachable_from_the_node() {
     let yaml = masquerade_vmi("netbridge")
         .replace("        masquerade: {}\n", "        bridge: {}\n")
         .replace("        macAddress: \"02-54-00-AB-CD-EF\"\n", "")
         .replace("        ports: [{name: http, port: 8080}]\n", "");
+    let yaml = with_user_data(
+        &yaml,
+        "#!/bin/sh\n\
+         if ping -c 2 -W 3 10.244.0.1 >/dev/null; then echo GUEST-PING ok; else echo GUEST-PING failed; fi\n\
+         ip -6 addr add fd00:10:244::5/64 dev eth0\n",
+    );
     assert!(
-        yaml.contains("bridge: {}") && !yaml.contains("macAddress"),
+        yaml.contains("bridge: {}") && !yaml.contains("macAddress") && yaml.contains("userData"),
         "{yaml}"
     );
     let mut l = Launcher::start(
@@ -295,16 +384,115 @@ fn bridge_guest_gets_the_pods_address_over_dhcp() {
     assert_eq!(f["router"], "10.244.0.1", "{serial}");
     assert_eq!(f["mtu"], "1500", "{serial}");
     assert_eq!(f["hostname"], "netbridge", "{serial}");
-    // The cache phase 1 wrote, in KubeVirt's file and shape.
+    // The guest reached the node's end of the pod link.
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-PING ok"), "{serial}");
+    // No DHCPv6 for the bridge binding: no server, no lease.
+    assert!(!serial.contains("GUEST-DHCP6"), "{serial}");
+    assert!(!l.log().contains("DHCPv6 server started"), "{}", l.log());
+
+    // The node reaches the guest's port 8080 at the pod's addresses, over
+    // IPv4 and (the guest having added it) IPv6.
+    let node = node_netns(&l);
+    for addr in ["10.244.0.5:8080", "[fd00:10:244::5]:8080"] {
+        let body = http_get_in_netns(&node, addr);
+        assert!(
+            body.contains("200 OK") && body.contains("GUEST-HTTP netbridge"),
+            "{addr}: {body}"
+        );
+    }
+    // The pod keeps its addresses on the dummy eth0, and the pod link
+    // carries no address of its own.
+    let pod = format!("/proc/{}/ns/net", l.worker_pid());
+    let eth0 = ip_in_netns(&pod, &["-o", "addr", "show", "dev", "eth0"]);
+    assert!(
+        eth0.contains("10.244.0.5/24") && eth0.contains("fd00:10:244::5/64"),
+        "{eth0}"
+    );
+    let nic = ip_in_netns(&pod, &["-o", "addr", "show", "dev", "eth0-nic"]);
+    assert!(!nic.contains("inet"), "{nic}");
+
+    // The cache phase 1 wrote, in KubeVirt's file and shape (no server
+    // address: phase 2 derives it from the interface's index).
     let cache = std::fs::read_to_string(l.state.join("private/vif-cache-eth0.json")).unwrap();
     let cache: serde_json::Value = serde_json::from_str(&cache).unwrap();
     assert_eq!(cache["IP"]["IP"], "10.244.0.5", "{cache}");
-    assert_eq!(cache["AdvertisingIPAddr"], "169.254.75.10", "{cache}");
+    assert_eq!(cache["Gateway"], "10.244.0.1", "{cache}");
+    assert_eq!(cache["IPAMDisabled"], false, "{cache}");
     // The guest has the pod's MAC (no macAddress in the spec).
     let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
     assert!(ok, "{xml}");
     assert!(xml.contains("<mac address='0a:58:0a:f4:00:05'/>"), "{xml}");
     assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    l.wait_exit(BOOT_TIMEOUT);
+}
+
+/// Two interfaces: masquerade on the pod network and the bridge binding on
+/// a Multus network `blue`. The stand-in makes the second pod link with
+/// KubeVirt's hashed name (`pod` + sha256("blue")[..11]), its bridge
+/// `k6t-16477688c0e`, tap `tap16477688c0e` and cache; the guest gets
+/// 10.0.2.2 on eth0 and the Multus link's address (10.245.1.5/24, no
+/// router: a secondary network has no default route) on eth1, from a
+/// second DHCP server answering from 169.254.75.11 (index 1), and the
+/// node reaches the guest on that network.
+#[test]
+fn pod_masquerade_and_multus_bridge_interfaces_each_get_their_lease() {
+    let yaml = masquerade_vmi("netmulti")
+        .replace(
+            "        ports: [{name: http, port: 8080}]\n",
+            "        ports: [{name: http, port: 8080}]\n      - name: blue\n        bridge: {}\n",
+        )
+        .replace(
+            "  networks:\n  - name: default\n    pod: {}\n",
+            "  networks:\n  - name: default\n    pod: {}\n  - name: blue\n    multus: {networkName: e2e/blue}\n",
+        );
+    assert!(yaml.contains("multus: {networkName: e2e/blue}"), "{yaml}");
+    let mut l = Launcher::start(
+        &yaml,
+        &Opts {
+            args: &["--setup-pod-network"],
+            ..Opts::default()
+        },
+    );
+    let serial = l.wait_serial("GUEST-DHCP ", 2, BOOT_TIMEOUT);
+    let lease = |ifc: &str| {
+        serial
+            .lines()
+            .find(|s| s.starts_with(&format!("GUEST-DHCP interface={ifc} ")))
+            .map(|s| fields(s, "GUEST-DHCP"))
+            .unwrap_or_else(|| panic!("no lease on {ifc}:\n{serial}"))
+    };
+    let (eth0, eth1) = (lease("eth0"), lease("eth1"));
+    assert_eq!(eth0["ip"], "10.0.2.2/24", "{serial}");
+    assert_eq!(eth0["router"], "10.0.2.1", "{serial}");
+    assert_eq!(eth1["ip"], "10.245.1.5/24", "{serial}");
+    assert_eq!(eth1["router"], "none", "{serial}");
+    assert_eq!(eth1["mtu"], "1500", "{serial}");
+
+    let node = node_netns(&l);
+    let body = http_get_in_netns(&node, "10.245.1.5:8080");
+    assert!(
+        body.contains("200 OK") && body.contains("GUEST-HTTP"),
+        "{body}"
+    );
+    // Through the pod link and masquerade's DNAT of `ports` from the node.
+    let body = http_get_in_netns(&node, "10.244.0.5:8080");
+    assert!(body.contains("GUEST-HTTP"), "{body}");
+
+    let cache =
+        std::fs::read_to_string(l.state.join("private/vif-cache-pod16477688c0e.json")).unwrap();
+    let cache: serde_json::Value = serde_json::from_str(&cache).unwrap();
+    assert_eq!(cache["IP"]["IP"], "10.245.1.5", "{cache}");
+    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
+    assert!(ok, "{xml}");
+    assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
+    assert!(
+        xml.contains("<target dev='tap16477688c0e' managed='no'/>"),
+        "{xml}"
+    );
+    assert!(xml.contains("<mac address='0a:58:0a:f5:01:05'/>"), "{xml}");
+    assert!(xml.contains("<alias name='ua-blue'/>"), "{xml}");
     l.signal(nix::sys::signal::Signal::SIGTERM);
     l.wait_exit(BOOT_TIMEOUT);
 }

@@ -173,6 +173,64 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
     assert!(!alive(daemon));
 }
 
+/// The production path with two interfaces: virt-handler's phase 1 (played
+/// by `pod-network-phase1 --cache-dir`) made the pod network's masquerade
+/// and a Multus network's bridge (pod link `pod<hash>`, its cache
+/// `vif-cache-pod<hash>.json` in the pod's private directory); phase 2 in
+/// SyncVMI finds the hashed link, decorates each interface with its own
+/// tap and starts one DHCP server per interface, and the guest gets a
+/// lease on both NICs.
+#[test]
+fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
+    let yaml = crate::network::masquerade_vmi("podmulti")
+        .replace(
+            "        ports: [{name: http, port: 8080}]\n",
+            "        ports: [{name: http, port: 8080}]\n      - name: blue\n        bridge: {}\n",
+        )
+        .replace(
+            "  networks:\n  - name: default\n    pod: {}\n",
+            "  networks:\n  - name: default\n    pod: {}\n  - name: blue\n    multus: {networkName: e2e/blue}\n",
+        );
+    assert!(yaml.contains("networkName: e2e/blue"), "{yaml}");
+    let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
+    let vmi = vmi_json_of(&l, &yaml);
+    let serial = l.serial_log_path();
+    let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
+    let out = h.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        l.log()
+    );
+    let serial = l.serial();
+    let lease = |ifc: &str| {
+        serial
+            .lines()
+            .find(|s| s.starts_with(&format!("GUEST-DHCP interface={ifc} ")))
+            .map(|s| crate::network::fields(s, "GUEST-DHCP"))
+            .unwrap_or_else(|| panic!("no lease on {ifc}:\n{serial}\n{}", l.log()))
+    };
+    assert_eq!(lease("eth0")["ip"], "10.0.2.2/24", "{serial}");
+    let eth1 = lease("eth1");
+    assert_eq!(eth1["ip"], "10.245.1.5/24", "{serial}");
+    assert_eq!(eth1["router"], "none", "{serial}");
+    assert!(
+        l.dir
+            .path()
+            .join("pod-private/vif-cache-pod16477688c0e.json")
+            .exists(),
+        "phase 1's cache for the Multus link is missing"
+    );
+    assert!(
+        l.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(processes_mentioning(&l.uid).is_empty());
+}
+
 /// The production path of pod networking: virt-handler made the pod's
 /// bridge and tap (phase 1, played by `virt-launcher pod-network-phase1` in
 /// the pod's own network namespace), then syncs a VMI with a masquerade

@@ -157,8 +157,12 @@ if [ -e /sys/class/net/eth0 ] && command -v dhcpcd >/dev/null; then
     dhcpcd -6 -b -f /etc/dhcpcd6.conf -c /usr/share/dhcpcd/hook eth0 >/dev/null 2>&1
 fi
 if [ -e /sys/class/net/eth0 ]; then
-    i=0 # wait up to 5 s for the first lease
-    while [ ! -s /run/ip.eth0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    # wait up to 5 s in all for the first lease of every ethN (a second NIC,
+    # e.g. a bridge-bound Multus network, has its own DHCP server)
+    i=0
+    for n in /sys/class/net/eth*; do
+        while [ ! -s "/run/ip.${n##*/}" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    done
     # No wait for DHCPv6: many networks have none (QEMU's user network,
     # the bridge binding); its lease comes with a GUEST-DHCP6 marker.
 fi
