@@ -131,6 +131,33 @@ pub fn convert(
     } else {
         caps.virtio_model
     };
+    // One primary pod link per pod (KubeVirt's admission): two pod
+    // networks, two Multus defaults, or both, would need two eth0s.
+    let pods = vmi.spec.networks.iter().filter(|n| n.pod.is_some()).count();
+    let multus_defaults = vmi
+        .spec
+        .networks
+        .iter()
+        .filter(|n| n.multus.as_ref().is_some_and(|m| m.default))
+        .count();
+    if pods > 1 {
+        return Err(ConvertError::invalid(
+            "spec.networks",
+            "more than one interface is connected to a pod network",
+        ));
+    }
+    if multus_defaults > 1 {
+        return Err(ConvertError::invalid(
+            "spec.networks",
+            "more than one Multus network is marked default",
+        ));
+    }
+    if pods == 1 && multus_defaults == 1 {
+        return Err(ConvertError::invalid(
+            "spec.networks",
+            "a pod network and a default Multus network cannot both be the primary pod link",
+        ));
+    }
     for (i, iface) in dev.interfaces.iter().enumerate() {
         let path = format!("spec.domain.devices.interfaces[{i}]");
         if !seen.insert(iface.name.as_str()) {

@@ -1065,6 +1065,33 @@ fn multus_default_network_gets_tap0() {
     );
 }
 
+/// One primary pod link: a second pod network, a second default Multus
+/// network, or a pod network with a default Multus one is refused by
+/// field (it used to fail in phase 1 with `ip`'s "File exists").
+#[test]
+fn only_one_primary_pod_network() {
+    let doc = |nets: &str| {
+        format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: n}}\nspec:\n  domain:\n    memory: {{guest: 128Mi}}\n    devices:\n      interfaces:\n      - {{name: a, bridge: {{}}}}\n      - {{name: b, bridge: {{}}}}\n  networks:\n{nets}")
+    };
+    for (nets, msg) in [
+        (
+            "  - {name: a, pod: {}}\n  - {name: b, pod: {}}\n",
+            "spec.networks: more than one interface is connected to a pod network",
+        ),
+        (
+            "  - {name: a, multus: {networkName: x, default: true}}\n  - {name: b, multus: {networkName: y, default: true}}\n",
+            "spec.networks: more than one Multus network is marked default",
+        ),
+        (
+            "  - {name: a, pod: {}}\n  - {name: b, multus: {networkName: y, default: true}}\n",
+            "spec.networks: a pod network and a default Multus network cannot both be the primary pod link",
+        ),
+    ] {
+        let e = conv(&doc(nets), Arch::Amd64).unwrap_err().to_string();
+        assert_eq!(e, msg);
+    }
+}
+
 /// QEMU's s390x emulator has no e1000, ne2k_pci, pcnet or rtl8139: libvirt
 /// defines such a domain and QEMU fails only at start, so they are refused
 /// by field (found by the s390x define test's follow-up).
