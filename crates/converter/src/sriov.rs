@@ -7,7 +7,8 @@
 //! `<source>`, alias `ua-sriov-<interface name>`, the guest address from
 //! `pciAddress` and the boot order from `bootOrder`. KubeVirt leaves
 //! `mode` to libvirt's default; it is written here as `subsystem`, which is
-//! what libvirt reads back either way.
+//! what libvirt reads back either way. The source address carries no
+//! `type` (libvirt's schema has none there; libvirt drops KubeVirt's).
 //!
 //! The host addresses are host facts: the launcher reads them (the pod's
 //! network-info downward API file, else the device plugin's environment)
@@ -112,6 +113,14 @@ pub fn convert(
                 iface.name
             ))
         })?;
+        // libvirt's schema has no `type` on a host device's source
+        // address (KubeVirt writes `type='pci'`, which libvirt's parser
+        // ignores but virt-xml-validate refuses); libvirt reads it back
+        // without `type` either way.
+        let source = domain::Address {
+            address_type: String::new(),
+            ..source
+        };
         let key = canonical(&source);
         if let Some(other) = used.insert(key.clone(), &iface.name) {
             return Err(ConvertError::Host(format!(

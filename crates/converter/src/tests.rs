@@ -1395,7 +1395,7 @@ fn sriov_interfaces_become_pci_hostdevs() {
     let xml = d.to_xml().unwrap();
     let want = r#"<hostdev mode="subsystem" type="pci" managed="no">
       <source>
-        <address type="pci" domain="0x0000" bus="0x81" slot="0x11" function="0x1"/>
+        <address domain="0x0000" bus="0x81" slot="0x11" function="0x1"/>
       </source>
       <boot order="2"/>
       <alias name="ua-sriov-red"/>
@@ -1403,7 +1403,7 @@ fn sriov_interfaces_become_pci_hostdevs() {
     </hostdev>
     <hostdev mode="subsystem" type="pci" managed="no">
       <source>
-        <address type="pci" domain="0x0000" bus="0xaf" slot="0x02" function="0x7"/>
+        <address domain="0x0000" bus="0xaf" slot="0x02" function="0x7"/>
       </source>
       <alias name="ua-sriov-blue"/>
     </hostdev>"#;

@@ -1623,7 +1623,8 @@ mod tests {
     }
 
     /// An SR-IOV hostdev as the converter writes it: KubeVirt's attributes,
-    /// the host address in `<source>` with `type='pci'`, and a round trip
+    /// the host address in `<source>` (no `type`: libvirt's schema has
+    /// none there), and a round trip
     /// that keeps every field; libvirt's read-back form (no `type` in the
     /// source address) parses too and is written back without `type=""`.
     #[test]
@@ -1641,7 +1642,10 @@ mod tests {
             hostdev_type: "pci".into(),
             managed: Some("no".into()),
             source: HostDeviceSource {
-                address: Some(pci("0x81", "0x11", "0x1")),
+                address: Some(Address {
+                    address_type: String::new(),
+                    ..pci("0x81", "0x11", "0x1")
+                }),
             },
             boot: Some(BootOrder { order: 3 }),
             alias: Some(Alias::user("sriov-red")),
@@ -1676,8 +1680,7 @@ mod tests {
         let xml = d.to_xml().unwrap();
         for want in [
             r#"<hostdev mode="subsystem" type="pci" managed="no">"#,
-            r#"<source>"#,
-            r#"<address type="pci" domain="0x0000" bus="0x81" slot="0x11" function="0x1"/>"#,
+            "<source>\n        <address domain=\"0x0000\" bus=\"0x81\" slot=\"0x11\" function=\"0x1\"/>\n      </source>",
             r#"<boot order="3"/>"#,
             r#"<alias name="ua-sriov-red"/>"#,
             r#"<address type="pci" domain="0x0000" bus="0x07" slot="0x00" function="0x0"/>"#,

@@ -73,6 +73,20 @@ fn inputs() -> Vec<std::path::PathBuf> {
     v
 }
 
+/// `--network-info FILE` for an input with a sibling
+/// `<name>.network-info.json` (the SR-IOV host addresses a pod's downward
+/// API file would give), else nothing. libvirt defines a `managed='no'` PCI
+/// hostdev whose device does not exist on this host: it reads the device
+/// only when the domain starts.
+fn host_facts(file: &Path) -> Vec<String> {
+    let info = file.with_extension("network-info.json");
+    if info.exists() {
+        vec!["--network-info".into(), info.display().to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
 /// What defining one converted VMI gave.
 struct Defined {
     /// File name of the VMI.
@@ -95,6 +109,7 @@ fn define_all(l: &Launcher, arch: &str, args: &[&str]) -> Vec<Defined> {
             .arg(&p)
             .args(["--arch", arch])
             .args(args)
+            .args(host_facts(&p))
             .output()
             .unwrap();
         if out.status.code() == Some(2) {
