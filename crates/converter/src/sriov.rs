@@ -10,6 +10,11 @@
 //! what libvirt reads back either way. The source address carries no
 //! `type` (libvirt's schema has none there; libvirt drops KubeVirt's).
 //!
+//! KubeVirt builds host devices only for SR-IOV interfaces whose VMI
+//! status says Multus reported them (an interface not plugged yet is
+//! skipped); the VMI status is not an input here, so every live SR-IOV
+//! interface needs its VF, and one without is refused rather than dropped.
+//!
 //! The host addresses are host facts: the launcher reads them (the pod's
 //! network-info downward API file, else the device plugin's environment)
 //! into [`crate::ConvertContext::sriov_pci`]; this module does no I/O.
