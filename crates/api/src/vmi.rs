@@ -1390,7 +1390,7 @@ pub struct Interface {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub masquerade: Option<Value>,
-    /// SR-IOV binding (refused).
+    /// SR-IOV binding: the interface is a PCI host device (a VF).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub sriov: Option<Value>,

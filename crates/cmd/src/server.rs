@@ -392,7 +392,9 @@ impl<H: Handler> Cmd for CmdService<H> {
         reply(unsupported("live migration (finalize)"))
     }
     async fn hotplug_host_devices(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("host device hot-plug"))
+        reply(unsupported(
+            "SR-IOV host device hot-plug (HotplugHostDevices)",
+        ))
     }
     async fn get_domain(&self, _r: Request<EmptyRequest>) -> R<DomainResponse> {
         let h = Arc::clone(&self.handler);

@@ -1,6 +1,7 @@
 //! Network interfaces (kubevirt-facts §4.4 and §6.2): every interface
 //! that is not `absent` becomes `<interface type='ethernet'>` on the tap
-//! device network phase 1 created, `managed='no'`.
+//! device network phase 1 created, `managed='no'`; SR-IOV interfaces
+//! become host devices instead ([`crate::sriov`]).
 //!
 //! Host facts (the tap's name, the pod link's MAC and MTU) come from
 //! [`crate::Prepared::interfaces`], filled by the launcher from the
@@ -196,6 +197,10 @@ pub fn convert(
                     format!("{other:?} is not one of up, down, absent"),
                 ))
             }
+        }
+        if crate::sriov::is_sriov(iface) {
+            // A host device, not an <interface>: see crate::sriov.
+            continue;
         }
         // A Multus network marked `default` replaces the pod network: its
         // pod link is eth0 (tap0), as KubeVirt's name scheme has it.

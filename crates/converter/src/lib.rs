@@ -10,7 +10,7 @@
 //! One module per concern, assembled in [`convert`] in this order: identity
 //! and metadata, [`cpu`], [`memory`], [`cputune`], [`numa`], [`os`] (machine, firmware, SMBIOS),
 //! [`features`] and clock, [`disks`], [`iothreads`], [`filesystems`], [`devices`] (controllers, consoles,
-//! graphics, input, RNG, balloon), [`interfaces`]. Inputs whose feature is not built yet are
+//! graphics, input, RNG, balloon), [`interfaces`], [`sriov`] host devices. Inputs whose feature is not built yet are
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
 
 pub mod arch;
@@ -26,6 +26,7 @@ pub mod memory;
 pub mod numa;
 pub mod os;
 pub mod pci_ports;
+pub mod sriov;
 pub mod unsupported;
 
 use std::collections::BTreeMap;
@@ -252,6 +253,13 @@ pub struct ConvertContext {
     /// virt-handler; the launcher reads `/sys/devices/system/node`). `None`
     /// when unknown; guest NUMA passthrough is then refused.
     pub host_numa: Option<Vec<numa::HostNumaCell>>,
+    /// Host PCI address (`dddd:bb:ss.f`) of the virtual function given to
+    /// each SR-IOV interface, by interface name: read by the launcher from
+    /// the pod's network-info downward API file (`/etc/podinfo/network-info`,
+    /// standalone `--network-info FILE`), else the device plugin's
+    /// `PCIDEVICE_*` environment (see [`sriov`]). An SR-IOV interface
+    /// missing here is refused, never guessed.
+    pub sriov_pci: BTreeMap<String, String>,
 }
 
 impl ConvertContext {
@@ -275,6 +283,7 @@ impl ConvertContext {
             pod_cpuset: None,
             ovmf_files: None,
             host_numa: None,
+            sriov_pci: BTreeMap::new(),
         }
     }
 }
@@ -334,6 +343,8 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         });
     }
     let interface = interfaces::convert(vmi, ctx, vcpus)?;
+    let hostdev = sriov::convert(vmi, ctx)?;
+    sriov::check_guest_addresses(vmi)?;
     let dom = Domain {
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
@@ -365,6 +376,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         devices: domain::Devices {
             disk: disks,
             interface,
+            hostdev,
             ..dev
         },
     };

@@ -46,7 +46,8 @@ pub fn pci_devices(dom: &Domain) -> u32 {
         .iter()
         .filter(|x| x.bus.as_deref() == Some("virtio"))
         .count();
-    let n = controllers + disks + inputs + d.watchdog.len() + d.rng.len() + 1;
+    let hostdevs = d.hostdev.iter().filter(|h| h.hostdev_type == "pci").count();
+    let n = controllers + disks + inputs + hostdevs + d.watchdog.len() + d.rng.len() + 1;
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 

@@ -89,11 +89,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
         let p = format!("spec.domain.devices.interfaces[{i}]");
         checks.extend([
             (
-                iface.sriov.is_some(),
-                format!("{p}.sriov"),
-                "SR-IOV interfaces",
-            ),
-            (
                 iface.slirp.is_some(),
                 format!("{p}.slirp"),
                 "slirp interfaces",

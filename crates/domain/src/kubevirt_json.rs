@@ -35,9 +35,9 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     Address, Alias, BackingStore, Channel, Clock, Console, Controller, Cpu, CpuTune, Devices, Disk,
-    DiskDriver, DiskSource, Domain, FeatureState, Features, Filesystem, Graphics, HyperV, Input,
-    Interface, KubeVirtMetadata, MemBalloon, MemoryBacking, MemoryValue, Os, Rng, Serial, SysInfo,
-    SysInfoEntries, Video,
+    DiskDriver, DiskSource, Domain, FeatureState, Features, Filesystem, Graphics, HostDevice,
+    HyperV, Input, Interface, KubeVirtMetadata, MemBalloon, MemoryBacking, MemoryValue, Os, Rng,
+    Serial, SysInfo, SysInfoEntries, Video,
 };
 
 /// `TypeMeta.Kind` of every domain virt-launcher sends.
@@ -624,14 +624,14 @@ fn cpu_json(cpu: Option<&Cpu>) -> Value {
     })
 }
 
-/// `api.Devices`. Device kinds the model does not carry (host devices,
-/// panic devices, virtio-mem memory) are `null`.
+/// `api.Devices`. Device kinds the model does not carry (panic devices,
+/// virtio-mem memory) are `null`.
 fn devices_json(d: &Devices) -> Value {
     json!({
         "Emulator": s(&d.emulator),
         "Interfaces": list(&d.interface, interface_json),
         "Channels": list(&d.channel, channel_json),
-        "HostDevices": null,
+        "HostDevices": list(&d.hostdev, hostdev_json),
         "PanicDevices": null,
         "Controllers": list(&d.controller, controller_json),
         "Video": list(&d.video, video_json),
@@ -825,6 +825,25 @@ fn interface_json(i: &Interface) -> Value {
         "ACPI": opt(i.acpi.as_ref(), |a| json!({ "Index": a.index })),
         "Backend": null,
         "PortForward": null,
+    })
+}
+
+/// `api.HostDevice`: `{XMLName, Source{Address}, Type, BootOrder, Managed,
+/// Mode, Model, Address, Alias, Display, RamFB}` (Go field names; the XML
+/// decoder fills `XMLName` with the element's name).
+fn hostdev_json(h: &HostDevice) -> Value {
+    json!({
+        "XMLName": { "Space": "", "Local": "hostdev" },
+        "Source": { "Address": opt(h.source.address.as_ref(), address_json) },
+        "Type": h.hostdev_type,
+        "BootOrder": opt(h.boot.as_ref(), |b| json!({ "Order": b.order })),
+        "Managed": s(&h.managed),
+        "Mode": s(&h.mode),
+        "Model": s(&h.model),
+        "Address": opt(h.address.as_ref(), address_json),
+        "Alias": opt(h.alias.as_ref(), alias_json),
+        "Display": s(&h.display),
+        "RamFB": s(&h.ramfb),
     })
 }
 
@@ -1493,6 +1512,66 @@ mod tests {
         );
         assert_eq!(i["LinkState"], json!({ "State": "down" }));
         assert_eq!(i["Rom"], json!({ "Enabled": "no" }));
+    }
+
+    /// An SR-IOV hostdev as libvirt writes it back (source address without
+    /// `type`, `mode` filled in) reads into the model and gives KubeVirt's
+    /// `api.HostDevice` keys and values.
+    #[test]
+    fn sriov_hostdevs_have_go_s_key_set() {
+        let xml = LIVE_XML.replace(
+            "<devices>",
+            "<devices><hostdev mode='subsystem' type='pci' managed='no'>\
+             <source><address domain='0x0000' bus='0x81' slot='0x11' function='0x1'/></source>\
+             <alias name='ua-sriov-sriov-net'/><boot order='2'/>\
+             <address type='pci' domain='0x0000' bus='0x07' slot='0x00' function='0x0'/></hostdev>",
+        );
+        let d = Domain::from_xml(&xml).unwrap();
+        assert_eq!(d.devices.hostdev.len(), 1);
+        let j = domain_json(&meta(), Some(&d), &running());
+        let h = &j["Spec"]["Devices"]["HostDevices"][0];
+        assert_eq!(
+            keys(h),
+            [
+                "Address",
+                "Alias",
+                "BootOrder",
+                "Display",
+                "Managed",
+                "Mode",
+                "Model",
+                "RamFB",
+                "Source",
+                "Type",
+                "XMLName",
+            ]
+        );
+        assert_eq!(h["XMLName"], json!({ "Space": "", "Local": "hostdev" }));
+        assert_eq!(h["Type"], "pci");
+        assert_eq!(h["Managed"], "no");
+        assert_eq!(h["Mode"], "subsystem");
+        assert_eq!(h["Model"], "");
+        assert_eq!(h["Display"], "");
+        assert_eq!(h["BootOrder"], json!({ "Order": 2 }));
+        assert_eq!(
+            h["Alias"],
+            json!({ "Name": "sriov-sriov-net", "UserDefined": true })
+        );
+        let src = &h["Source"]["Address"];
+        assert_eq!(src["Type"], "");
+        assert_eq!(
+            [&src["Domain"], &src["Bus"], &src["Slot"], &src["Function"]],
+            ["0x0000", "0x81", "0x11", "0x1"]
+        );
+        assert_eq!(h["Address"]["Type"], "pci");
+        assert_eq!(h["Address"]["Bus"], "0x07");
+        // Without host devices the list is Go's nil slice.
+        let plain = domain_json(
+            &meta(),
+            Some(&Domain::from_xml(LIVE_XML).unwrap()),
+            &running(),
+        );
+        assert_eq!(plain["Spec"]["Devices"]["HostDevices"], Value::Null);
     }
 
     #[test]

@@ -725,6 +725,9 @@ pub struct Devices {
     /// Network interfaces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interface: Vec<Interface>,
+    /// Host devices passed through (SR-IOV VFs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hostdev: Vec<HostDevice>,
     /// Serial ports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serial: Vec<Serial>,
@@ -932,6 +935,55 @@ pub struct Interface {
     pub acpi: Option<AcpiIndex>,
     /// Link state.
     pub link: Option<LinkState>,
+}
+
+/// `<hostdev mode='subsystem' type='pci' managed='no'>`: a host PCI
+/// device given to the guest, here an SR-IOV virtual function the device
+/// plugin or Multus allocated to the pod (KubeVirt `api.HostDevice`).
+///
+/// `managed='no'`: the VF is already bound to `vfio-pci` on the node, so
+/// libvirt neither detaches nor re-attaches it. libvirt reads the device
+/// (`/sys/bus/pci/devices/<address>`) and its VFIO group
+/// (`/dev/vfio/<group>`) only when the domain starts, not at define time.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostDevice {
+    /// `subsystem` (libvirt's default, written explicitly).
+    #[serde(rename = "@mode")]
+    pub mode: Option<String>,
+    /// `pci` (`mdev`, `usb` for other host devices).
+    #[serde(rename = "@type")]
+    pub hostdev_type: String,
+    /// `no`: the device is not bound to `vfio-pci` by libvirt.
+    #[serde(rename = "@managed")]
+    pub managed: Option<String>,
+    /// `vfio-pci` for mediated devices.
+    #[serde(rename = "@model")]
+    pub model: Option<String>,
+    /// `on` for a vGPU's display (mediated devices).
+    #[serde(rename = "@display")]
+    pub display: Option<String>,
+    /// `on` for a vGPU's ramfb boot display (mediated devices).
+    #[serde(rename = "@ramfb")]
+    pub ramfb: Option<String>,
+    /// The host device (`<source><address domain bus slot function/></source>`).
+    #[serde(default)]
+    pub source: HostDeviceSource,
+    /// Per-device boot order.
+    pub boot: Option<BootOrder>,
+    /// Alias (`ua-sriov-<interface>` for SR-IOV).
+    pub alias: Option<Alias>,
+    /// Guest PCI address.
+    pub address: Option<Address>,
+}
+
+/// `<source>` of a host device.
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostDeviceSource {
+    /// Host PCI address (libvirt writes it back without `type`), or an
+    /// mdev `uuid`.
+    pub address: Option<Address>,
 }
 
 /// `<mac address='02:00:00:00:00:01'/>`.
@@ -1215,8 +1267,9 @@ impl Alias {
 #[skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Address {
-    /// `pci`, `drive`, `ccw` ...
-    #[serde(rename = "@type")]
+    /// `pci`, `drive`, `ccw` ...; empty (omitted) in a host device's
+    /// `<source>` as libvirt writes it back.
+    #[serde(rename = "@type", default, skip_serializing_if = "String::is_empty")]
     pub address_type: String,
     /// PCI domain.
     #[serde(rename = "@domain")]
@@ -1567,6 +1620,91 @@ mod tests {
         assert!(!xml.contains("readonly"), "{xml}");
         let back = Domain::from_xml(&xml).unwrap();
         assert_eq!(back, d);
+    }
+
+    /// An SR-IOV hostdev as the converter writes it: KubeVirt's attributes,
+    /// the host address in `<source>` (no `type`: libvirt's schema has
+    /// none there), and a round trip
+    /// that keeps every field; libvirt's read-back form (no `type` in the
+    /// source address) parses too and is written back without `type=""`.
+    #[test]
+    fn sriov_hostdev_xml_both_ways() {
+        let pci = |bus: &str, slot: &str, function: &str| Address {
+            address_type: "pci".into(),
+            domain: Some("0x0000".into()),
+            bus: Some(bus.into()),
+            slot: Some(slot.into()),
+            function: Some(function.into()),
+            ..Address::default()
+        };
+        let h = HostDevice {
+            mode: Some("subsystem".into()),
+            hostdev_type: "pci".into(),
+            managed: Some("no".into()),
+            source: HostDeviceSource {
+                address: Some(Address {
+                    address_type: String::new(),
+                    ..pci("0x81", "0x11", "0x1")
+                }),
+            },
+            boot: Some(BootOrder { order: 3 }),
+            alias: Some(Alias::user("sriov-red")),
+            address: Some(pci("0x07", "0x00", "0x0")),
+            ..HostDevice::default()
+        };
+        let d = Domain {
+            domain_type: "kvm".into(),
+            name: "a".into(),
+            memory: MemoryValue {
+                unit: "b".into(),
+                value: 1 << 27,
+            },
+            vcpu: Vcpu {
+                placement: None,
+                current: None,
+                count: 1,
+            },
+            os: Os {
+                os_type: OsType {
+                    os: "hvm".into(),
+                    ..OsType::default()
+                },
+                ..Os::default()
+            },
+            devices: Devices {
+                hostdev: vec![h],
+                ..Devices::default()
+            },
+            ..Domain::default()
+        };
+        let xml = d.to_xml().unwrap();
+        for want in [
+            r#"<hostdev mode="subsystem" type="pci" managed="no">"#,
+            "<source>\n        <address domain=\"0x0000\" bus=\"0x81\" slot=\"0x11\" function=\"0x1\"/>\n      </source>",
+            r#"<boot order="3"/>"#,
+            r#"<alias name="ua-sriov-red"/>"#,
+            r#"<address type="pci" domain="0x0000" bus="0x07" slot="0x00" function="0x0"/>"#,
+        ] {
+            assert!(xml.contains(want), "{want} not in {xml}");
+        }
+        for absent in ["model=", "display=", "ramfb="] {
+            assert!(!xml.contains(absent), "{absent} in {xml}");
+        }
+        assert_eq!(Domain::from_xml(&xml).unwrap(), d);
+
+        let libvirt = "<domain type='kvm'><name>a</name><memory unit='KiB'>1</memory><vcpu>1</vcpu>\
+            <os><type>hvm</type></os><devices><hostdev mode='subsystem' type='pci' managed='no'>\
+            <driver name='vfio'/><source><address domain='0x0000' bus='0x81' slot='0x11' function='0x1'/></source>\
+            <alias name='ua-sriov-red'/></hostdev></devices></domain>";
+        let back = Domain::from_xml(libvirt).unwrap();
+        let src = back.devices.hostdev[0].source.address.as_ref().unwrap();
+        assert_eq!(src.address_type, "");
+        assert_eq!(src.bus.as_deref(), Some("0x81"));
+        let again = back.to_xml().unwrap();
+        assert!(
+            again.contains(r#"<address domain="0x0000" bus="0x81" slot="0x11" function="0x1"/>"#),
+            "{again}"
+        );
     }
 
     #[test]

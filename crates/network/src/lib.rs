@@ -10,6 +10,9 @@
 //!   pod bridge.
 //! - [`phase2`]: the launcher's part: host facts for the converter and the
 //!   DHCP configuration of each masquerade interface.
+//! - [`sriov`]: the host PCI address of each SR-IOV interface's VF (the
+//!   pod's network-info downward API file, else the device plugin's
+//!   environment).
 //! - [`phase1`]: a stand-in for virt-handler's part (bridge, tap, NAT),
 //!   for standalone runs and tests; kept apart from everything else.
 
@@ -20,3 +23,4 @@ pub mod phase1;
 pub mod phase2;
 pub mod plan;
 pub mod server;
+pub mod sriov;

@@ -69,7 +69,8 @@ pub fn pod_iface_candidates(vmi: &VirtualMachineInstance, network: &str) -> Opti
     ])
 }
 
-/// Prepares phase 2 for every interface of `vmi` that is not `absent`.
+/// Prepares phase 2 for every interface of `vmi` that is not `absent` and
+/// not SR-IOV (a host device: [`crate::sriov`]).
 /// `link` reads a pod link (see [`crate::phase1::pod_link`]);
 /// `resolv_conf` is the pod's `/etc/resolv.conf` text. A secondary
 /// network's pod link is the first of [`pod_iface_candidates`] that
@@ -93,7 +94,8 @@ pub fn prepare(
     let rc = parse_resolv_conf(resolv_conf);
     for (i, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
         let path = format!("spec.domain.devices.interfaces[{i}]");
-        if iface.state.as_deref() == Some("absent") {
+        if iface.state.as_deref() == Some("absent") || converter::sriov::is_sriov(iface) {
+            // SR-IOV: a host device, no tap or DHCP (see crate::sriov).
             continue;
         }
         let Some(net) = vmi.spec.networks.iter().find(|n| n.name == iface.name) else {
@@ -480,16 +482,25 @@ spec:
     fn other_bindings_and_bad_values_are_refused_by_field() {
         let none = Path::new("/nonexistent");
         let e = prepare(
-            &vmi(&VMI.replace("masquerade: {}", "sriov: {}")),
+            &vmi(&VMI.replace("masquerade: {}", "macvtap: {}")),
             none,
             "",
             &link,
         )
         .unwrap_err();
         assert!(
-            e.contains("interfaces[0]: the sriov binding is not wired"),
+            e.contains("interfaces[0]: the macvtap binding is not wired"),
             "{e}"
         );
+        // SR-IOV interfaces are host devices: phase 2 leaves them alone.
+        let p = prepare(
+            &vmi(&VMI.replace("masquerade: {}", "sriov: {}")),
+            none,
+            "",
+            &link,
+        )
+        .unwrap();
+        assert!(p.hosts.is_empty() && p.dhcp.is_empty() && p.dhcp6.is_empty());
         let e = prepare(
             &vmi(&VMI.replace("masquerade: {}", "bridge: {}")),
             none,

@@ -397,8 +397,9 @@ pub struct DeviceData {
 /// The `devices` entries for the VMI's tagged interfaces, from the domain
 /// libvirt defined (which has the PCI addresses): each `<interface>` whose
 /// alias is `ua-<name>` of a VMI interface with a `tag`, in domain order
-/// (KubeVirt's `buildDevicesMetadata`). Interfaces without a PCI address
-/// are skipped.
+/// (KubeVirt's `buildDevicesMetadata`), then each SR-IOV `<hostdev>`
+/// (`ua-sriov-<name>`) of a tagged interface, as a `nic` without MAC.
+/// Devices without a PCI address are skipped.
 pub fn tagged_devices(vmi: &VirtualMachineInstance, dom: &domain::Domain) -> Vec<DeviceData> {
     let tags: BTreeMap<&str, &str> = vmi
         .spec
@@ -447,6 +448,36 @@ pub fn tagged_devices(vmi: &VirtualMachineInstance, dom: &domain::Domain) -> Vec
                 .as_ref()
                 .map(|m| m.address.clone())
                 .unwrap_or_default(),
+            tags: vec![(*tag).to_owned()],
+        });
+    }
+    // SR-IOV interfaces are host devices (`ua-sriov-<name>`): KubeVirt
+    // lists them as `nic` too, with the guest address and no MAC.
+    for dev in &dom.devices.hostdev {
+        let Some(name) = dev.alias.as_ref().and_then(|a| {
+            a.name
+                .strip_prefix("ua-")
+                .and_then(|n| n.strip_prefix(converter::sriov::ALIAS_PREFIX))
+        }) else {
+            continue;
+        };
+        let (Some(tag), Some(addr)) = (tags.get(name), dev.address.as_ref()) else {
+            continue;
+        };
+        if addr.address_type != "pci" {
+            continue;
+        }
+        out.push(DeviceData {
+            device_type: "nic".into(),
+            bus: addr.address_type.clone(),
+            address: format!(
+                "{}:{}:{}.{}",
+                hex(&addr.domain),
+                hex(&addr.bus),
+                hex(&addr.slot),
+                hex(&addr.function)
+            ),
+            mac: String::new(),
             tags: vec![(*tag).to_owned()],
         });
     }

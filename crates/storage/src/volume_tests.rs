@@ -816,3 +816,35 @@ fn ssh_keys_of_access_credentials_go_into_the_meta_data_of_their_data_source() {
         .to_string();
     assert!(err.contains("outside the volume's directory"), "{err}");
 }
+
+/// A tagged SR-IOV interface is a `<hostdev>` (`ua-sriov-<name>`): KubeVirt
+/// lists it among the config drive's devices as a `nic` with the guest PCI
+/// address libvirt gave it and no MAC.
+#[test]
+fn config_drive_devices_list_tagged_sriov_hostdevs() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: t, namespace: ns}\nspec:\n  domain:\n    firmware: {uuid: 11111111-2222-3333-4444-555555555555}\n    devices:\n      interfaces:\n      - {name: a, masquerade: {}, tag: podNet}\n      - {name: red, sriov: {}, tag: fast}\n      - {name: blue, sriov: {}}\n  networks:\n  - {name: a, pod: {}}\n  - {name: red, multus: {networkName: red-net}}\n  - {name: blue, multus: {networkName: blue-net}}\n  volumes:\n  - name: ci\n    cloudInitConfigDrive: {userData: x}\n";
+    let v = load(doc);
+    let dom = domain::Domain::from_xml(
+        "<domain type='kvm'><name>ns_t</name><memory unit='b'>134217728</memory><vcpu>1</vcpu><os><type arch='x86_64' machine='q35'>hvm</type></os><devices>\
+         <interface type='ethernet'><mac address='02:00:00:00:00:0a'/><alias name='ua-a'/>\
+         <address type='pci' domain='0x0000' bus='0x01' slot='0x00' function='0x0'/></interface>\
+         <hostdev mode='subsystem' type='pci' managed='no'><source><address domain='0x0000' bus='0x81' slot='0x11' function='0x1'/></source>\
+         <alias name='ua-sriov-red'/><address type='pci' domain='0x0000' bus='0x07' slot='0x00' function='0x0'/></hostdev>\
+         <hostdev mode='subsystem' type='pci' managed='no'><source><address domain='0x0000' bus='0x81' slot='0x11' function='0x2'/></source>\
+         <alias name='ua-sriov-blue'/><address type='pci' domain='0x0000' bus='0x08' slot='0x00' function='0x0'/></hostdev>\
+         </devices></domain>",
+    )
+    .unwrap();
+    let devices = cloudinit::tagged_devices(&v, &dom);
+    let md = String::from_utf8(cloudinit::meta_data_with_devices(
+        &v,
+        cloudinit::DataSource::ConfigDrive,
+        &BTreeMap::new(),
+        &devices,
+    ))
+    .unwrap();
+    assert!(
+        md.contains(r#""devices":[{"type":"nic","bus":"pci","address":"0000:01:00.0","mac":"02:00:00:00:00:0a","tags":["podNet"]},{"type":"nic","bus":"pci","address":"0000:07:00.0","tags":["fast"]}]"#),
+        "{md}"
+    );
+}

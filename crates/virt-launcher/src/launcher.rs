@@ -121,6 +121,57 @@ pub struct RuntimeSettings {
     /// Standalone: KubeVirt's backend storage (`--backend-storage`), the
     /// directory that keeps EFI variables and TPM state across runs.
     pub backend_storage: Option<PathBuf>,
+    /// Standalone: KubeVirt's network-info downward API file
+    /// (`--network-info`), giving each SR-IOV interface's VF.
+    pub network_info: Option<PathBuf>,
+}
+
+/// Where the kernel lists the host's PCI devices (`<dddd:bb:ss.f>/`).
+pub const SYS_PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+/// The host PCI address of each live SR-IOV interface, before anything
+/// starts: standalone from `--network-info` (and the device must exist on
+/// this host: libvirt could not start the domain otherwise), in a pod with
+/// the VMI at hand from `/etc/podinfo/network-info` or the device
+/// plugin's environment. Empty when the VMI has no SR-IOV interface.
+///
+/// # Errors
+/// [`LauncherError::Input`], one line naming the interface field and the
+/// file, variable or device.
+pub fn sriov_addresses(
+    vmi: &VirtualMachineInstance,
+    settings: &RuntimeSettings,
+) -> Result<std::collections::BTreeMap<String, String>, LauncherError> {
+    let live = converter::sriov::live_interfaces(vmi);
+    let Some(&(first, _)) = live.first() else {
+        return Ok(std::collections::BTreeMap::new());
+    };
+    if settings.mode == Mode::Pod {
+        return network::sriov::pod_host_addresses(vmi).map_err(LauncherError::Input);
+    }
+    let Some(file) = &settings.network_info else {
+        return Err(LauncherError::Input(format!(
+            "spec.domain.devices.interfaces[{first}].sriov: the host address of the SR-IOV VF is needed: pass --network-info FILE (KubeVirt's network-info format)"
+        )));
+    };
+    let info = network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
+        .map_err(|e| LauncherError::Input(format!("--network-info {e}")))?;
+    let name = file.display().to_string();
+    let found = network::sriov::host_addresses(vmi, info.as_ref(), &name, None)
+        .map_err(LauncherError::Input)?;
+    for (i, iface) in live {
+        let addr = &found[&iface.name];
+        // libvirt reads the device only when the domain starts, and fails
+        // then; a missing device is refused before anything starts.
+        let dev = Path::new(SYS_PCI_DEVICES).join(addr.to_ascii_lowercase());
+        if !dev.exists() {
+            return Err(LauncherError::Input(format!(
+                "spec.domain.devices.interfaces[{i}].sriov: host PCI device {addr} (from {name}) does not exist on this host ({}): running needs a real SR-IOV VF bound to vfio-pci",
+                dev.display()
+            )));
+        }
+    }
+    Ok(found)
 }
 
 /// Where KubeVirt mounts the backend storage (the `persistent-state-for-<vm>`
@@ -316,7 +367,9 @@ pub struct Claim {
 }
 
 /// Standalone mode has no pod network unless `--setup-pod-network` makes
-/// one: a VMI with interfaces is refused rather than run without network.
+/// one: a VMI with interfaces is refused rather than run without network
+/// (SR-IOV interfaces excepted: they are host devices, see
+/// [`sriov_addresses`]).
 ///
 /// # Errors
 /// [`LauncherError::Input`] naming the first interface and the flag.
@@ -327,7 +380,7 @@ pub fn refuse_networks_without_pod(vmi: &VirtualMachineInstance) -> Result<(), L
         .devices
         .interfaces
         .iter()
-        .position(|i| i.state.as_deref() != Some("absent"))
+        .position(|i| i.state.as_deref() != Some("absent") && !converter::sriov::is_sriov(i))
     {
         Some(i) => Err(LauncherError::Input(format!(
             "spec.domain.devices.interfaces[{i}]: standalone mode has no pod network; pass --setup-pod-network to create one"
@@ -461,7 +514,8 @@ fn network_phase1(
     let mut secondaries: u8 = 0;
     let mut links_up = false;
     for (index, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
-        if iface.state.as_deref() == Some("absent") {
+        if iface.state.as_deref() == Some("absent") || converter::sriov::is_sriov(iface) {
+            // SR-IOV: a host device, nothing to build in the pod.
             continue;
         }
         let field = format!("spec.domain.devices.interfaces[name={}]", iface.name);
@@ -778,6 +832,9 @@ pub fn run_vmi(
     // replace this at each sync.
     ctx.volumes_discard_ignore =
         storage::pvc::preallocated_volumes(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
+    if sync {
+        ctx.sriov_pci = sriov_addresses(vmi, settings)?;
+    }
     // Pure conversion first: refuses unsupported or invalid specs up front.
     if sync {
         converter::convert(vmi, &ctx).map_err(|e| match e {
@@ -808,7 +865,7 @@ pub fn run_vmi(
             .devices
             .interfaces
             .iter()
-            .any(|i| i.state.as_deref() != Some("absent"));
+            .any(|i| i.state.as_deref() != Some("absent") && !converter::sriov::is_sriov(i));
         if live {
             let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
             let phase2 = network::phase2::prepare(
@@ -1750,6 +1807,7 @@ fn run_domain(
     // virt-handler's phase 1 made the bridge and tap.
     let dhcp_servers: Arc<std::sync::Mutex<Vec<network::phase2::DhcpServers>>> = Arc::default();
     if matches!(config_sources, ConfigSources::Pod) {
+        manager = manager.with_sriov(Box::new(network::sriov::pod_host_addresses));
         let servers = Arc::clone(&dhcp_servers);
         manager = manager.with_network_phase2(Box::new(move |vmi: &VirtualMachineInstance| {
             let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();

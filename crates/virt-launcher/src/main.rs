@@ -89,6 +89,11 @@ struct ConvertArgs {
     /// Also check the XML with libvirt's schema (virt-xml-validate).
     #[arg(long)]
     validate: bool,
+    /// KubeVirt's network-info downward API file (in a pod
+    /// /etc/podinfo/network-info): the host PCI address of each SR-IOV
+    /// interface's VF, `{"interfaces":[{"network":NAME,"deviceInfo":{"pci":{"pci-address":"dddd:bb:ss.f"}}}]}`.
+    #[arg(long)]
+    network_info: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -139,6 +144,12 @@ struct RunArgs {
     /// and NAT; the VM runs attached inside it, with the launcher's DHCP.
     #[arg(long)]
     setup_pod_network: bool,
+    /// KubeVirt's network-info downward API file giving the host PCI
+    /// address of each SR-IOV interface's VF (see `convert --help`). The
+    /// VF must exist on this host, bound to vfio-pci: it is passed through
+    /// with managed='no'.
+    #[arg(long)]
+    network_info: Option<PathBuf>,
     #[command(flatten)]
     flags: LauncherFlags,
 }
@@ -217,6 +228,13 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
         // Firmware files are a fact of this host only.
         ctx.ovmf_files = Some(launcher::dir_files(&ctx.paths.ovmf_dir));
     }
+    if let Some(file) = &args.network_info {
+        let info = network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
+            .map_err(|e| LauncherError::Input(format!("--network-info {e}")))?;
+        ctx.sriov_pci =
+            network::sriov::host_addresses(&vmi, info.as_ref(), &file.display().to_string(), None)
+                .map_err(LauncherError::Input)?;
+    }
     let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
     // The inline cloud-init data is refused here as `run` would refuse it.
     storage::cloudinit::check_inline(&vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
@@ -287,6 +305,7 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         cache_dir: args.flags.libvirt_cache_dir.clone(),
         setup_pod_network: args.setup_pod_network,
         backend_storage: args.backend_storage.clone(),
+        network_info: args.network_info.clone(),
     };
     launcher::run_vmi(&vmi, true, &args.flags, &settings, started)
 }
@@ -327,6 +346,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         cache_dir: flags.libvirt_cache_dir.clone(),
         setup_pod_network: false,
         backend_storage: None,
+        network_info: None,
     };
     launcher::run_vmi(&vmi, sync, flags, &settings, started)
 }

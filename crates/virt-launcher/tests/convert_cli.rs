@@ -35,11 +35,24 @@ fn inputs() -> Vec<PathBuf> {
     v
 }
 
+/// `--network-info FILE` for an input with a sibling
+/// `<name>.network-info.json` (the SR-IOV host addresses a pod's downward
+/// API file would give), else nothing.
+fn host_facts(file: &Path) -> Vec<String> {
+    let info = file.with_extension("network-info.json");
+    if info.exists() {
+        vec!["--network-info".into(), info.display().to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
 fn convert(file: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
         .arg("convert")
         .arg(file)
         .args(args)
+        .args(host_facts(file))
         .output()
         .unwrap();
     (
@@ -146,4 +159,122 @@ fn refusals_are_one_line_with_exit_code_2() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown architecture \"riscv64\""), "{err}");
+}
+
+/// `convert --network-info FILE`: each SR-IOV interface of the corpus VMI
+/// becomes KubeVirt's PCI hostdev with the VF the file gives its network;
+/// without the file, or with a bad one, the refusal is one line naming the
+/// interface field, or the file and its field.
+#[test]
+fn sriov_hostdevs_come_from_the_network_info_file() {
+    let vmi = repo().join("tests/data/corpus/sriov-interfaces.yaml");
+    let (code, xml, err) = convert(&vmi, &["--validate"]);
+    assert_eq!(code, 0, "{err}");
+    let hostdevs: Vec<&str> = xml.split("<hostdev ").skip(1).collect();
+    assert_eq!(hostdevs.len(), 2, "{xml}");
+    for (h, (host, alias)) in hostdevs.iter().zip([
+        (
+            "bus=\"0x81\" slot=\"0x11\" function=\"0x1\"",
+            "ua-sriov-red",
+        ),
+        (
+            "bus=\"0xaf\" slot=\"0x02\" function=\"0x7\"",
+            "ua-sriov-blue",
+        ),
+    ]) {
+        assert!(
+            h.starts_with("mode=\"subsystem\" type=\"pci\" managed=\"no\">"),
+            "{h}"
+        );
+        assert!(h.contains(host), "{host} not in {h}");
+        assert!(h.contains(&format!("<alias name=\"{alias}\"/>")), "{h}");
+    }
+    assert!(
+        hostdevs[0].contains("<boot order=\"2\"/>"),
+        "{}",
+        hostdevs[0]
+    );
+    assert!(
+        hostdevs[0].contains(
+            "<address type=\"pci\" domain=\"0x0000\" bus=\"0x00\" slot=\"0x0b\" function=\"0x0\"/>"
+        ),
+        "{}",
+        hostdevs[0]
+    );
+    // The SR-IOV interfaces are not <interface>s; the masquerade one is.
+    assert_eq!(xml.matches("<interface ").count(), 1, "{xml}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let info = |name: &str, text: &str| {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        f
+    };
+    let red =
+        r#"{"network":"red","deviceInfo":{"type":"pci","pci":{"pci-address":"0000:81:11.1"}}}"#;
+    let cases = [
+        (
+            info("malformed", "{\"interfaces\": [}"),
+            "malformed: interfaces[0]: expected value at line 1 column 17".to_owned(),
+        ),
+        (
+            info("type", r#"{"interfaces":{"network":"red"}}"#),
+            "type: interfaces: invalid type: map, expected a sequence at line 1 column 14".to_owned(),
+        ),
+        (
+            info("missing", &format!(r#"{{"interfaces":[{red}]}}"#)),
+            "spec.domain.devices.interfaces[2].sriov: {DIR}/missing: no PCI address for SR-IOV network \"blue\" (no interfaces[].network of that name with deviceInfo.pci.pci-address)".to_owned(),
+        ),
+        (
+            info(
+                "bad-pci",
+                &format!(
+                    r#"{{"interfaces":[{red},{{"network":"blue","deviceInfo":{{"pci":{{"pci-address":"0000:af:02"}}}}}}]}}"#
+                ),
+            ),
+            "bad-pci: interfaces[1].deviceInfo.pci.pci-address: \"0000:af:02\" is not a PCI address of the form dddd:bb:ss.f".to_owned(),
+        ),
+        (
+            info(
+                "same-vf",
+                &format!(
+                    r#"{{"interfaces":[{red},{}]}}"#,
+                    red.replace("\"red\"", "\"blue\"")
+                ),
+            ),
+            "spec.domain.devices.interfaces[2].sriov: SR-IOV interfaces \"red\" and \"blue\" were both given the host device 0000:81:11.1".to_owned(),
+        ),
+        (
+            dir.path().join("absent"),
+            "absent: No such file or directory (os error 2)".to_owned(),
+        ),
+    ];
+    let d = dir.path().display().to_string();
+    // A copy without the sibling network-info file.
+    let vmi = dir.path().join("vmi.yaml");
+    std::fs::copy(repo().join("tests/data/corpus/sriov-interfaces.yaml"), &vmi).unwrap();
+    let mut bad = Vec::new();
+    for (file, want) in cases {
+        let (code, out, err) = convert(&vmi, &["--network-info", file.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        assert!(out.is_empty());
+        let line = err.trim_end();
+        assert_eq!(line.lines().count(), 1, "{line}");
+        let want = want.replace("{DIR}", &d);
+        if !line.ends_with(&want) {
+            bad.push(format!("{want:?} not at the end of {line}"));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+    // Without the file: the interface and the flag are named.
+    let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
+        .arg("convert")
+        .arg(&vmi)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "virt-launcher: spec.domain.devices.interfaces[1].sriov: no host PCI address for SR-IOV interface \"red\" (the pod's network-info file, or --network-info FILE standalone)"
+    );
 }

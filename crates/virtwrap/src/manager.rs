@@ -145,6 +145,10 @@ pub struct LibvirtDomainManager {
     /// Network phase 2 for interfaces a VMI brings over SyncVMI (pod mode);
     /// held locked while it runs so two syncs never run it twice.
     phase2: Mutex<Option<Box<NetworkPhase2>>>,
+    /// Host PCI addresses of SR-IOV interfaces a VMI brings over SyncVMI
+    /// (pod mode: the network-info downward API file, else the device
+    /// plugin's environment).
+    sriov: Option<Box<SriovAddresses>>,
     /// Domains paused by request (startStrategy Paused, Pause): a sync
     /// leaves them paused; any other paused domain a sync resumes.
     user_paused: Mutex<std::collections::BTreeSet<String>>,
@@ -169,6 +173,14 @@ pub type NetworkPhase2 = dyn Fn(
         &VirtualMachineInstance,
     )
         -> Result<std::collections::BTreeMap<String, converter::interfaces::InterfaceHost>, String>
+    + Send
+    + Sync;
+
+/// Reads the host PCI address of each live SR-IOV interface of a synced
+/// VMI, by interface name, when the context lacks one (KubeVirt reads them
+/// at every SyncVMI). Errors are one line naming the interface field and
+/// the file or variable looked at.
+pub type SriovAddresses = dyn Fn(&VirtualMachineInstance) -> Result<std::collections::BTreeMap<String, String>, String>
     + Send
     + Sync;
 
@@ -203,6 +215,7 @@ impl LibvirtDomainManager {
             ctx: Mutex::new(ctx),
             prepare,
             phase2: Mutex::new(None),
+            sriov: None,
             user_paused: Mutex::default(),
         })
     }
@@ -280,6 +293,40 @@ impl LibvirtDomainManager {
         self
     }
 
+    /// Sets where SR-IOV host addresses come from for synced VMIs (see
+    /// [`SriovAddresses`]); without it a VMI whose SR-IOV interfaces have
+    /// no address in the context is refused by the converter, by field.
+    #[must_use]
+    pub fn with_sriov(mut self, read: Box<SriovAddresses>) -> Self {
+        self.sriov = Some(read);
+        self
+    }
+
+    /// The SR-IOV host addresses to convert `vmi` with: the context's, or
+    /// freshly read when one of its live SR-IOV interfaces has none there.
+    fn sriov_addresses(
+        &self,
+        vmi: &VirtualMachineInstance,
+        known: &std::collections::BTreeMap<String, String>,
+    ) -> Result<std::collections::BTreeMap<String, String>, ManagerError> {
+        let missing = converter::sriov::live_interfaces(vmi)
+            .iter()
+            .any(|(_, x)| !known.contains_key(&x.name));
+        match (&self.sriov, missing) {
+            (Some(read), true) => {
+                let found = read(vmi).map_err(|m| ManagerError::Convert(ConvertError::Host(m)))?;
+                tracing::info!(interfaces = ?found, "SR-IOV host devices");
+                let mut ctx = self
+                    .ctx
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                ctx.sriov_pci.extend(found);
+                Ok(ctx.sriov_pci.clone())
+            }
+            _ => Ok(known.clone()),
+        }
+    }
+
     /// Runs network phase 2 for `vmi` if it has live interfaces without
     /// host facts and a phase 2 is set, and keeps the facts for later
     /// syncs. Returns the facts to convert with.
@@ -293,12 +340,11 @@ impl LibvirtDomainManager {
     > {
         let missing =
             |k: &std::collections::BTreeMap<String, converter::interfaces::InterfaceHost>| {
-                vmi.spec
-                    .domain
-                    .devices
-                    .interfaces
-                    .iter()
-                    .any(|x| x.state.as_deref() != Some("absent") && !k.contains_key(&x.name))
+                vmi.spec.domain.devices.interfaces.iter().any(|x| {
+                    x.state.as_deref() != Some("absent")
+                        && !converter::sriov::is_sriov(x)
+                        && !k.contains_key(&x.name)
+                })
             };
         if !missing(known) {
             return Ok(known.clone());
@@ -415,11 +461,14 @@ impl LibvirtDomainManager {
         if start {
             ctx.prepared.interfaces = self.network_phase2(vmi, &ctx.prepared.interfaces)?;
         }
+        ctx.sriov_pci = self.sriov_addresses(vmi, &ctx.sriov_pci)?;
         // An interface still without host facts (no phase 2 here, e.g.
         // standalone) would start without network: refused by name.
         let devs = &vmi.spec.domain.devices.interfaces;
         if let Some(i) = devs.iter().position(|x| {
-            x.state.as_deref() != Some("absent") && !ctx.prepared.interfaces.contains_key(&x.name)
+            x.state.as_deref() != Some("absent")
+                && !converter::sriov::is_sriov(x)
+                && !ctx.prepared.interfaces.contains_key(&x.name)
         }) {
             return Err(ConvertError::unsupported(
                 format!("spec.domain.devices.interfaces[{i}]"),

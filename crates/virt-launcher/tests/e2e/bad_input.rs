@@ -227,11 +227,51 @@ fn path_traversal_in_names() {
 
 #[test]
 fn unsupported_feature_is_named() {
-    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      interfaces:\n      - name: default\n        sriov: {{}}\n  networks:\n  - name: default\n    pod: {{}}\n{}", volumes());
+    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      interfaces:\n      - name: default\n        macvtap: {{}}\n  networks:\n  - name: default\n    pod: {{}}\n{}", volumes());
     assert_refused(
         &y,
         &["--setup-pod-network"],
-        "spec.domain.devices.interfaces[0].sriov: SR-IOV interfaces is not supported yet",
+        "spec.domain.devices.interfaces[0].macvtap: macvtap interfaces is not supported yet",
+    );
+}
+
+/// `run` of a VMI with an SR-IOV interface needs the VF's host address
+/// (`--network-info`, KubeVirt's downward API format) and the VF itself
+/// on this host: without either, or with a bad file, it is refused in one
+/// line naming the field, the file or the device, before anything starts.
+/// (This machine has no VF, so the run that would start is not tested.)
+#[test]
+fn sriov_run_is_refused_without_a_real_vf() {
+    let y = format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      interfaces:\n      - name: red\n        sriov: {{}}\n  networks:\n  - name: red\n    multus: {{networkName: red-net}}\n{}", volumes());
+    assert_refused(
+        &y,
+        &[],
+        "spec.domain.devices.interfaces[0].sriov: the host address of the SR-IOV VF is needed: pass --network-info FILE (KubeVirt's network-info format)",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("network-info");
+    let f = file.to_str().unwrap();
+    std::fs::write(
+        &file,
+        r#"{"interfaces":[{"network":"red","deviceInfo":{"type":"pci","pci":{"pci-address":"0000:fe:1f.7"}}}]}"#,
+    )
+    .unwrap();
+    assert_refused(
+        &y,
+        &["--network-info", f],
+        &format!("spec.domain.devices.interfaces[0].sriov: host PCI device 0000:fe:1f.7 (from {f}) does not exist on this host (/sys/bus/pci/devices/0000:fe:1f.7): running needs a real SR-IOV VF bound to vfio-pci"),
+    );
+    std::fs::write(&file, r#"{"interfaces":[{"network":"blue","deviceInfo":{"pci":{"pci-address":"0000:fe:1f.7"}}}]}"#).unwrap();
+    assert_refused(
+        &y,
+        &["--network-info", f],
+        &format!("spec.domain.devices.interfaces[0].sriov: {f}: no PCI address for SR-IOV network \"red\""),
+    );
+    std::fs::write(&file, "{\"interfaces\":[{\"network\":1}]}").unwrap();
+    assert_refused(
+        &y,
+        &["--network-info", f],
+        &format!("--network-info {f}: interfaces[0].network: invalid type: integer `1`"),
     );
 }
 

@@ -73,6 +73,20 @@ fn inputs() -> Vec<std::path::PathBuf> {
     v
 }
 
+/// `--network-info FILE` for an input with a sibling
+/// `<name>.network-info.json` (the SR-IOV host addresses a pod's downward
+/// API file would give), else nothing. libvirt defines a `managed='no'` PCI
+/// hostdev whose device does not exist on this host: it reads the device
+/// only when the domain starts.
+fn host_facts(file: &Path) -> Vec<String> {
+    let info = file.with_extension("network-info.json");
+    if info.exists() {
+        vec!["--network-info".into(), info.display().to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
 /// What defining one converted VMI gave.
 struct Defined {
     /// File name of the VMI.
@@ -95,6 +109,7 @@ fn define_all(l: &Launcher, arch: &str, args: &[&str]) -> Vec<Defined> {
             .arg(&p)
             .args(["--arch", arch])
             .args(args)
+            .args(host_facts(&p))
             .output()
             .unwrap();
         if out.status.code() == Some(2) {
@@ -188,10 +203,41 @@ fn libvirt_defines_every_converted_vmi() {
                 d.xml
             );
         }
+        check_sriov_hostdevs(&defined);
         n += defined.len();
     }
     assert!(n >= 20, "only {n} defined");
     stop(l);
+}
+
+/// libvirt defines the SR-IOV corpus VMI although neither VF exists here
+/// (`managed='no'` PCI hostdevs are looked up only at start) and keeps
+/// what KubeVirt writes: the host addresses, aliases, boot order and the
+/// guest address.
+fn check_sriov_hostdevs(defined: &[Defined]) {
+    let d = defined
+        .iter()
+        .find(|d| d.file == "sriov-interfaces.yaml")
+        .expect("the SR-IOV corpus VMI was not defined");
+    let hostdevs: Vec<&str> = d.xml.split("<hostdev ").skip(1).collect();
+    assert_eq!(hostdevs.len(), 2, "{}", d.xml);
+    for (h, (host, alias)) in hostdevs.iter().zip([
+        ("bus='0x81' slot='0x11' function='0x1'", "ua-sriov-red"),
+        ("bus='0xaf' slot='0x02' function='0x7'", "ua-sriov-blue"),
+    ]) {
+        assert!(
+            h.starts_with("mode='subsystem' type='pci' managed='no'>"),
+            "{h}"
+        );
+        assert!(h.contains(host), "{host} not in {h}");
+        assert!(h.contains(&format!("<alias name='{alias}'/>")), "{h}");
+    }
+    assert!(hostdevs[0].contains("<boot order='2'/>"), "{}", hostdevs[0]);
+    assert!(
+        hostdevs[0].contains("bus='0x00' slot='0x0b' function='0x0'/>"),
+        "{}",
+        hostdevs[0]
+    );
 }
 
 /// The emulator and machine type libvirt must pick for each `--arch`, and

@@ -117,6 +117,8 @@ pub struct Opts<'a> {
     pub pod_mounts: &'a [(&'a str, &'a Path)],
     /// Pod mode: like [`Opts::pod_mounts`], writable (claims).
     pub pod_mounts_rw: &'a [(&'a str, &'a Path)],
+    /// Extra environment of the launcher (a device plugin's variables).
+    pub env: &'a [(&'a str, &'a str)],
 }
 
 impl Default for Opts<'_> {
@@ -128,6 +130,7 @@ impl Default for Opts<'_> {
             handler: false,
             pod_mounts: &[],
             pod_mounts_rw: &[],
+            env: &[],
         }
     }
 }
@@ -295,6 +298,7 @@ impl Launcher {
         cmd.args(["--use-emulation", "--keep-state", "--uid", &uid])
             .arg("--state-dir")
             .arg(&state);
+        cmd.envs(opts.env.iter().copied());
         cmd.args(opts.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup"))

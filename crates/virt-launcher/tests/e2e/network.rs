@@ -142,8 +142,7 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
 
     // The domain has the interface phase 2 decorated: tap0, the spec MAC
     // canonical, the pod link's MTU.
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(xml.contains("<mac address='02:54:00:ab:cd:ef'/>"), "{xml}");
     assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
     assert!(xml.contains("<mtu size='1500'/>"), "{xml}");
@@ -420,8 +419,7 @@ fn bridge_guest_gets_the_pods_address_and_is_reachable_from_the_node() {
     assert_eq!(cache["Gateway"], "10.244.0.1", "{cache}");
     assert_eq!(cache["IPAMDisabled"], false, "{cache}");
     // The guest has the pod's MAC (no macAddress in the spec).
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(xml.contains("<mac address='0a:58:0a:f4:00:05'/>"), "{xml}");
     assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
     l.signal(nix::sys::signal::Signal::SIGTERM);
@@ -484,8 +482,7 @@ fn pod_masquerade_and_multus_bridge_interfaces_each_get_their_lease() {
         std::fs::read_to_string(l.state.join("private/vif-cache-pod16477688c0e.json")).unwrap();
     let cache: serde_json::Value = serde_json::from_str(&cache).unwrap();
     assert_eq!(cache["IP"]["IP"], "10.245.1.5", "{cache}");
-    let (ok, xml) = l.virsh(&["dumpxml", &l.domain]);
-    assert!(ok, "{xml}");
+    let xml = l.domain_xml();
     assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
     assert!(
         xml.contains("<target dev='tap16477688c0e' managed='no'/>"),
@@ -495,4 +492,56 @@ fn pod_masquerade_and_multus_bridge_interfaces_each_get_their_lease() {
     assert!(xml.contains("<alias name='ua-blue'/>"), "{xml}");
     l.signal(nix::sys::signal::Signal::SIGTERM);
     l.wait_exit(BOOT_TIMEOUT);
+}
+
+/// Pod mode (KubeVirt's command line, `STANDALONE_VMI`) with an SR-IOV
+/// interface and no network-info file: the VF's address comes from the
+/// device plugin's variables (`KUBEVIRT_RESOURCE_NAME_<iface>` →
+/// `PCIDEVICE_<RESOURCE>`), the domain is defined with that PCI hostdev,
+/// and — this machine has no such VF — starting it fails with libvirt's
+/// own error (here: "unsupported configuration: host doesn't support
+/// passthrough of host PCI devices"); the launcher exits 1 and leaves
+/// nothing.
+#[test]
+fn pod_mode_sriov_vf_from_the_device_plugin_environment() {
+    assert!(
+        !std::path::Path::new(network::sriov::NETWORK_INFO_PATH).exists(),
+        "this host has {}: the test needs the device plugin fallback",
+        network::sriov::NETWORK_INFO_PATH
+    );
+    let yaml = guest_vmi("sriovpod", "virtio")
+        .replace(
+            "      rng: {}\n",
+            "      rng: {}\n      interfaces:\n      - name: red\n        sriov: {}\n        pciAddress: \"0000:00:0c.0\"\n",
+        )
+        .replace(
+            "  volumes:\n",
+            "  networks:\n  - name: red\n    multus: {networkName: red-net}\n  volumes:\n",
+        );
+    let mut l = Launcher::start_wrapped(
+        &yaml,
+        &Opts {
+            pod: true,
+            env: &[
+                ("KUBEVIRT_RESOURCE_NAME_red", "example.com/vf"),
+                ("PCIDEVICE_EXAMPLE_COM_VF", "0000:fe:1f.7,"),
+            ],
+            ..Opts::default()
+        },
+        POD_WRAPPER,
+    );
+    let st = l.wait_exit(std::time::Duration::from_secs(120));
+    let log = l.log();
+    assert_eq!(st.code(), Some(1), "{log}");
+    assert!(log.contains("\"domain defined\""), "{log}");
+    // Without VFIO and an IOMMU (this machine) libvirt refuses any PCI
+    // passthrough; with them, it names the missing device.
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("virt-launcher: ")
+            && (last.contains("host doesn't support passthrough of host PCI devices")
+                || last.contains("0000:fe:1f.7")),
+        "{log}"
+    );
+    assert!(processes_mentioning(&l.uid).is_empty());
 }

@@ -268,3 +268,49 @@ fn pod_mode_runs_network_phase_2_for_the_vmi_virt_handler_syncs() {
     );
     assert!(processes_mentioning(&l.uid).is_empty());
 }
+
+/// An SR-IOV VMI synced by virt-handler: the launcher reads the VF's host
+/// address then (no network-info file here, so the device plugin's
+/// variables), defines the domain with the PCI hostdev, and the failed
+/// start (no VF, no VFIO on this machine) is SyncVirtualMachine's error,
+/// libvirt's own words, not a missing-address refusal.
+#[test]
+fn synced_sriov_vmi_gets_its_vf_from_the_device_plugin_environment() {
+    let yaml = guest_vmi("sriovsync", "virtio")
+        .replace(
+            "      rng: {}\n",
+            "      rng: {}\n      interfaces:\n      - name: red\n        sriov: {}\n",
+        )
+        .replace(
+            "  volumes:\n",
+            "  networks:\n  - name: red\n    multus: {networkName: red-net}\n  volumes:\n",
+        );
+    let mut l = Launcher::start_wrapped(
+        &yaml,
+        &crate::harness::Opts {
+            pod: true,
+            handler: true,
+            env: &[
+                ("KUBEVIRT_RESOURCE_NAME_red", "example.com/vf"),
+                ("PCIDEVICE_EXAMPLE_COM_VF", "0000:fe:1f.6"),
+            ],
+            ..crate::harness::Opts::default()
+        },
+        crate::harness::POD_WRAPPER,
+    );
+    let vmi = vmi_json_of(&l, &yaml);
+    let out = fake_handler(&l, &vmi, &[]).wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}\n{}", l.log());
+    assert!(stdout.contains("FAIL: sync: "), "{stdout}\n{}", l.log());
+    assert!(
+        stdout.contains("host doesn't support passthrough of host PCI devices")
+            || stdout.contains("0000:fe:1f.6"),
+        "{stdout}\n{}",
+        l.log()
+    );
+    assert!(l.log().contains("SR-IOV host devices"), "{}", l.log());
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    l.wait_exit(Duration::from_secs(60));
+    assert!(processes_mentioning(&l.uid).is_empty());
+}
