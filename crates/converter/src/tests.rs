@@ -1493,7 +1493,10 @@ fn sriov_bad_input_is_refused_by_field() {
             "spec.domain.devices.interfaces[2].sriov: SR-IOV interfaces \"red\" and \"blue\" were both given the host device 0000:81:11.1",
         ),
         (
-            SRIOV_VMI.replace("{name: blue, multus: {networkName: blue-net}}", "{name: blue, pod: {}}"),
+            SRIOV_VMI
+                .replace("{name: blue, multus: {networkName: blue-net}}", "{name: blue, pod: {}}")
+                .replace("{name: default, pod: {}}", "{name: default, multus: {networkName: d}}")
+                .replace("{name: default, masquerade: {}}", "{name: default, bridge: {}}"),
             ok.to_vec(),
             "spec.domain.devices.interfaces[2].sriov: SR-IOV needs a Multus network: spec.networks[name=blue] must have multus",
         ),
