@@ -380,6 +380,9 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
             ..dev
         },
     };
+    // The placeholder annotation is read at define time; refuse a bad
+    // value now.
+    pci_ports::placeholder_count(vmi, ctx.arch, &dom)?;
     Ok(dom)
 }
 

@@ -7,14 +7,14 @@
 //! up to 2 GiB of memory (at least 3 free), 16 above (at least 6 free),
 //! counting the devices that already need one.
 //!
-//! The legacy placeholder interfaces (annotation
-//! `kubevirt.io/pci-interface-slot-count`) only matter for VMIs with
-//! interfaces, which this launcher does not build yet: with none, KubeVirt
-//! reserves no placeholder, so P = 0 here and the annotation is refused by
-//! [`crate::unsupported`].
+//! For NIC hot-plug, a VMI with interfaces also gets placeholder
+//! interfaces at the first define (P = 4 − #interfaces, or the annotation
+//! `kubevirt.io/pci-interface-slot-count` − #interfaces): libvirt gives each
+//! a root port, the placeholders are then removed and their ports stay
+//! empty; the free ports appended after that are D − P.
 
 use api::{Arch, VirtualMachineInstance};
-use domain::Domain;
+use domain::{Domain, Interface, InterfaceTarget, Model};
 
 use crate::ConvertError;
 
@@ -24,6 +24,14 @@ pub const PLACE_ON_ROOT_COMPLEX: &str = "kubevirt.io/placePCIDevicesOnRootComple
 pub const LARGE_GUEST_BYTES: u64 = 2 << 30;
 /// Highest PCI controller index KubeVirt allocates.
 pub const MAX_PCI_INDEX: u32 = 31;
+/// Annotation setting how many interface slots (spec interfaces plus
+/// placeholders) a VMI reserves.
+pub const PCI_INTERFACE_SLOT_COUNT: &str = "kubevirt.io/pci-interface-slot-count";
+/// Interface slots reserved without the annotation (KubeVirt's
+/// `ReservedInterfaces`).
+pub const RESERVED_INTERFACES: u32 = 4;
+/// Tap name prefix of the placeholder interfaces (`placeholder-<i>`).
+pub const PLACEHOLDER_PREFIX: &str = "placeholder-";
 
 /// Devices of the converted domain that take a PCI slot: interfaces, PCI
 /// host devices, every controller except `pci-root`/`pcie-root`, virtio
@@ -47,7 +55,14 @@ pub fn pci_devices(dom: &Domain) -> u32 {
         .filter(|x| x.bus.as_deref() == Some("virtio"))
         .count();
     let hostdevs = d.hostdev.iter().filter(|h| h.hostdev_type == "pci").count();
-    let n = controllers + disks + inputs + hostdevs + d.watchdog.len() + d.rng.len() + 1;
+    let n = d.interface.len()
+        + controllers
+        + disks
+        + inputs
+        + hostdevs
+        + d.watchdog.len()
+        + d.rng.len()
+        + 1;
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
@@ -55,9 +70,135 @@ pub fn pci_devices(dom: &Domain) -> u32 {
 /// define (E): 0 unless the VMI is amd64 or arm64 (or names no
 /// architecture) on a `q35` / `virt*` machine and lacks the annotation
 /// `kubevirt.io/placePCIDevicesOnRootComplex: "true"`; otherwise
-/// D − P with D = max(16 − U, 6) above 2 GiB of memory, else max(8 − U, 3),
-/// U = [`pci_devices`], P = 0 placeholders.
+/// D − P (at least 0) with D = max(16 − U, 6) above 2 GiB of memory, else
+/// max(8 − U, 3), U = [`pci_devices`], P = [`placeholder_count`].
 pub fn free_ports_wanted(vmi: &VirtualMachineInstance, arch: Arch, dom: &Domain) -> u32 {
+    if !reserves_ports(vmi, arch, dom) {
+        return 0;
+    }
+    let used = pci_devices(dom);
+    let memory = dom.memory.bytes().unwrap_or(0);
+    let (total, floor): (u32, u32) = if memory > LARGE_GUEST_BYTES {
+        (16, 6)
+    } else {
+        (8, 3)
+    };
+    let placeholders = placeholder_count(vmi, arch, dom).unwrap_or(0);
+    total
+        .saturating_sub(used)
+        .max(floor)
+        .saturating_sub(placeholders)
+}
+
+/// How many placeholder interfaces the first define carries (P): none
+/// where no ports are reserved ([`free_ports_wanted`]'s conditions) or
+/// when the VMI has no interfaces; else the annotation
+/// [`PCI_INTERFACE_SLOT_COUNT`] (or [`RESERVED_INTERFACES`]) minus the
+/// spec's interfaces, at least 0 (KubeVirt v1.6.6 `virtwrap/manager.go`).
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming the annotation when its value is not
+/// a number from 0 to 32.
+pub fn placeholder_count(
+    vmi: &VirtualMachineInstance,
+    arch: Arch,
+    dom: &Domain,
+) -> Result<u32, ConvertError> {
+    let slots = match vmi.metadata.annotations.get(PCI_INTERFACE_SLOT_COUNT) {
+        Some(v) => v
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n <= MAX_PCI_INDEX + 1)
+            .ok_or_else(|| {
+                ConvertError::invalid(
+                    format!("metadata.annotations[{PCI_INTERFACE_SLOT_COUNT}]"),
+                    format!("{v:?} is not a number of slots from 0 to 32"),
+                )
+            })?,
+        None if vmi.spec.domain.devices.interfaces.is_empty() => return Ok(0),
+        None => RESERVED_INTERFACES,
+    };
+    if !reserves_ports(vmi, arch, dom) {
+        return Ok(0);
+    }
+    let ifaces = u32::try_from(vmi.spec.domain.devices.interfaces.len()).unwrap_or(u32::MAX);
+    Ok(slots.saturating_sub(ifaces))
+}
+
+/// `dom` with `count` placeholder interfaces appended: `<interface
+/// type='ethernet'>` on tap `placeholder-<i>` (`managed='no'`), of the
+/// virtio model the VMI's own virtio NICs get. Only ever defined, never
+/// started: [`remove_placeholders`] takes them out again.
+pub fn with_placeholders(
+    vmi: &VirtualMachineInstance,
+    arch: Arch,
+    dom: &Domain,
+    count: u32,
+) -> Domain {
+    let caps = crate::arch::caps(arch);
+    let model = if vmi.spec.domain.devices.use_virtio_transitional == Some(true)
+        && caps.virtio_model != "virtio"
+    {
+        "virtio-transitional"
+    } else {
+        caps.virtio_model
+    };
+    let mut out = dom.clone();
+    out.devices.interface.extend((0..count).map(|i| Interface {
+        interface_type: "ethernet".into(),
+        target: Some(InterfaceTarget {
+            dev: format!("{PLACEHOLDER_PREFIX}{i}"),
+            managed: Some("no".into()),
+        }),
+        model: Some(Model {
+            model_type: model.into(),
+        }),
+        ..Interface::default()
+    }));
+    out
+}
+
+/// libvirt's inactive domain XML without the placeholder interfaces
+/// ([`with_placeholders`]); everything else, the root ports libvirt made
+/// for them included, stays as libvirt wrote it. Text surgery for the
+/// reason given at [`add_root_ports`]: each `<interface ...>...</interface>`
+/// element whose target is a `placeholder-<i>` tap is cut out.
+///
+/// # Errors
+/// [`ConvertError::Host`] when an interface element is not closed.
+pub fn remove_placeholders(inactive_xml: &str) -> Result<String, ConvertError> {
+    let mut out = String::with_capacity(inactive_xml.len());
+    let mut rest = inactive_xml;
+    while let Some(start) = rest.find("<interface ") {
+        let Some(len) = rest[start..].find("</interface>") else {
+            return Err(ConvertError::Host(
+                "libvirt's domain XML has an unclosed <interface>".into(),
+            ));
+        };
+        let end = start + len + "</interface>".len();
+        let element = &rest[start..end];
+        let placeholder = element.contains(&format!("<target dev='{PLACEHOLDER_PREFIX}"))
+            || element.contains(&format!("<target dev=\"{PLACEHOLDER_PREFIX}"));
+        if placeholder {
+            // Drop the element and the indentation before it.
+            out.push_str(rest[..start].trim_end_matches([' ', '\t']));
+            rest = rest[end..].strip_prefix('\n').unwrap_or(&rest[end..]);
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        } else {
+            out.push_str(&rest[..end]);
+            rest = &rest[end..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Whether KubeVirt reserves hot-plug ports for this VMI: amd64 or arm64
+/// (or no architecture named) on a `q35` / `virt*` machine, without
+/// [`PLACE_ON_ROOT_COMPLEX`] set to `true`.
+fn reserves_ports(vmi: &VirtualMachineInstance, arch: Arch, dom: &Domain) -> bool {
     let arch_ok = match vmi.spec.architecture.as_deref() {
         None | Some("") => matches!(arch, Arch::Amd64 | Arch::Arm64),
         Some(a) => a == "amd64" || a == "arm64",
@@ -69,17 +210,7 @@ pub fn free_ports_wanted(vmi: &VirtualMachineInstance, arch: Arch, dom: &Domain)
         .annotations
         .get(PLACE_ON_ROOT_COMPLEX)
         .is_some_and(|v| v == "true");
-    if !arch_ok || !machine_ok || root_complex {
-        return 0;
-    }
-    let used = pci_devices(dom);
-    let memory = dom.memory.bytes().unwrap_or(0);
-    let (total, floor): (u32, u32) = if memory > LARGE_GUEST_BYTES {
-        (16, 6)
-    } else {
-        (8, 3)
-    };
-    total.saturating_sub(used).max(floor)
+    arch_ok && machine_ok && !root_complex
 }
 
 /// Appends `count` `<controller type='pci' model='pcie-root-port'>` to
@@ -175,6 +306,80 @@ mod tests {
             .annotations
             .insert(PLACE_ON_ROOT_COMPLEX.into(), "true".into());
         assert_eq!(free_ports_wanted(&v, Arch::Amd64, &d), 0);
+    }
+
+    const IFACES: &str = "      interfaces:\n      - {name: a, masquerade: {}}\n  networks:\n  - {name: a, pod: {}}\n";
+
+    #[test]
+    fn interfaces_count_and_get_placeholders_up_to_four_slots() {
+        // No interfaces: no placeholders.
+        let (v, d) = dom("1Gi", "      disks: []\n", Arch::Amd64, "");
+        assert_eq!(placeholder_count(&v, Arch::Amd64, &d).unwrap(), 0);
+        // One interface: it takes a slot (U = 5: usb, virtio-serial, the
+        // NIC, balloon... as counted), 3 placeholders, E = D - P.
+        let (v, d) = dom("1Gi", IFACES, Arch::Amd64, "");
+        let without = dom("1Gi", "      disks: []\n", Arch::Amd64, "").1;
+        assert_eq!(pci_devices(&d), pci_devices(&without) + 1);
+        assert_eq!(placeholder_count(&v, Arch::Amd64, &d).unwrap(), 3);
+        let d_ports = 8u32.saturating_sub(pci_devices(&d)).max(3);
+        assert_eq!(free_ports_wanted(&v, Arch::Amd64, &d), d_ports - 3);
+        // The annotation sets the slots; fewer than the interfaces: none.
+        let ann = ", annotations: {kubevirt.io/pci-interface-slot-count: '6'}";
+        let (v, d) = dom("1Gi", IFACES, Arch::Amd64, ann);
+        assert_eq!(placeholder_count(&v, Arch::Amd64, &d).unwrap(), 5);
+        assert_eq!(
+            free_ports_wanted(&v, Arch::Amd64, &d),
+            8u32.saturating_sub(pci_devices(&d))
+                .max(3)
+                .saturating_sub(5)
+        );
+        let ann0 = ", annotations: {kubevirt.io/pci-interface-slot-count: '0'}";
+        let (v, d) = dom("1Gi", IFACES, Arch::Amd64, ann0);
+        assert_eq!(placeholder_count(&v, Arch::Amd64, &d).unwrap(), 0);
+        // Not on s390x/ppc64le; a bad value is refused by name.
+        let (v, d) = dom("1Gi", IFACES, Arch::S390x, "");
+        assert_eq!(placeholder_count(&v, Arch::S390x, &d).unwrap(), 0);
+        for bad in ["x", "-1", "33", ""] {
+            let ann = format!(", annotations: {{kubevirt.io/pci-interface-slot-count: '{bad}'}}");
+            let doc = format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: p, uid: u1{ann}}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n    devices:\n{IFACES}");
+            let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+            let e = convert(&v, &ConvertContext::new(Arch::Amd64, VirtType::Kvm))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(e, format!("metadata.annotations[kubevirt.io/pci-interface-slot-count]: {bad:?} is not a number of slots from 0 to 32"));
+        }
+    }
+
+    #[test]
+    fn placeholders_are_added_to_the_model_and_cut_from_libvirts_xml() {
+        let (v, d) = dom("1Gi", IFACES, Arch::Amd64, "");
+        let with = with_placeholders(&v, Arch::Amd64, &d, 3);
+        assert_eq!(with.devices.interface.len(), 4);
+        let xml = with.to_xml().unwrap();
+        assert!(
+            xml.contains("<target dev=\"placeholder-2\" managed=\"no\"/>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<model type=\"virtio-non-transitional\"/>"),
+            "{xml}"
+        );
+        // As libvirt writes it back: addresses added, single quotes.
+        let libvirt = "<domain>\n  <devices>\n    <interface type='ethernet'>\n      <mac address='02:00:00:00:00:01'/>\n      <target dev='tap0' managed='no'/>\n      <model type='virtio-non-transitional'/>\n      <alias name='ua-a'/>\n      <address type='pci' domain='0x0000' bus='0x01' slot='0x00' function='0x0'/>\n    </interface>\n    <interface type='ethernet'>\n      <mac address='52:54:00:12:34:56'/>\n      <target dev='placeholder-0' managed='no'/>\n      <model type='virtio-non-transitional'/>\n      <address type='pci' domain='0x0000' bus='0x02' slot='0x00' function='0x0'/>\n    </interface>\n    <controller type='pci' index='2' model='pcie-root-port'/>\n  </devices>\n</domain>\n";
+        let out = remove_placeholders(libvirt).unwrap();
+        assert!(!out.contains("placeholder"), "{out}");
+        assert!(out.contains("<target dev='tap0' managed='no'/>"), "{out}");
+        assert!(
+            out.contains("<controller type='pci' index='2' model='pcie-root-port'/>"),
+            "{out}"
+        );
+        assert_eq!(out.matches("<interface ").count(), 1, "{out}");
+        assert!(out.contains("    </interface>\n    <controller"), "{out}");
+        assert!(remove_placeholders("<domain><devices><interface type='ethernet'>").is_err());
+        assert_eq!(
+            remove_placeholders(libvirt.split("    <interface").next().unwrap()).unwrap(),
+            libvirt.split("    <interface").next().unwrap()
+        );
     }
 
     #[test]

@@ -52,13 +52,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
     checks.push((
         vmi.metadata
             .annotations
-            .contains_key("kubevirt.io/pci-interface-slot-count"),
-        "metadata.annotations[kubevirt.io/pci-interface-slot-count]".into(),
-        "placeholder PCI slots for interfaces",
-    ));
-    checks.push((
-        vmi.metadata
-            .annotations
             .get(crate::pci_ports::PLACE_ON_ROOT_COMPLEX)
             .is_some_and(|v| v == "true"),
         format!(

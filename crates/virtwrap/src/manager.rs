@@ -613,17 +613,30 @@ impl DomainManager for LibvirtDomainManager {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .arch;
         let free_ports = converter::pci_ports::free_ports_wanted(vmi, arch, &spec);
-        // KubeVirt's define: once as converted, then again with the free
-        // PCIe root ports appended to libvirt's addressed definition.
+        let placeholders = converter::pci_ports::placeholder_count(vmi, arch, &spec)?;
+        let first_xml = if placeholders > 0 {
+            converter::pci_ports::with_placeholders(vmi, arch, &spec, placeholders).to_xml()?
+        } else {
+            xml.clone()
+        };
+        // KubeVirt's define: once as converted (with placeholder
+        // interfaces, whose root ports stay for NIC hot-plug), then again
+        // without the placeholders and with the free PCIe root ports
+        // appended to libvirt's addressed definition.
         let define = |conn: &Connect| -> Result<VirtDomain, ManagerError> {
-            let d = VirtDomain::define_xml(conn, &xml)?;
-            if free_ports == 0 {
+            let d = VirtDomain::define_xml(conn, &first_xml)?;
+            if free_ports == 0 && placeholders == 0 {
                 return Ok(d);
             }
             let inactive = d.get_xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
-            let with_ports = converter::pci_ports::add_root_ports(&inactive, free_ports)?;
+            let without = if placeholders > 0 {
+                converter::pci_ports::remove_placeholders(&inactive)?
+            } else {
+                inactive
+            };
+            let with_ports = converter::pci_ports::add_root_ports(&without, free_ports)?;
             let d = VirtDomain::define_xml(conn, &with_ports)?;
-            tracing::debug!(domain = %vmi.domain_name(), free_ports, "reserved PCIe root ports for hot-plug");
+            tracing::debug!(domain = %vmi.domain_name(), placeholders, free_ports, "reserved PCIe root ports for hot-plug");
             Ok(d)
         };
         let flags = if starts_paused(vmi) {

@@ -356,10 +356,20 @@ fn attr_values(xml: &str, elem_prefix: &str, attr: &str) -> Vec<u32> {
     out
 }
 
+/// KubeVirt's hot-plug reservation on a VMI with one interface: the
+/// first define carries 3 placeholder interfaces (4 slots − 1 NIC), whose
+/// root ports stay empty once they are removed, and the launcher appends
+/// D − 3 more free ports.
 #[test]
 fn launcher_reserves_free_pcie_root_ports() {
-    let yaml = guest_vmi("ports", "virtio");
-    let mut l = Launcher::start(&yaml, &Opts::default());
+    let yaml = crate::network::masquerade_vmi("ports");
+    let mut l = Launcher::start(
+        &yaml,
+        &Opts {
+            args: &["--setup-pod-network"],
+            ..Opts::default()
+        },
+    );
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let (ok, xml) = l.virsh(&["dumpxml", "--inactive", "e2e_ports"]);
     assert!(ok, "{xml}");
@@ -369,7 +379,16 @@ fn launcher_reserves_free_pcie_root_ports() {
     let ctx = converter::ConvertContext::new(api::Arch::Amd64, converter::VirtType::Qemu);
     let dom = converter::convert(&vmi, &ctx).unwrap();
     let wanted = converter::pci_ports::free_ports_wanted(&vmi, api::Arch::Amd64, &dom);
-    assert!(wanted >= 3, "{wanted}");
+    let placeholders =
+        converter::pci_ports::placeholder_count(&vmi, api::Arch::Amd64, &dom).unwrap();
+    assert_eq!(placeholders, 3);
+    // No placeholder survives; the guest's own NIC does.
+    assert!(!xml.contains("placeholder-"), "{xml}");
+    assert_eq!(
+        xml.matches("<interface type='ethernet'>").count(),
+        1,
+        "{xml}"
+    );
     let ports: Vec<u32> = xml
         .split('<')
         .filter(|c| c.starts_with("controller type='pci'") && c.contains("model='pcie-root-port'"))
@@ -382,19 +401,19 @@ fn launcher_reserves_free_pcie_root_ports() {
         .filter(|p| !used.contains(p))
         .collect();
     // The launcher appends `wanted` empty ports after libvirt's own (the
-    // highest indices); libvirt itself leaves at most one spare port when
-    // it adds the ports the devices need.
+    // highest indices); the placeholders' ports are empty too; libvirt
+    // itself leaves at most one spare port when it adds the ports the
+    // devices need. Free in all: D = wanted + placeholders (or one more).
     let appended = &ports[ports.len().saturating_sub(wanted as usize)..];
     let why = format!(
-        "free root ports {free:?} of {ports:?} (buses in use {used:?}), U={}, wanted {wanted}:\n{xml}",
+        "free root ports {free:?} of {ports:?} (buses in use {used:?}), U={}, wanted {wanted}, placeholders {placeholders}:\n{xml}",
         converter::pci_ports::pci_devices(&dom)
     );
     assert_eq!(appended.len(), wanted as usize, "{why}");
     assert!(appended.iter().all(|p| free.contains(p)), "{why}");
-    assert!(
-        (wanted as usize..=wanted as usize + 1).contains(&free.len()),
-        "{why}"
-    );
+    let d = (wanted + placeholders) as usize;
+    assert!(d >= 3, "{why}");
+    assert!((d..=d + 1).contains(&free.len()), "{why}");
     assert!(ports.iter().all(|p| *p <= 31), "{ports:?}");
     l.signal(nix::sys::signal::Signal::SIGTERM);
     assert!(
