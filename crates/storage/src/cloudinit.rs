@@ -417,23 +417,19 @@ pub fn tagged_devices(vmi: &VirtualMachineInstance, dom: &domain::Domain) -> Vec
     if tags.is_empty() {
         return Vec::new();
     }
-    let hex = |s: &Option<String>| {
-        s.as_deref()
-            .map(|v| v.strip_prefix("0x").unwrap_or(v).to_owned())
-            .unwrap_or_default()
-    };
-    let mut out = Vec::new();
-    for nic in &dom.devices.interface {
-        let Some(name) = nic.alias.as_ref().and_then(|a| a.name.strip_prefix("ua-")) else {
-            continue;
-        };
-        let (Some(tag), Some(addr)) = (tags.get(name), nic.address.as_ref()) else {
-            continue;
+    let nic = |name: Option<&str>, addr: Option<&domain::Address>, mac: String| {
+        let (Some(tag), Some(addr)) = (tags.get(name?), addr) else {
+            return None;
         };
         if addr.address_type != "pci" {
-            continue;
+            return None;
         }
-        out.push(DeviceData {
+        let hex = |s: &Option<String>| {
+            s.as_deref()
+                .map(|v| v.strip_prefix("0x").unwrap_or(v).to_owned())
+                .unwrap_or_default()
+        };
+        Some(DeviceData {
             device_type: "nic".into(),
             bus: addr.address_type.clone(),
             address: format!(
@@ -443,45 +439,34 @@ pub fn tagged_devices(vmi: &VirtualMachineInstance, dom: &domain::Domain) -> Vec
                 hex(&addr.slot),
                 hex(&addr.function)
             ),
-            mac: nic
-                .mac
+            mac,
+            tags: vec![(*tag).to_owned()],
+        })
+    };
+    let interfaces = dom.devices.interface.iter().filter_map(|n| {
+        nic(
+            n.alias.as_ref().and_then(|a| a.name.strip_prefix("ua-")),
+            n.address.as_ref(),
+            n.mac
                 .as_ref()
                 .map(|m| m.address.clone())
                 .unwrap_or_default(),
-            tags: vec![(*tag).to_owned()],
-        });
-    }
+        )
+    });
     // SR-IOV interfaces are host devices (`ua-sriov-<name>`): KubeVirt
     // lists them as `nic` too, with the guest address and no MAC.
-    for dev in &dom.devices.hostdev {
-        let Some(name) = dev.alias.as_ref().and_then(|a| {
-            a.name
-                .strip_prefix("ua-")
-                .and_then(|n| n.strip_prefix(converter::sriov::ALIAS_PREFIX))
-        }) else {
-            continue;
-        };
-        let (Some(tag), Some(addr)) = (tags.get(name), dev.address.as_ref()) else {
-            continue;
-        };
-        if addr.address_type != "pci" {
-            continue;
-        }
-        out.push(DeviceData {
-            device_type: "nic".into(),
-            bus: addr.address_type.clone(),
-            address: format!(
-                "{}:{}:{}.{}",
-                hex(&addr.domain),
-                hex(&addr.bus),
-                hex(&addr.slot),
-                hex(&addr.function)
-            ),
-            mac: String::new(),
-            tags: vec![(*tag).to_owned()],
-        });
-    }
-    out
+    let sriov = dom.devices.hostdev.iter().filter_map(|d| {
+        nic(
+            d.alias.as_ref().and_then(|a| {
+                a.name
+                    .strip_prefix("ua-")
+                    .and_then(|n| n.strip_prefix(converter::sriov::ALIAS_PREFIX))
+            }),
+            d.address.as_ref(),
+            String::new(),
+        )
+    });
+    interfaces.chain(sriov).collect()
 }
 
 /// The SSH public keys of the access credentials propagated to `kind`
