@@ -31,15 +31,19 @@ pub const MODELS: &[&str] = &[
 /// -device help`, QEMU 10.0: no e1000, ne2k_pci, pcnet or rtl8139).
 pub const S390X_MODELS: &[&str] = &["e1000e", "igb", "virtio"];
 
-/// What network phase 1 found for one interface.
+/// What network phase 1 found for one interface (phase 2's host facts).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InterfaceHost {
-    /// Tap device in the pod namespace (`tap0`).
+    /// Tap device in the pod namespace (`tap0`); empty for passt.
     pub tap: String,
     /// MAC of the pod link, used when the spec sets none (canonical form).
     pub mac: Option<String>,
     /// MTU of the pod link, bytes.
     pub mtu: Option<u32>,
+    /// passt binding only: the pod link passt takes its addresses and
+    /// routes from, `ovn-udn1` when the pod has it (see
+    /// [`crate::passt::OVN_UDN_LINK`]), else `eth0` (also when `None`).
+    pub source_dev: Option<String>,
 }
 
 /// The pod interface name KubeVirt gives a network: `eth0` for the pod
@@ -152,6 +156,44 @@ pub fn convert(
                 "needs a source: pod or multus",
             ));
         }
+        let bindings = [
+            ("bridge", iface.bridge.is_some()),
+            ("masquerade", iface.masquerade.is_some()),
+            ("sriov", iface.sriov.is_some()),
+            ("slirp", iface.slirp.is_some()),
+            ("passt", iface.passt.is_some()),
+            ("macvtap", iface.macvtap.is_some()),
+            ("binding", iface.binding.is_some()),
+        ];
+        if bindings.iter().filter(|(_, set)| *set).count() > 1 {
+            let names: Vec<&str> = bindings.iter().map(|(n, _)| *n).collect();
+            return Err(ConvertError::invalid(
+                path,
+                format!("only one of {} may be set", names.join(", ")),
+            ));
+        }
+        if iface.binding.is_some() && iface.plugin_name().is_none() {
+            return Err(ConvertError::invalid(
+                format!("{path}.binding.name"),
+                "required: the name of a binding plugin (passt)",
+            ));
+        }
+        if iface.passt.is_some() {
+            // KubeVirt's admission has refused this field since v1.3 ("Passt
+            // network binding has been discontinued"); accepting it would run
+            // a VMI no cluster admits, so it is refused with its successor.
+            return Err(ConvertError::invalid(
+                format!("{path}.passt"),
+                "the passt field was discontinued in KubeVirt v1.3; use binding: {name: passt}",
+            ));
+        }
+        let passt = crate::passt::is_passt(iface);
+        if passt && !is_pod {
+            return Err(ConvertError::invalid(
+                format!("{path}.binding"),
+                "the passt binding is supported for pod network interfaces only",
+            ));
+        }
         let masquerade = iface.masquerade.is_some();
         if masquerade && !is_pod {
             return Err(ConvertError::invalid(
@@ -168,6 +210,11 @@ pub fn convert(
                     format!("{other:?} is not one of up, down, absent"),
                 ))
             }
+        }
+        if passt {
+            let model = checked_model(iface, &path, ctx.arch, virtio_model)?;
+            out.push(crate::passt::interface(vmi, iface, &path, ctx, model)?);
+            continue;
         }
         out.push(one(
             iface,
@@ -192,22 +239,7 @@ fn one(
     virtio_model: &str,
 ) -> Result<Interface, ConvertError> {
     let model = iface.model.as_deref().unwrap_or("virtio");
-    if !MODELS.contains(&model) {
-        return Err(ConvertError::invalid(
-            format!("{path}.model"),
-            format!("{model:?} is not one of {}", MODELS.join(", ")),
-        ));
-    }
-    if ctx.arch == api::Arch::S390x && !S390X_MODELS.contains(&model) {
-        // libvirt defines such a domain; QEMU only fails at start.
-        return Err(ConvertError::invalid(
-            format!("{path}.model"),
-            format!(
-                "{model:?} does not exist on s390x: use one of {}",
-                S390X_MODELS.join(", ")
-            ),
-        ));
-    }
+    let model_type = checked_model(iface, path, ctx.arch, virtio_model)?;
     let host = ctx.prepared.interfaces.get(&iface.name);
     let mac = match &iface.mac_address {
         Some(text) => Some(format_mac(
@@ -221,11 +253,6 @@ fn one(
         None => tap_name(&pod_iface_name(&iface.name, is_pod)),
     };
     let virtio = model == "virtio";
-    let model_type = if virtio {
-        virtio_model.to_owned()
-    } else {
-        model.to_owned()
-    };
     // One queue pair per vCPU, as KubeVirt does, on virtio only.
     let queues = (multiqueue && virtio).then(|| vcpus.clamp(1, MAX_QUEUES));
     let boot = match iface.boot_order {
@@ -276,5 +303,42 @@ fn one(
         link: (iface.state.as_deref() == Some("down")).then(|| LinkState {
             state: "down".into(),
         }),
+        ..Interface::default()
+    })
+}
+
+/// The libvirt model of `iface`: `virtio_model` (the architecture's,
+/// transitional when asked) for `virtio` or none, else the spec's.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming `path.model` for a model KubeVirt
+/// does not know, or one QEMU's s390x emulator lacks.
+fn checked_model(
+    iface: &ApiInterface,
+    path: &str,
+    arch: Arch,
+    virtio_model: &str,
+) -> Result<String, ConvertError> {
+    let model = iface.model.as_deref().unwrap_or("virtio");
+    if !MODELS.contains(&model) {
+        return Err(ConvertError::invalid(
+            format!("{path}.model"),
+            format!("{model:?} is not one of {}", MODELS.join(", ")),
+        ));
+    }
+    if arch == api::Arch::S390x && !S390X_MODELS.contains(&model) {
+        // libvirt defines such a domain; QEMU only fails at start.
+        return Err(ConvertError::invalid(
+            format!("{path}.model"),
+            format!(
+                "{model:?} does not exist on s390x: use one of {}",
+                S390X_MODELS.join(", ")
+            ),
+        ));
+    }
+    Ok(if model == "virtio" {
+        virtio_model.to_owned()
+    } else {
+        model.to_owned()
     })
 }

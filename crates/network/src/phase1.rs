@@ -1,5 +1,7 @@
 //! A stand-in for virt-handler's network phase 1, for standalone runs and
-//! tests (`virt-launcher run VMI.yaml --setup-pod-network`).
+//! tests (`virt-launcher run VMI.yaml --setup-pod-network`); for the passt
+//! binding, which phase 1 does not touch, only the pod's side
+//! ([`setup_pod_link`]).
 //!
 //! Run inside a fresh network namespace (the caller unshares it), it
 //! builds what virt-handler builds in a pod for the masquerade binding
@@ -262,6 +264,43 @@ pub fn setup_bridge(
     })
 }
 
+/// The pod's IPv6 default gateway in the passt stand-in.
+pub const POD_GATEWAY6: &str = "fd00:10:244::1";
+
+/// Builds the pod side only, for the passt binding (which needs no
+/// bridge, tap or NAT: libvirt starts passt in this namespace and passt
+/// gives the guest the pod's own addresses): the dual-stack pod link
+/// `eth0` with [`POD_MAC`], [`POD_IP`] and [`POD_IP6`] (one end of a veth
+/// whose other end `cni0` stands for the CNI's side and has no address),
+/// and default routes through [`POD_GATEWAY`] and [`POD_GATEWAY6`] on
+/// `eth0`, from which passt takes the gateway it announces. Nothing
+/// answers at the gateways: the stand-in pod has no way out.
+///
+/// # Errors
+/// The failing command and its message.
+pub fn setup_pod_link() -> Result<(), String> {
+    let mtu = POD_MTU.to_string();
+    ip(&["link", "set", "lo", "up"])?;
+    ip(&[
+        "link", "add", "eth0", "type", "veth", "peer", "name", "cni0",
+    ])?;
+    ip(&["link", "set", "cni0", "mtu", &mtu, "up"])?;
+    ip(&["link", "set", "eth0", "address", POD_MAC, "mtu", &mtu, "up"])?;
+    ip(&["addr", "add", POD_IP, "dev", "eth0"])?;
+    ip(&["addr", "add", POD_IP6, "dev", "eth0", "nodad"])?;
+    ip(&["route", "add", "default", "via", POD_GATEWAY, "dev", "eth0"])?;
+    ip(&[
+        "-6",
+        "route",
+        "add",
+        "default",
+        "via",
+        POD_GATEWAY6,
+        "dev",
+        "eth0",
+    ])
+}
+
 /// What phase 2 needs to know of a pod link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PodLink {
@@ -275,6 +314,20 @@ pub struct PodLink {
     /// It holds an IPv6 address of global scope (unique local included,
     /// as Go's `IsGlobalUnicast`; KubeVirt then serves DHCPv6).
     pub ipv6: bool,
+}
+
+/// Whether a link named `name` exists in the current network namespace
+/// (`if_nametoindex`, answered by the kernel for the calling thread's
+/// namespace).
+///
+/// # Errors
+/// Any failure other than "no such device".
+pub fn link_exists(name: &str) -> Result<bool, String> {
+    match nix::net::if_::if_nametoindex(name) {
+        Ok(_) => Ok(true),
+        Err(nix::errno::Errno::ENODEV) => Ok(false),
+        Err(e) => Err(format!("looking up link {name}: {e}")),
+    }
 }
 
 /// Reads a link's MAC, MTU and address families in the current network

@@ -366,6 +366,7 @@ fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherE
         Path::new(PRIVATE_DIR),
         &resolv,
         &network::phase1::pod_link,
+        &network::phase1::link_exists,
     )
     .map(PodSetup::Ready)
     .map_err(LauncherError::Input)
@@ -443,6 +444,12 @@ fn network_phase1(
     }
     let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
     if let Some(iface) = live.first() {
+        if converter::passt::is_passt(iface) {
+            // Phase 1 has nothing to do for passt; the stand-in makes the
+            // pod's own side, which a CNI makes in a cluster.
+            network::phase1::setup_pod_link().map_err(rt)?;
+            return Ok(None);
+        }
         if bridge && iface.bridge.is_some() {
             let subdomain = vmi.spec.subdomain.clone().unwrap_or_default();
             let cache = network::phase1::setup_bridge(&subdomain, mq).map_err(rt)?;
@@ -450,9 +457,9 @@ fn network_phase1(
         }
         if iface.masquerade.is_none() {
             let which = if bridge {
-                "the masquerade and bridge bindings"
+                "the masquerade, bridge and passt bindings"
             } else {
-                "the masquerade binding"
+                "the masquerade and passt bindings"
             };
             return Err(LauncherError::Input(format!(
                 "spec.domain.devices.interfaces[name={}]: {what} builds {which} only",
@@ -750,6 +757,7 @@ pub fn run_vmi(
                 Path::new(PRIVATE_DIR),
                 &resolv,
                 &network::phase1::pod_link,
+                &network::phase1::link_exists,
             )
             .map_err(LauncherError::Input)?;
             ctx.prepared.interfaces = phase2.hosts;
@@ -811,9 +819,14 @@ pub fn run_vmi(
                 network::cache::write_json(&network::cache::vif_cache_path(dir, "eth0"), &cache)
                     .map_err(|e| LauncherError::Runtime(e.to_string()))?;
                 let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-                let phase2 =
-                    network::phase2::prepare(vmi, dir, &resolv, &network::phase1::pod_link)
-                        .map_err(LauncherError::Input)?;
+                let phase2 = network::phase2::prepare(
+                    vmi,
+                    dir,
+                    &resolv,
+                    &network::phase1::pod_link,
+                    &network::phase1::link_exists,
+                )
+                .map_err(LauncherError::Input)?;
                 ctx.prepared.interfaces = phase2.hosts;
                 dhcp = phase2.dhcp;
                 dhcp6 = phase2.dhcp6;
@@ -1659,6 +1672,7 @@ fn run_domain(
                 Path::new(PRIVATE_DIR),
                 &resolv,
                 &network::phase1::pod_link,
+                &network::phase1::link_exists,
             )?;
             let started = network::phase2::DhcpServers::start(p.dhcp, p.dhcp6)?;
             servers
