@@ -350,7 +350,8 @@ enum PodSetup {
 
 /// `--setup-pod-network`: a new network namespace for this process (and
 /// so for libvirt and QEMU), phase 1's masquerade or bridge topology in
-/// it, then phase 2 (for the bridge binding, after the private directory
+/// it (for passt only the pod link, in which libvirt starts passt), then
+/// phase 2 (for the bridge binding, after the private directory
 /// is mounted: see [`PodSetup`]). Called while the launcher is
 /// single-threaded.
 fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherError> {
@@ -423,7 +424,8 @@ pub fn pod_network_phase1(vmi: &VirtualMachineInstance) -> Result<(), LauncherEr
 }
 
 /// The phase-1 stand-in (one pod interface) in the current network
-/// namespace: masquerade, and the bridge binding when `bridge` (whose DHCP
+/// namespace: masquerade, the pod link alone for passt, and the bridge
+/// binding when `bridge` (whose DHCP
 /// cache is returned, to be written where phase 2 reads it); `what`
 /// prefixes the messages.
 fn network_phase1(
