@@ -210,3 +210,45 @@ fn pod_mode_runs_network_phase_2_for_the_vmi_virt_handler_syncs() {
     );
     assert!(processes_mentioning(&l.uid).is_empty());
 }
+
+/// Pod mode, passt binding: the pod has only its link (`eth0`, made by
+/// `virt-launcher pod-network-phase1`, which leaves passt's side to
+/// libvirt); virt-handler syncs the VMI, phase 2 runs in SyncVMI with no
+/// tap and no DHCP server, the domain is defined with the passt interface
+/// and libvirt starts passt, which on this stack refuses libvirt's port
+/// specifier (see `network::passt_binding_starts_passt_which_refuses_libvirts_port_spec`):
+/// the sync fails with passt's message and the launcher stays up.
+#[test]
+fn pod_mode_sync_of_a_passt_vmi_runs_no_dhcp_and_reaches_passt() {
+    let yaml = crate::network::masquerade_vmi("podpasst").replace(
+        "        masquerade: {}\n",
+        "        binding: {name: passt}\n",
+    );
+    let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
+    let vmi = vmi_json_of(&l, &yaml);
+    let out = fake_handler(&l, &vmi, &[]).wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let log = l.log();
+    assert!(
+        !out.status.success()
+            && stdout.contains("FAIL: sync:")
+            && stdout.contains("--tcp-ports %eth0/8080")
+            && stdout.contains("Invalid port specifier %eth0/8080"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        log.contains("network phase 2 done for the synced VMI")
+            && log.contains(r#""interfaces":"[\"default\"]""#)
+            && log.contains("domain defined"),
+        "{log}"
+    );
+    assert!(!log.contains("DHCP"), "{log}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(processes_mentioning(&l.uid).is_empty());
+}
