@@ -1,6 +1,8 @@
 //! Network interfaces (kubevirt-facts §4.4 and §6.2): every interface
 //! that is not `absent` becomes `<interface type='ethernet'>` on the tap
-//! device network phase 1 created, `managed='no'`.
+//! device network phase 1 created, `managed='no'`; the passt binding
+//! plugin's becomes its sidecar's `<interface type='user'>`
+//! ([`crate::passt`]).
 //!
 //! Host facts (the tap's name, the pod link's MAC and MTU) come from
 //! [`crate::Prepared::interfaces`], filled by the launcher from the
@@ -114,8 +116,10 @@ pub fn pci_address(path: &str, text: &str) -> Result<Address, ConvertError> {
 ///
 /// # Errors
 /// [`ConvertError::Invalid`] naming the field for: an interface without
-/// a network of its name, duplicate names, masquerade on a non-pod
-/// network, an unknown model, a malformed or reserved MAC, a bad PCI
+/// a network of its name, duplicate names, more than one binding, a
+/// `binding` without a name, the discontinued `passt` field, masquerade
+/// or the passt binding on a non-pod network, what the passt binding
+/// does not apply (see [`crate::passt::interface`]), an unknown model, a malformed or reserved MAC, a bad PCI
 /// address, boot order 0, an `acpiIndex` on an architecture without ACPI
 /// (ppc64le, s390x), or a `state` other than up/down/absent.
 pub fn convert(

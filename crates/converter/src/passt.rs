@@ -11,9 +11,11 @@
 //!   (OVN-Kubernetes' primary user-defined network; a host fact from
 //!   network phase 2, [`crate::interfaces::InterfaceHost::source_dev`]);
 //! - `<backend type='passt' logFile='/var/run/kubevirt/passt.log'/>`;
-//! - the model (virtio → the architecture's virtio model, honouring
-//!   `useVirtioTransitional`; others as given), the spec's MAC, PCI
-//!   address and ACPI index;
+//! - the model (virtio → `virtio-non-transitional`, or
+//!   `virtio-transitional` with `useVirtioTransitional`; others as given;
+//!   on s390x, whose channel I/O has no such models, plain `virtio` as
+//!   for every other interface there), the spec's MAC (canonical form),
+//!   PCI address and ACPI index;
 //! - `<portForward proto='tcp|udp' dev='eth0'>` with one `<range
 //!   start='PORT'/>` per `ports[]` entry of that protocol (no protocol =
 //!   TCP); with no ports, one `tcp` and one `udp` element without ranges
