@@ -117,6 +117,9 @@ pub struct Opts<'a> {
     pub pod_mounts: &'a [(&'a str, &'a Path)],
     /// Pod mode: like [`Opts::pod_mounts`], writable (claims).
     pub pod_mounts_rw: &'a [(&'a str, &'a Path)],
+    /// Extra environment for the launcher (and so its libvirt daemon and
+    /// the helpers libvirt runs by name, e.g. `PATH` for `passt`).
+    pub env: &'a [(&'a str, &'a std::ffi::OsStr)],
 }
 
 impl Default for Opts<'_> {
@@ -128,6 +131,7 @@ impl Default for Opts<'_> {
             handler: false,
             pod_mounts: &[],
             pod_mounts_rw: &[],
+            env: &[],
         }
     }
 }
@@ -295,6 +299,7 @@ impl Launcher {
         cmd.args(["--use-emulation", "--keep-state", "--uid", &uid])
             .arg("--state-dir")
             .arg(&state);
+        cmd.envs(opts.env.iter().copied());
         cmd.args(opts.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup"))

@@ -326,8 +326,9 @@ fn bridge_guest_gets_the_pods_address_over_dhcp() {
 /// `nobody` before it writes libvirt's `--pid` file in the root-owned
 /// `/run/libvirt/qemu/passt` ("PID file open: Permission denied"; seen
 /// with the port specifier rewritten by hand). Asserted, not skipped:
-/// with a passt that accepts it this test fails, and must become the
-/// guest-gets-the-pod's-address-over-DHCP test.
+/// with a passt that accepts it this test fails; then it goes, and
+/// [`passt_guest_gets_the_pods_address_and_its_port_is_forwarded`] runs
+/// that passt without tests/passt/passt-bookworm-shim.
 #[test]
 fn passt_binding_starts_passt_which_refuses_libvirts_port_spec() {
     let yaml = masquerade_vmi("netpasst").replace(
@@ -388,4 +389,150 @@ fn passt_binding_starts_passt_which_refuses_libvirts_port_spec() {
         "{log}"
     );
     assert!(log.contains("Invalid port specifier %eth0/all"), "{log}");
+}
+
+/// A directory holding `passt` -> tests/passt/passt-bookworm-shim, to put
+/// first on a launcher's `PATH` (libvirt runs passt by name). Test-only:
+/// see the shim's header for why it exists and exactly what it rewrites.
+fn passt_shim_dir() -> tempfile::TempDir {
+    let shim = repo_root().join("tests/passt/passt-bookworm-shim");
+    assert!(
+        shim.is_file() && std::path::Path::new("/usr/bin/passt").is_file(),
+        "need {} and /usr/bin/passt (apt-get install passt)",
+        shim.display()
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("vl-passt-shim-")
+        .tempdir()
+        .unwrap();
+    std::os::unix::fs::symlink(&shim, dir.path().join("passt")).unwrap();
+    dir
+}
+
+/// The passt data path end to end with real libvirt, real passt and the
+/// real guest. The launcher emits KubeVirt's passt XML unchanged; only
+/// this test's launcher finds bookworm's passt through
+/// tests/passt/passt-bookworm-shim (first on its `PATH`), which rewrites
+/// the two things that passt cannot take from libvirt 11.3 (see
+/// [`passt_binding_starts_passt_which_refuses_libvirts_port_spec`]):
+/// `--tcp-ports %eth0/8080` becomes `--tcp-ports 8080`, and `--runas 0:0`
+/// keeps passt able to write libvirt's PID file. Then passt's DHCP gives
+/// the guest the pod's own address (10.244.0.5/24, router 10.244.0.1),
+/// and from the pod's network namespace, where nothing but passt reaches
+/// the guest (no bridge, no tap, no NAT), a TCP connection to the pod
+/// address on the spec's port 8080 gets the guest's httpd, while port 80,
+/// which the guest also serves but the spec does not forward, is refused.
+#[test]
+fn passt_guest_gets_the_pods_address_and_its_port_is_forwarded() {
+    let yaml = masquerade_vmi("netpasstfwd").replace(
+        "        masquerade: {}\n",
+        "        binding: {name: passt}\n",
+    );
+    assert!(yaml.contains("binding: {name: passt}"), "{yaml}");
+    let shim = passt_shim_dir();
+    let mut path = std::ffi::OsString::from(shim.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into()));
+    let t0 = std::time::Instant::now();
+    let mut l = Launcher::start(
+        &yaml,
+        &Opts {
+            args: &["--setup-pod-network"],
+            env: &[("PATH", &path)],
+            ..Opts::default()
+        },
+    );
+    // libvirt starts passt (through the shim) just before QEMU, both with
+    // the socket on their command lines: its first appearance is the
+    // domain's start.
+    let socket = "e2e_netpasstfwd-ua-default.socket";
+    while processes_mentioning(socket).is_empty() {
+        if t0.elapsed() > BOOT_TIMEOUT || !alive(l.pid()) {
+            panic!("passt never started\n{}", l.log());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let t_passt = t0.elapsed();
+    let serial = l.wait_serial("GUEST-DHCP ", 1, BOOT_TIMEOUT);
+    let t_lease = t0.elapsed();
+    eprintln!(
+        "passt started {t_passt:?} after the launcher, the guest's lease {:?} after passt",
+        t_lease - t_passt
+    );
+    let f = fields(&serial, "GUEST-DHCP");
+    assert_eq!(f["interface"], "eth0", "{serial}");
+    assert_eq!(f["ip"], "10.244.0.5/24", "{serial}");
+    assert_eq!(f["router"], "10.244.0.1", "{serial}");
+
+    // The passt that runs (daemonized, re-executed as its CPU's build,
+    // e.g. /usr/bin/passt.avx2) is bookworm's, with the shim's rewrite of
+    // libvirt's command line (and only that).
+    let passts: Vec<u32> = processes_mentioning(socket)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_link(format!("/proc/{p}/exe"))
+                .is_ok_and(|e| e.to_string_lossy().starts_with("/usr/bin/passt"))
+        })
+        .collect();
+    let [passt] = passts[..] else {
+        panic!("not one passt for {socket}: {passts:?}\n{}", l.log());
+    };
+    let cmdline = std::fs::read(format!("/proc/{passt}/cmdline")).unwrap_or_default();
+    let args: Vec<String> = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let line = args.join(" ");
+    // (passt splits `0:0` in place: its argv shows `0 0`.)
+    assert!(line.starts_with("/usr/bin/passt --runas 0"), "{line}");
+    assert!(line.contains(" --one-off --socket /run/libvirt/"), "{line}");
+    // It kept root's identity (bookworm's passt would be `nobody`).
+    let status = std::fs::read_to_string(format!("/proc/{passt}/status")).unwrap_or_default();
+    let uid = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .unwrap_or_default();
+    assert_eq!(uid.split_whitespace().nth(1), Some("0"), "{status}");
+    assert!(
+        line.contains(" --interface eth0 --log-file /var/run/kubevirt/passt.log --tcp-ports 8080"),
+        "{line}"
+    );
+
+    // Port forwarding from the pod's side, through passt only.
+    let ready = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(ready.contains("ip=10.244.0.5 "), "{ready}");
+    let netns = format!("/proc/{}/ns/net", l.worker_pid());
+    // (The page names the guest's hostname: `localhost` here, as passt's
+    // DHCP sends none, unlike the launcher's for masquerade.)
+    let body = http_get_in_netns(&netns, "10.244.0.5:8080");
+    assert!(
+        body.contains("200 OK") && body.contains("GUEST-HTTP "),
+        "{body}"
+    );
+    let refused = {
+        let netns = netns.clone();
+        std::thread::spawn(move || {
+            let ns = std::fs::File::open(&netns).unwrap();
+            nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            std::net::TcpStream::connect_timeout(
+                &"10.244.0.5:80".parse().unwrap(),
+                std::time::Duration::from_secs(2),
+            )
+            .map(|_| ())
+            .map_err(|e| e.kind())
+        })
+        .join()
+        .unwrap()
+    };
+    assert_eq!(
+        refused,
+        Err(std::io::ErrorKind::ConnectionRefused),
+        "port 80 is not in the spec's ports, so passt must not forward it"
+    );
+    // The launcher ran no DHCP server of its own: the lease was passt's.
+    let log = l.log();
+    assert!(!log.contains("DHCPv4 server started"), "{log}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    l.wait_exit(BOOT_TIMEOUT);
 }
