@@ -417,11 +417,12 @@ fn passt_shim_dir() -> tempfile::TempDir {
 /// [`passt_binding_starts_passt_which_refuses_libvirts_port_spec`]):
 /// `--tcp-ports %eth0/8080` becomes `--tcp-ports 8080`, and `--runas 0:0`
 /// keeps passt able to write libvirt's PID file. Then passt's DHCP gives
-/// the guest the pod's own address (10.244.0.5/24, router 10.244.0.1),
-/// and from the pod's network namespace, where nothing but passt reaches
-/// the guest (no bridge, no tap, no NAT), a TCP connection to the pod
-/// address on the spec's port 8080 gets the guest's httpd, while port 80,
-/// which the guest also serves but the spec does not forward, is refused.
+/// the guest the pod's own address (10.244.0.5/24, router 10.244.0.1) and
+/// its DHCPv6 the pod's fd00:10:244::5, and from the pod's network
+/// namespace, where nothing but passt reaches the guest (no bridge, no
+/// tap, no NAT), a TCP connection to either pod address on the spec's port
+/// 8080 gets the guest's httpd, while port 80, which the guest also serves
+/// but the spec does not forward, is refused. passt ends with the launcher.
 #[test]
 fn passt_guest_gets_the_pods_address_and_its_port_is_forwarded() {
     let yaml = masquerade_vmi("netpasstfwd").replace(
@@ -463,6 +464,11 @@ fn passt_guest_gets_the_pods_address_and_its_port_is_forwarded() {
     assert_eq!(f["interface"], "eth0", "{serial}");
     assert_eq!(f["ip"], "10.244.0.5/24", "{serial}");
     assert_eq!(f["router"], "10.244.0.1", "{serial}");
+    // passt's DHCPv6 gives the pod's IPv6 address too.
+    let serial = l.wait_serial("GUEST-DHCP6 ", 1, BOOT_TIMEOUT);
+    let f6 = fields(&serial, "GUEST-DHCP6");
+    assert_eq!(f6["interface"], "eth0", "{serial}");
+    assert_eq!(f6["ip"], "fd00:10:244::5", "{serial}");
 
     // The passt that runs (daemonized, re-executed as its CPU's build,
     // e.g. /usr/bin/passt.avx2) is bookworm's, with the shim's rewrite of
@@ -505,11 +511,13 @@ fn passt_guest_gets_the_pods_address_and_its_port_is_forwarded() {
     let netns = format!("/proc/{}/ns/net", l.worker_pid());
     // (The page names the guest's hostname: `localhost` here, as passt's
     // DHCP sends none, unlike the launcher's for masquerade.)
-    let body = http_get_in_netns(&netns, "10.244.0.5:8080");
-    assert!(
-        body.contains("200 OK") && body.contains("GUEST-HTTP "),
-        "{body}"
-    );
+    for addr in ["10.244.0.5:8080", "[fd00:10:244::5]:8080"] {
+        let body = http_get_in_netns(&netns, addr);
+        assert!(
+            body.contains("200 OK") && body.contains("GUEST-HTTP "),
+            "{addr}: {body}"
+        );
+    }
     let refused = {
         let netns = netns.clone();
         std::thread::spawn(move || {
@@ -535,4 +543,13 @@ fn passt_guest_gets_the_pods_address_and_its_port_is_forwarded() {
     assert!(!log.contains("DHCPv4 server started"), "{log}");
     l.signal(nix::sys::signal::Signal::SIGTERM);
     l.wait_exit(BOOT_TIMEOUT);
+    // passt (`--one-off`, in a session of its own) ends with the domain.
+    let t = std::time::Instant::now();
+    while alive(passt) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "passt {passt} outlived its launcher"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
