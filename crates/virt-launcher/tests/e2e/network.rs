@@ -391,10 +391,11 @@ fn passt_binding_starts_passt_which_refuses_libvirts_port_spec() {
     assert!(log.contains("Invalid port specifier %eth0/all"), "{log}");
 }
 
-/// A directory holding `passt` -> tests/passt/passt-bookworm-shim, to put
-/// first on a launcher's `PATH` (libvirt runs passt by name). Test-only:
-/// see the shim's header for why it exists and exactly what it rewrites.
-fn passt_shim_dir() -> tempfile::TempDir {
+/// A directory holding `passt` -> tests/passt/passt-bookworm-shim, and a
+/// `PATH` with it first, for one launcher (libvirt runs passt by name).
+/// Test-only: see the shim's header for why it exists and exactly what it
+/// rewrites.
+fn passt_shim_path() -> (tempfile::TempDir, std::ffi::OsString) {
     let shim = repo_root().join("tests/passt/passt-bookworm-shim");
     assert!(
         shim.is_file() && std::path::Path::new("/usr/bin/passt").is_file(),
@@ -406,7 +407,10 @@ fn passt_shim_dir() -> tempfile::TempDir {
         .tempdir()
         .unwrap();
     std::os::unix::fs::symlink(&shim, dir.path().join("passt")).unwrap();
-    dir
+    let mut path = std::ffi::OsString::from(dir.path());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into()));
+    (dir, path)
 }
 
 /// The passt data path end to end with real libvirt, real passt and the
@@ -430,10 +434,7 @@ fn passt_guest_gets_the_pods_address_and_its_port_is_forwarded() {
         "        binding: {name: passt}\n",
     );
     assert!(yaml.contains("binding: {name: passt}"), "{yaml}");
-    let shim = passt_shim_dir();
-    let mut path = std::ffi::OsString::from(shim.path());
-    path.push(":");
-    path.push(std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into()));
+    let (_shim, path) = passt_shim_path();
     let t0 = std::time::Instant::now();
     let mut l = Launcher::start(
         &yaml,
