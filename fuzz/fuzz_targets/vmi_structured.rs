@@ -238,7 +238,17 @@ fn context(f: Facts) -> ConvertContext {
     p.interfaces = f
         .interfaces
         .into_iter()
-        .map(|(i, tap, mac, mtu)| (pool8(i), InterfaceHost { tap, mac, mtu }))
+        .map(|(i, tap, mac, mtu)| {
+            (
+                pool8(i),
+                InterfaceHost {
+                    tap,
+                    mac,
+                    mtu,
+                    ..InterfaceHost::default()
+                },
+            )
+        })
         .collect();
     ctx.mem_balloon_stats_period = f.balloon_period;
     ctx.serial_console_log = f.serial_console_log;

@@ -1398,7 +1398,8 @@ pub struct Interface {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub slirp: Option<Value>,
-    /// Core passt binding (refused; upstream moved it to a plugin).
+    /// Core passt binding, removed in KubeVirt v1.3 (refused, naming the
+    /// `binding: {name: passt}` plugin that replaces it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub passt: Option<Value>,
@@ -1406,7 +1407,7 @@ pub struct Interface {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub macvtap: Option<Value>,
-    /// Network binding plugin (refused).
+    /// Network binding plugin (`{name: passt}`; other names are refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub binding: Option<Value>,
@@ -1453,6 +1454,12 @@ impl Interface {
         .into_iter()
         .find(|(set, _)| *set)
         .map(|(_, n)| n)
+    }
+
+    /// The binding plugin's name (`binding: {name: passt}` → `passt`), or
+    /// `None` when `binding` is absent or has no string `name`.
+    pub fn plugin_name(&self) -> Option<&str> {
+        self.binding.as_ref()?.get("name")?.as_str()
     }
 }
 

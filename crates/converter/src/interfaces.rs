@@ -1,7 +1,9 @@
 //! Network interfaces (kubevirt-facts §4.4 and §6.2): every interface
 //! that is not `absent` becomes `<interface type='ethernet'>` on the tap
 //! device network phase 1 created, `managed='no'`; SR-IOV interfaces
-//! become host devices instead ([`crate::sriov`]).
+//! become host devices instead ([`crate::sriov`]); the passt binding
+//! plugin's becomes its sidecar's `<interface type='user'>`
+//! ([`crate::passt`]).
 //!
 //! Host facts (the tap's name, the pod link's MAC and MTU) come from
 //! [`crate::Prepared::interfaces`], filled by the launcher from the
@@ -32,15 +34,19 @@ pub const MODELS: &[&str] = &[
 /// -device help`, QEMU 10.0: no e1000, ne2k_pci, pcnet or rtl8139).
 pub const S390X_MODELS: &[&str] = &["e1000e", "igb", "virtio"];
 
-/// What network phase 1 found for one interface.
+/// What network phase 1 found for one interface (phase 2's host facts).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InterfaceHost {
-    /// Tap device in the pod namespace (`tap0`).
+    /// Tap device in the pod namespace (`tap0`); empty for passt.
     pub tap: String,
     /// MAC of the pod link, used when the spec sets none (canonical form).
     pub mac: Option<String>,
     /// MTU of the pod link, bytes.
     pub mtu: Option<u32>,
+    /// passt binding only: the pod link passt takes its addresses and
+    /// routes from, `ovn-udn1` when the pod has it (see
+    /// [`crate::passt::OVN_UDN_LINK`]), else `eth0` (also when `None`).
+    pub source_dev: Option<String>,
 }
 
 /// The pod interface name KubeVirt gives a network: `eth0` for the pod
@@ -112,8 +118,10 @@ pub fn pci_address(path: &str, text: &str) -> Result<Address, ConvertError> {
 ///
 /// # Errors
 /// [`ConvertError::Invalid`] naming the field for: an interface without
-/// a network of its name, duplicate names, masquerade on a non-pod
-/// network, an unknown model, a malformed or reserved MAC, a bad PCI
+/// a network of its name, duplicate names, more than one binding, a
+/// `binding` without a name, the discontinued `passt` field, masquerade
+/// or the passt binding on a non-pod network, what the passt binding
+/// does not apply (see [`crate::passt::interface`]), an unknown model, a malformed or reserved MAC, a bad PCI
 /// address, boot order 0, an `acpiIndex` on an architecture without ACPI
 /// (ppc64le, s390x), or a `state` other than up/down/absent.
 pub fn convert(
@@ -181,6 +189,44 @@ pub fn convert(
                 "needs a source: pod or multus",
             ));
         }
+        let bindings = [
+            ("bridge", iface.bridge.is_some()),
+            ("masquerade", iface.masquerade.is_some()),
+            ("sriov", iface.sriov.is_some()),
+            ("slirp", iface.slirp.is_some()),
+            ("passt", iface.passt.is_some()),
+            ("macvtap", iface.macvtap.is_some()),
+            ("binding", iface.binding.is_some()),
+        ];
+        if bindings.iter().filter(|(_, set)| *set).count() > 1 {
+            let names: Vec<&str> = bindings.iter().map(|(n, _)| *n).collect();
+            return Err(ConvertError::invalid(
+                path,
+                format!("only one of {} may be set", names.join(", ")),
+            ));
+        }
+        if iface.binding.is_some() && iface.plugin_name().is_none() {
+            return Err(ConvertError::invalid(
+                format!("{path}.binding.name"),
+                "required: the name of a binding plugin (passt)",
+            ));
+        }
+        if iface.passt.is_some() {
+            // KubeVirt's admission has refused this field since v1.3 ("Passt
+            // network binding has been discontinued"); accepting it would run
+            // a VMI no cluster admits, so it is refused with its successor.
+            return Err(ConvertError::invalid(
+                format!("{path}.passt"),
+                "the passt field was discontinued in KubeVirt v1.3; use binding: {name: passt}",
+            ));
+        }
+        let passt = crate::passt::is_passt(iface);
+        if passt && !is_pod {
+            return Err(ConvertError::invalid(
+                format!("{path}.binding"),
+                "the passt binding is supported for pod network interfaces only",
+            ));
+        }
         let masquerade = iface.masquerade.is_some();
         if masquerade && !is_pod {
             return Err(ConvertError::invalid(
@@ -200,6 +246,11 @@ pub fn convert(
         }
         if crate::sriov::is_sriov(iface) {
             // A host device, not an <interface>: see crate::sriov.
+            continue;
+        }
+        if passt {
+            let model = checked_model(iface, &path, ctx.arch, virtio_model)?;
+            out.push(crate::passt::interface(vmi, iface, &path, ctx, model)?);
             continue;
         }
         // A Multus network marked `default` replaces the pod network: its
@@ -228,22 +279,7 @@ fn one(
     virtio_model: &str,
 ) -> Result<Interface, ConvertError> {
     let model = iface.model.as_deref().unwrap_or("virtio");
-    if !MODELS.contains(&model) {
-        return Err(ConvertError::invalid(
-            format!("{path}.model"),
-            format!("{model:?} is not one of {}", MODELS.join(", ")),
-        ));
-    }
-    if ctx.arch == api::Arch::S390x && !S390X_MODELS.contains(&model) {
-        // libvirt defines such a domain; QEMU only fails at start.
-        return Err(ConvertError::invalid(
-            format!("{path}.model"),
-            format!(
-                "{model:?} does not exist on s390x: use one of {}",
-                S390X_MODELS.join(", ")
-            ),
-        ));
-    }
+    let model_type = checked_model(iface, path, ctx.arch, virtio_model)?;
     let host = ctx.prepared.interfaces.get(&iface.name);
     let mac = match &iface.mac_address {
         Some(text) => Some(format_mac(
@@ -257,11 +293,6 @@ fn one(
         None => tap_name(&pod_iface_name(&iface.name, primary)),
     };
     let virtio = model == "virtio";
-    let model_type = if virtio {
-        virtio_model.to_owned()
-    } else {
-        model.to_owned()
-    };
     // One queue pair per vCPU, as KubeVirt does, on virtio only.
     let queues = (multiqueue && virtio).then(|| vcpus.clamp(1, MAX_QUEUES));
     let boot = match iface.boot_order {
@@ -312,5 +343,42 @@ fn one(
         link: (iface.state.as_deref() == Some("down")).then(|| LinkState {
             state: "down".into(),
         }),
+        ..Interface::default()
+    })
+}
+
+/// The libvirt model of `iface`: `virtio_model` (the architecture's,
+/// transitional when asked) for `virtio` or none, else the spec's.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming `path.model` for a model KubeVirt
+/// does not know, or one QEMU's s390x emulator lacks.
+fn checked_model(
+    iface: &ApiInterface,
+    path: &str,
+    arch: Arch,
+    virtio_model: &str,
+) -> Result<String, ConvertError> {
+    let model = iface.model.as_deref().unwrap_or("virtio");
+    if !MODELS.contains(&model) {
+        return Err(ConvertError::invalid(
+            format!("{path}.model"),
+            format!("{model:?} is not one of {}", MODELS.join(", ")),
+        ));
+    }
+    if arch == api::Arch::S390x && !S390X_MODELS.contains(&model) {
+        // libvirt defines such a domain; QEMU only fails at start.
+        return Err(ConvertError::invalid(
+            format!("{path}.model"),
+            format!(
+                "{model:?} does not exist on s390x: use one of {}",
+                S390X_MODELS.join(", ")
+            ),
+        ));
+    }
+    Ok(if model == "virtio" {
+        virtio_model.to_owned()
+    } else {
+        model.to_owned()
     })
 }

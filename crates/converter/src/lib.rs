@@ -25,6 +25,7 @@ pub mod iothreads;
 pub mod memory;
 pub mod numa;
 pub mod os;
+pub mod passt;
 pub mod pci_ports;
 pub mod sriov;
 pub mod unsupported;

@@ -17,6 +17,16 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
     let spec = &vmi.spec;
     let dom = &spec.domain;
     let dev = &dom.devices;
+    let plugin_features: Vec<String> = dev
+        .interfaces
+        .iter()
+        .map(|i| {
+            format!(
+                "the network binding plugin {:?}",
+                i.plugin_name().unwrap_or_default()
+            )
+        })
+        .collect();
     let mut checks: Vec<(bool, String, &str)> = vec![
         (
             dom.launch_security.is_some(),
@@ -87,21 +97,20 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
                 "slirp interfaces",
             ),
             (
-                iface.passt.is_some(),
-                format!("{p}.passt"),
-                "passt interfaces",
-            ),
-            (
                 iface.macvtap.is_some(),
                 format!("{p}.macvtap"),
                 "macvtap interfaces",
             ),
-            (
-                iface.binding.is_some(),
-                format!("{p}.binding"),
-                "network binding plugins",
-            ),
         ]);
+        // The passt plugin is applied by the converter itself
+        // (`crate::passt`); every other plugin needs its sidecar.
+        if let Some(name) = iface.plugin_name() {
+            checks.push((
+                name != crate::passt::PLUGIN_NAME,
+                format!("{p}.binding"),
+                plugin_features[i].as_str(),
+            ));
+        }
     }
     for (i, v) in spec.volumes.iter().enumerate() {
         let p = format!("spec.volumes[{i}]");

@@ -810,7 +810,13 @@ fn interface_json(i: &Interface) -> Value {
         "Address": opt(i.address.as_ref(), address_json),
         "Type": i.interface_type,
         "TrustGuestRxFilters": "",
-        "Source": { "Network": "", "Device": "", "Bridge": "", "Mode": "", "Address": null },
+        "Source": {
+            "Network": "",
+            "Device": i.source.as_ref().and_then(|x| x.dev.clone()).unwrap_or_default(),
+            "Bridge": "",
+            "Mode": "",
+            "Address": null,
+        },
         "Target": opt(i.target.as_ref(), |t| json!({ "Device": t.dev, "Managed": s(&t.managed) })),
         "Model": opt(i.model.as_ref(), |m| json!({ "Type": m.model_type })),
         "MAC": opt(i.mac.as_ref(), |m| json!({ "MAC": m.address })),
@@ -823,8 +829,21 @@ fn interface_json(i: &Interface) -> Value {
         "Driver": opt(i.driver.as_ref(), |d| json!({ "Name": d.name, "Queues": d.queues, "IOMMU": "" })),
         "Rom": opt(i.rom.as_ref(), |r| json!({ "Enabled": r.enabled })),
         "ACPI": opt(i.acpi.as_ref(), |a| json!({ "Index": a.index })),
-        "Backend": null,
-        "PortForward": null,
+        "Backend": opt(i.backend.as_ref(), |b| json!({
+            "Type": s(&b.backend_type),
+            "LogFile": s(&b.log_file),
+        })),
+        "PortForward": list(&i.port_forward, |p| json!({
+            "Proto": p.proto,
+            "Address": s(&p.address),
+            "Dev": s(&p.dev),
+            "Ranges": list(&p.range, |r| json!({
+                "Start": r.start,
+                "End": r.end.unwrap_or(0),
+                "To": r.to.unwrap_or(0),
+                "Exclude": s(&r.exclude),
+            })),
+        })),
     })
 }
 
@@ -1572,6 +1591,41 @@ mod tests {
             &running(),
         );
         assert_eq!(plain["Spec"]["Devices"]["HostDevices"], Value::Null);
+    }
+
+    /// The passt binding's interface: `Source.Device`, `Backend` and
+    /// `PortForward` in Go's names and zero values.
+    #[test]
+    fn passt_interface_has_backend_and_port_forwards() {
+        let xml = LIVE_XML.replace(
+            "<devices>",
+            "<devices><interface type='user'><source dev='eth0'/>\
+             <mac address='02:00:00:00:00:01'/><model type='virtio-non-transitional'/>\
+             <backend type='passt' logFile='/var/run/kubevirt/passt.log'/>\
+             <portForward proto='tcp' dev='eth0'><range start='15000' exclude='yes'/>\
+             <range start='8080'/></portForward><portForward proto='udp' dev='eth0'/>\
+             <alias name='ua-default'/></interface>",
+        );
+        let d = Domain::from_xml(&xml).unwrap();
+        let j = domain_json(&meta(), Some(&d), &running());
+        let i = &j["Spec"]["Devices"]["Interfaces"][0];
+        assert_eq!(i["Type"], "user");
+        assert_eq!(i["Source"]["Device"], "eth0");
+        assert_eq!(i["Target"], Value::Null);
+        assert_eq!(
+            i["Backend"],
+            json!({ "Type": "passt", "LogFile": "/var/run/kubevirt/passt.log" })
+        );
+        assert_eq!(
+            i["PortForward"],
+            json!([
+                { "Proto": "tcp", "Address": "", "Dev": "eth0", "Ranges": [
+                    { "Start": 15000, "End": 0, "To": 0, "Exclude": "yes" },
+                    { "Start": 8080, "End": 0, "To": 0, "Exclude": "" },
+                ] },
+                { "Proto": "udp", "Address": "", "Dev": "eth0", "Ranges": null },
+            ])
+        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! A stand-in for virt-handler's network phase 1, for standalone runs and
-//! tests (`virt-launcher run VMI.yaml --setup-pod-network`).
+//! tests (`virt-launcher run VMI.yaml --setup-pod-network`); for the passt
+//! binding, which phase 1 does not touch, only the pod's side
+//! ([`add_pod_link`]).
 //!
 //! Run inside a fresh network namespace (the caller unshares it; it plays
 //! the pod's), it first plays the CNI: one pod link per network, a veth
@@ -496,6 +498,20 @@ pub struct PodLink {
     /// It holds an IPv6 address of global scope (unique local included,
     /// as Go's `IsGlobalUnicast`; KubeVirt then serves DHCPv6).
     pub ipv6: bool,
+}
+
+/// Whether a link named `name` exists in the current network namespace
+/// (`if_nametoindex`, answered by the kernel for the calling thread's
+/// namespace).
+///
+/// # Errors
+/// Any failure other than "no such device".
+pub fn link_exists(name: &str) -> Result<bool, String> {
+    match nix::net::if_::if_nametoindex(name) {
+        Ok(_) => Ok(true),
+        Err(nix::errno::Errno::ENODEV) => Ok(false),
+        Err(e) => Err(format!("looking up link {name}: {e}")),
+    }
 }
 
 /// Reads a link's MAC, MTU and address families in the current network

@@ -32,6 +32,10 @@ use crate::plan::{MasqueradePlan, MasqueradePlanV6};
 /// [`crate::phase1::pod_link`]).
 pub type LinkReader = dyn Fn(&str) -> Result<PodLink, String>;
 
+/// Whether the pod has a link of this name (see
+/// [`crate::phase1::link_exists`]).
+pub type LinkExists = dyn Fn(&str) -> Result<bool, String>;
+
 /// The result of phase 2's preparation.
 #[derive(Debug)]
 pub struct Phase2 {
@@ -72,19 +76,26 @@ pub fn pod_iface_candidates(vmi: &VirtualMachineInstance, network: &str) -> Opti
 /// Prepares phase 2 for every interface of `vmi` that is not `absent` and
 /// not SR-IOV (a host device: [`crate::sriov`]).
 /// `link` reads a pod link (see [`crate::phase1::pod_link`]);
-/// `resolv_conf` is the pod's `/etc/resolv.conf` text. A secondary
-/// network's pod link is the first of [`pod_iface_candidates`] that
-/// `link` finds, as KubeVirt looks it up (hashed name, then ordinal).
+/// `link_exists` looks a link up by name (the passt binding's
+/// `ovn-udn1`); `resolv_conf` is the pod's `/etc/resolv.conf` text. A
+/// secondary network's pod link is the first of [`pod_iface_candidates`]
+/// that `link` finds, as KubeVirt looks it up (hashed name, then ordinal).
+///
+/// The passt binding gets no tap and no DHCP server: libvirt starts
+/// passt, which answers the guest itself. Its host fact is only the pod
+/// link passt takes addresses from (`ovn-udn1` when the pod has it, else
+/// `eth0`, as KubeVirt's passt sidecar chooses).
 ///
 /// # Errors
 /// A one-line message naming the interface field: a binding other than
-/// masquerade or bridge, a bad CIDR, a missing pod link or one that cannot
-/// be read, a corrupt cache, or a DHCP value that cannot be encoded.
+/// masquerade, bridge or passt, a bad CIDR, a missing pod link or one that
+/// cannot be read, a corrupt cache, or a DHCP value that cannot be encoded.
 pub fn prepare(
     vmi: &VirtualMachineInstance,
     private_dir: &std::path::Path,
     resolv_conf: &str,
     link: &LinkReader,
+    link_exists: &LinkExists,
 ) -> Result<Phase2, String> {
     let mut out = Phase2 {
         hosts: BTreeMap::new(),
@@ -110,9 +121,25 @@ pub fn prepare(
                 net.name
             ));
         };
+        if converter::passt::is_passt(iface) {
+            let udn = converter::passt::OVN_UDN_LINK;
+            let source = if link_exists(udn).map_err(|e| format!("{path}: {e}"))? {
+                udn
+            } else {
+                "eth0"
+            };
+            out.hosts.insert(
+                iface.name.clone(),
+                InterfaceHost {
+                    source_dev: Some(source.into()),
+                    ..InterfaceHost::default()
+                },
+            );
+            continue;
+        }
         if iface.bridge.is_none() && iface.masquerade.is_none() {
             return Err(format!(
-                "{path}: the {} binding is not wired by the launcher's phase 2 yet (use masquerade or bridge)",
+                "{path}: the {} binding is not wired by the launcher's phase 2 yet (use masquerade, bridge or binding: {{name: passt}})",
                 iface.binding_name().unwrap_or("default")
             ));
         }
@@ -159,6 +186,7 @@ pub fn prepare(
                 tap: tap_name(&pod_iface),
                 mac: Some(api::mac::format_mac(&mac)),
                 mtu: Some(u32::from(mtu)),
+                source_dev: None,
             },
         );
         let cfg = DhcpV4Config {
@@ -259,6 +287,7 @@ fn bridge(
             tap: tap_name(pod_iface),
             mac: Some(api::mac::format_mac(&spec_mac.unwrap_or(at.pod_link.mac))),
             mtu: Some(u32::from(at.pod_link.mtu)),
+            source_dev: None,
         },
     );
     if cache.ipam_disabled {
@@ -442,10 +471,44 @@ spec:
         })
     }
 
+    fn no_udn(name: &str) -> Result<bool, String> {
+        assert_eq!(name, "ovn-udn1");
+        Ok(false)
+    }
+
+    /// passt: no tap, no DHCP server, no link read; only the link passt
+    /// takes its addresses from.
+    #[test]
+    fn passt_interface_gets_no_tap_and_no_dhcp() {
+        let v = vmi(&VMI.replace("masquerade: {}", "binding: {name: passt}"));
+        let never = |name: &str| -> Result<PodLink, String> { panic!("read link {name}") };
+        let p = prepare(&v, Path::new("/nonexistent"), "", &never, &no_udn).unwrap();
+        assert!(p.dhcp.is_empty() && p.dhcp6.is_empty());
+        assert_eq!(
+            p.hosts["default"],
+            InterfaceHost {
+                source_dev: Some("eth0".into()),
+                ..InterfaceHost::default()
+            }
+        );
+        let udn = |_: &str| -> Result<bool, String> { Ok(true) };
+        let p = prepare(&v, Path::new("/nonexistent"), "", &never, &udn).unwrap();
+        assert_eq!(p.hosts["default"].source_dev.as_deref(), Some("ovn-udn1"));
+        let broken = |_: &str| -> Result<bool, String> { Err("netlink: EPERM".into()) };
+        assert_eq!(
+            prepare(&v, Path::new("/nonexistent"), "", &never, &broken).unwrap_err(),
+            "spec.domain.devices.interfaces[0]: netlink: EPERM"
+        );
+        // The lookup itself: lo exists everywhere, a 15-character name
+        // nobody made does not.
+        assert_eq!(crate::phase1::link_exists("lo"), Ok(true));
+        assert_eq!(crate::phase1::link_exists("nosuchlink0xyz"), Ok(false));
+    }
+
     #[test]
     fn masquerade_interface_gets_host_facts_and_a_dhcp_plan() {
         let resolv = "nameserver 10.96.0.10\nnameserver fd00:10:96::a\nsearch ns1.svc.cluster.local svc.cluster.local\n";
-        let p = prepare(&vmi(VMI), Path::new("/nonexistent"), resolv, &link).unwrap();
+        let p = prepare(&vmi(VMI), Path::new("/nonexistent"), resolv, &link, &no_udn).unwrap();
         // DHCPv6 too (the pod link has a global IPv6 address): the third
         // address of the default vmIPv6NetworkCIDR, the bridge's MAC as
         // server DUID, the IPv6 nameserver only.
@@ -486,6 +549,7 @@ spec:
             none,
             "",
             &link,
+            &no_udn,
         )
         .unwrap_err();
         assert!(
@@ -498,6 +562,7 @@ spec:
             none,
             "",
             &link,
+            &no_udn,
         )
         .unwrap();
         assert!(p.hosts.is_empty() && p.dhcp.is_empty() && p.dhcp6.is_empty());
@@ -506,6 +571,7 @@ spec:
             none,
             "",
             &link,
+            &no_udn,
         )
         .unwrap_err();
         assert!(
@@ -519,6 +585,7 @@ spec:
             Path::new("/"),
             "",
             &link,
+            &no_udn,
         )
         .unwrap_err();
         assert!(
@@ -530,12 +597,13 @@ spec:
             Path::new("/"),
             "",
             &link,
+            &no_udn,
         )
         .unwrap_err();
         assert!(e.contains("at least 4 addresses"), "{e}");
         let fail = |_: &str| -> Result<PodLink, String> { Err("no eth0".into()) };
         assert_eq!(
-            prepare(&vmi(VMI), Path::new("/"), "", &fail).unwrap_err(),
+            prepare(&vmi(VMI), Path::new("/"), "", &fail, &no_udn).unwrap_err(),
             "spec.domain.devices.interfaces[0]: pod link eth0 is missing (no eth0)"
         );
     }
@@ -556,7 +624,7 @@ spec:
         )
         .unwrap();
         let v = vmi(&VMI.replace("masquerade: {}", "bridge: {}"));
-        let p = prepare(&v, dir.path(), "nameserver 10.96.0.10\n", &link).unwrap();
+        let p = prepare(&v, dir.path(), "nameserver 10.96.0.10\n", &link, &no_udn).unwrap();
         // The domain: the pod link's (the dummy's) MAC and MTU; the DHCP
         // server: the cache's MAC and address, KubeVirt's fake address for
         // index 0 (the cache's AdvertisingIPAddr, empty as phase 1 leaves
@@ -586,7 +654,7 @@ spec:
             text.replace("\"IPAMDisabled\":false", "\"IPAMDisabled\":true"),
         )
         .unwrap();
-        let p = prepare(&v, dir.path(), "", &link).unwrap();
+        let p = prepare(&v, dir.path(), "", &link, &no_udn).unwrap();
         assert!(p.dhcp.is_empty());
         assert!(p.hosts.contains_key("default"));
     }
@@ -638,7 +706,7 @@ spec:
         let dir = tempfile::tempdir().unwrap();
         let cache = r#"{"IP":{"IP":"10.245.1.5","Mask":"////AA=="},"MAC":"ClgK9QEF","IPAMDisabled":false,"Gateway":""}"#;
         std::fs::write(dir.path().join("vif-cache-pod16477688c0e.json"), cache).unwrap();
-        let p = prepare(&v, dir.path(), "", &link).unwrap();
+        let p = prepare(&v, dir.path(), "", &link, &no_udn).unwrap();
         assert_eq!(p.hosts["default"].tap, "tap0");
         let h = &p.hosts["blue"];
         assert_eq!(
@@ -670,7 +738,7 @@ spec:
             }
         };
         std::fs::write(dir.path().join("vif-cache-net1.json"), cache).unwrap();
-        let p = prepare(&v, dir.path(), "", &ordinal).unwrap();
+        let p = prepare(&v, dir.path(), "", &ordinal, &no_udn).unwrap();
         assert_eq!(p.hosts["blue"].tap, "tap1");
         assert_eq!(p.dhcp[1].0, "k6t-net1");
         assert_eq!(p.dhcp[1].1.config.mtu, 1300);
@@ -683,7 +751,7 @@ spec:
                 link(name)
             }
         };
-        let e = prepare(&v, dir.path(), "", &none).unwrap_err();
+        let e = prepare(&v, dir.path(), "", &none, &no_udn).unwrap_err();
         assert!(
             e.starts_with(
                 "spec.domain.devices.interfaces[1]: pod link pod16477688c0e or net1 is missing"
@@ -698,7 +766,7 @@ spec:
             r#"{"IPAMDisabled":true}"#,
         )
         .unwrap();
-        let p = prepare(&v, dir.path(), "", &link).unwrap();
+        let p = prepare(&v, dir.path(), "", &link, &no_udn).unwrap();
         assert!(p.hosts.contains_key("blue"));
         assert_eq!(p.dhcp.len(), 1);
     }

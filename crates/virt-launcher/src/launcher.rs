@@ -406,9 +406,10 @@ static NODE_NAMESPACE: std::sync::OnceLock<network::phase1::NodeNamespace> =
 
 /// `--setup-pod-network`: a new network namespace for this process (and
 /// so for libvirt and QEMU) playing the pod's, a second one playing the
-/// node's side of its links, phase 1's topology for every interface, then
-/// phase 2 (for bridge bindings, after the private directory is mounted:
-/// see [`PodSetup`]). Called while the launcher is single-threaded.
+/// node's side of its links, phase 1's topology for every interface (for
+/// passt only the pod link, in which libvirt starts passt), then phase 2
+/// (for bridge bindings, after the private directory is mounted: see
+/// [`PodSetup`]). Called while the launcher is single-threaded.
 fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherError> {
     let rt = |m: String| LauncherError::Runtime(format!("--setup-pod-network: {m}"));
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
@@ -425,6 +426,7 @@ fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherE
         Path::new(PRIVATE_DIR),
         &resolv,
         &network::phase1::pod_link,
+        &network::phase1::link_exists,
     )
     .map(PodSetup::Ready)
     .map_err(LauncherError::Input)
@@ -497,7 +499,8 @@ pub fn pod_network_phase1(
 /// The phase-1 stand-in in the current network namespace, for every
 /// interface that is not absent: the pod link (`eth0` for the pod network,
 /// KubeVirt's hashed `pod<hash>` name for a Multus one; the CNI's end in
-/// `node`, or here when `None`), then masquerade (the pod network only) or,
+/// `node`, or here when `None`), then masquerade (the pod network only),
+/// nothing more for passt (libvirt starts passt on the pod link) or,
 /// when `bridges` (the caller has somewhere to write the caches), the
 /// bridge binding, whose DHCP caches are returned by pod interface name,
 /// to be written where phase 2 reads them. `what` prefixes the messages.
@@ -528,11 +531,12 @@ fn network_phase1(
             )));
         };
         let bridge = iface.bridge.is_some() && bridges;
-        if !bridge && iface.masquerade.is_none() {
+        let passt = converter::passt::is_passt(iface);
+        if !bridge && !passt && iface.masquerade.is_none() {
             let which = if bridges {
-                "the masquerade and bridge bindings"
+                "the masquerade, bridge and passt bindings"
             } else {
-                "the masquerade binding (the bridge binding with --cache-dir)"
+                "the masquerade and passt bindings (the bridge binding with --cache-dir)"
             };
             return Err(LauncherError::Input(format!(
                 "{field}: {what} builds {which} only"
@@ -560,6 +564,11 @@ fn network_phase1(
             format!("cni{secondaries}")
         };
         network::phase1::add_pod_link(&pod_iface, &peer, &addrs, node).map_err(rt)?;
+        if passt {
+            // Phase 1 has nothing to do for passt: the pod link, which a
+            // CNI makes in a cluster, is all libvirt's passt needs.
+            continue;
+        }
         if bridge {
             let cache = network::phase1::setup_bridge(&pod_iface, index, &addrs, mq).map_err(rt)?;
             caches.push((pod_iface, cache));
@@ -873,6 +882,7 @@ pub fn run_vmi(
                 Path::new(PRIVATE_DIR),
                 &resolv,
                 &network::phase1::pod_link,
+                &network::phase1::link_exists,
             )
             .map_err(LauncherError::Input)?;
             ctx.prepared.interfaces = phase2.hosts;
@@ -938,9 +948,14 @@ pub fn run_vmi(
                         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
                 }
                 let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-                let phase2 =
-                    network::phase2::prepare(vmi, dir, &resolv, &network::phase1::pod_link)
-                        .map_err(LauncherError::Input)?;
+                let phase2 = network::phase2::prepare(
+                    vmi,
+                    dir,
+                    &resolv,
+                    &network::phase1::pod_link,
+                    &network::phase1::link_exists,
+                )
+                .map_err(LauncherError::Input)?;
                 ctx.prepared.interfaces = phase2.hosts;
                 dhcp = phase2.dhcp;
                 dhcp6 = phase2.dhcp6;
@@ -1816,6 +1831,7 @@ fn run_domain(
                 Path::new(PRIVATE_DIR),
                 &resolv,
                 &network::phase1::pod_link,
+                &network::phase1::link_exists,
             )?;
             let started = network::phase2::DhcpServers::start(p.dhcp, p.dhcp6)?;
             servers

@@ -117,8 +117,9 @@ pub struct Opts<'a> {
     pub pod_mounts: &'a [(&'a str, &'a Path)],
     /// Pod mode: like [`Opts::pod_mounts`], writable (claims).
     pub pod_mounts_rw: &'a [(&'a str, &'a Path)],
-    /// Extra environment of the launcher (a device plugin's variables).
-    pub env: &'a [(&'a str, &'a str)],
+    /// Extra environment for the launcher (and so its libvirt daemon and
+    /// the helpers libvirt runs by name, e.g. `PATH` for `passt`).
+    pub env: &'a [(&'a str, &'a std::ffi::OsStr)],
 }
 
 impl Default for Opts<'_> {

@@ -291,8 +291,14 @@ fn synced_sriov_vmi_gets_its_vf_from_the_device_plugin_environment() {
             pod: true,
             handler: true,
             env: &[
-                ("KUBEVIRT_RESOURCE_NAME_red", "example.com/vf"),
-                ("PCIDEVICE_EXAMPLE_COM_VF", "0000:fe:1f.6"),
+                (
+                    "KUBEVIRT_RESOURCE_NAME_red",
+                    std::ffi::OsStr::new("example.com/vf"),
+                ),
+                (
+                    "PCIDEVICE_EXAMPLE_COM_VF",
+                    std::ffi::OsStr::new("0000:fe:1f.6"),
+                ),
             ],
             ..crate::harness::Opts::default()
         },
@@ -312,5 +318,47 @@ fn synced_sriov_vmi_gets_its_vf_from_the_device_plugin_environment() {
     assert!(l.log().contains("SR-IOV host devices"), "{}", l.log());
     l.signal(nix::sys::signal::Signal::SIGTERM);
     l.wait_exit(Duration::from_secs(60));
+    assert!(processes_mentioning(&l.uid).is_empty());
+}
+
+/// Pod mode, passt binding: the pod has only its link (`eth0`, made by
+/// `virt-launcher pod-network-phase1`, which leaves passt's side to
+/// libvirt); virt-handler syncs the VMI, phase 2 runs in SyncVMI with no
+/// tap and no DHCP server, the domain is defined with the passt interface
+/// and libvirt starts passt, which on this stack refuses libvirt's port
+/// specifier (see `network::passt_binding_starts_passt_which_refuses_libvirts_port_spec`):
+/// the sync fails with passt's message and the launcher stays up.
+#[test]
+fn pod_mode_sync_of_a_passt_vmi_runs_no_dhcp_and_reaches_passt() {
+    let yaml = crate::network::masquerade_vmi("podpasst").replace(
+        "        masquerade: {}\n",
+        "        binding: {name: passt}\n",
+    );
+    let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
+    let vmi = vmi_json_of(&l, &yaml);
+    let out = fake_handler(&l, &vmi, &[]).wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let log = l.log();
+    assert!(
+        !out.status.success()
+            && stdout.contains("FAIL: sync:")
+            && stdout.contains("--tcp-ports %eth0/8080")
+            && stdout.contains("Invalid port specifier %eth0/8080"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        log.contains("network phase 2 done for the synced VMI")
+            && log.contains(r#""interfaces":"[\"default\"]""#)
+            && log.contains("domain defined"),
+        "{log}"
+    );
+    assert!(!log.contains("DHCP"), "{log}");
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
     assert!(processes_mentioning(&l.uid).is_empty());
 }
