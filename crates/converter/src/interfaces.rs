@@ -140,6 +140,15 @@ pub fn convert(
     } else {
         caps.virtio_model
     };
+    let mut nets = std::collections::BTreeSet::new();
+    for (i, n) in vmi.spec.networks.iter().enumerate() {
+        if !nets.insert(n.name.as_str()) {
+            return Err(ConvertError::invalid(
+                format!("spec.networks[{i}].name"),
+                format!("duplicate network name {:?}", n.name),
+            ));
+        }
+    }
     // One primary pod link per pod (KubeVirt's admission): two pod
     // networks, two Multus defaults, or both, would need two eth0s.
     let pods = vmi.spec.networks.iter().filter(|n| n.pod.is_some()).count();
@@ -182,6 +191,7 @@ pub fn convert(
                 format!("no spec.networks entry named {:?}", iface.name),
             ));
         };
+        crate::passt::ports(iface, &path)?;
         let is_pod = net.pod.is_some();
         if !is_pod && net.multus.is_none() {
             return Err(ConvertError::invalid(

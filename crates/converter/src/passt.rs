@@ -78,15 +78,27 @@ pub struct Port {
 }
 
 /// Reads `interfaces[].ports[]` (KubeVirt's `Port`: `name`, `protocol`
-/// TCP or UDP, case-insensitive, empty = TCP, `port` 1–65535).
+/// TCP or UDP, case-insensitive, empty = TCP, `port` 1–65535). Used for
+/// every binding: masquerade forwards them too.
 ///
 /// # Errors
-/// [`ConvertError::Invalid`] naming `path.ports[j].port` or
-/// `.protocol`.
+/// [`ConvertError::Invalid`] naming `path.ports[j].port`, `.protocol` or
+/// `.name`: not a port number, another protocol, a name or a
+/// protocol/port pair given twice (KubeVirt's admission refuses a
+/// duplicate name; a duplicate forward would be ambiguous).
 pub fn ports(iface: &ApiInterface, path: &str) -> Result<Vec<Port>, ConvertError> {
-    let mut out = Vec::new();
+    let mut out: Vec<Port> = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
     for (j, p) in iface.ports.iter().enumerate() {
         let at = format!("{path}.ports[{j}]");
+        if let Some(name) = p.get("name").and_then(serde_json::Value::as_str) {
+            if !name.is_empty() && !names.insert(name) {
+                return Err(ConvertError::invalid(
+                    format!("{at}.name"),
+                    format!("duplicate port name {name:?}"),
+                ));
+            }
+        }
         let port = p
             .get("port")
             .and_then(serde_json::Value::as_u64)
@@ -114,6 +126,12 @@ pub fn ports(iface: &ApiInterface, path: &str) -> Result<Vec<Port>, ConvertError
                 ))
             }
         };
+        if out.contains(&Port { udp, port }) {
+            return Err(ConvertError::invalid(
+                format!("{at}.port"),
+                format!("{port}/{} is listed twice", if udp { "UDP" } else { "TCP" }),
+            ));
+        }
         out.push(Port { udp, port });
     }
     Ok(out)

@@ -106,6 +106,25 @@ pub fn convert(
             &format!("{path}.name"),
             &format!("{ALIAS_PREFIX}{}", iface.name),
         )?;
+        // `ua-sriov-<name>` must not be another interface's `ua-<name>`
+        // (libvirt refuses duplicate aliases only at define time).
+        let clash = format!("{ALIAS_PREFIX}{}", iface.name);
+        if let Some(j) = vmi
+            .spec
+            .domain
+            .devices
+            .interfaces
+            .iter()
+            .position(|o| o.name == clash)
+        {
+            return Err(ConvertError::invalid(
+                format!("spec.domain.devices.interfaces[{j}].name"),
+                format!(
+                    "{clash:?} is the alias of SR-IOV interface {:?}'s host device (ua-{clash}); rename one of them",
+                    iface.name
+                ),
+            ));
+        }
         let Some(host) = ctx.sriov_pci.get(&iface.name) else {
             return Err(ConvertError::Host(format!(
                 "{path}.sriov: no host PCI address for SR-IOV interface {:?} (the pod's network-info file, or --network-info FILE standalone)",

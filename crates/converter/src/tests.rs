@@ -1092,6 +1092,26 @@ fn only_one_primary_pod_network() {
     }
 }
 
+/// Found by a new-user trial: a bridge interface named `sriov-red` next
+/// to an SR-IOV interface `red` gave two `ua-sriov-red` aliases (libvirt
+/// refused them only at define time, exit 1); two networks of one name
+/// were accepted.
+#[test]
+fn alias_clashes_and_duplicate_networks_are_refused_by_field() {
+    let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+    ctx.sriov_pci.insert("red".into(), "0000:81:11.1".into());
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: n}\nspec:\n  domain:\n    memory: {guest: 128Mi}\n    devices:\n      interfaces:\n      - {name: red, sriov: {}}\n      - {name: sriov-red, bridge: {}}\n  networks:\n  - {name: red, multus: {networkName: r}}\n  - {name: sriov-red, multus: {networkName: b}}\n";
+    let e = convert(&vmi(doc, Arch::Amd64), &ctx)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "spec.domain.devices.interfaces[1].name: \"sriov-red\" is the alias of SR-IOV interface \"red\"'s host device (ua-sriov-red); rename one of them");
+    let dup = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: n}\nspec:\n  domain:\n    memory: {guest: 128Mi}\n    devices:\n      interfaces:\n      - {name: x, bridge: {}}\n  networks:\n  - {name: x, multus: {networkName: a}}\n  - {name: x, multus: {networkName: b}}\n";
+    assert_eq!(
+        conv(dup, Arch::Amd64).unwrap_err().to_string(),
+        "spec.networks[1].name: duplicate network name \"x\""
+    );
+}
+
 /// QEMU's s390x emulator has no e1000, ne2k_pci, pcnet or rtl8139: libvirt
 /// defines such a domain and QEMU fails only at start, so they are refused
 /// by field (found by the s390x define test's follow-up).

@@ -228,6 +228,51 @@ pub fn prepare(
     Ok(out)
 }
 
+/// The checks of [`prepare`] that need no host: each masquerade
+/// interface's `vmNetworkCIDR` / `vmIPv6NetworkCIDR`, and every
+/// interface's `dhcpOptions` and the hostname the DHCP server would send
+/// (built into a DHCP configuration and thrown away). `convert` and
+/// `run` call it before anything starts, so both refuse the same input.
+///
+/// # Errors
+/// A one-line message naming the field.
+pub fn check_spec(vmi: &VirtualMachineInstance) -> Result<(), String> {
+    for (i, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
+        let path = format!("spec.domain.devices.interfaces[{i}]");
+        if iface.state.as_deref() == Some("absent")
+            || converter::sriov::is_sriov(iface)
+            || converter::passt::is_passt(iface)
+        {
+            continue;
+        }
+        let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
+        if let (Some(pod), Some(_)) = (net.and_then(|n| n.pod.as_ref()), &iface.masquerade) {
+            MasqueradePlan::new(pod.vm_network_cidr.as_deref())
+                .map_err(|e| format!("spec.networks[name={}].pod: {e}", iface.name))?;
+            MasqueradePlanV6::new(pod.vm_ipv6_network_cidr.as_deref())
+                .map_err(|e| format!("spec.networks[name={}].pod: {e}", iface.name))?;
+        }
+        DhcpV4Config {
+            client_mac: [2, 0, 0, 0, 0, 1],
+            client_ip: std::net::Ipv4Addr::new(10, 0, 2, 2),
+            prefix_len: 24,
+            server_ip: std::net::Ipv4Addr::new(10, 0, 2, 1),
+            router: None,
+            dns: Vec::new(),
+            search: Vec::new(),
+            subdomain: vmi.spec.subdomain.clone().unwrap_or_default(),
+            hostname: hostname_for(&vmi.metadata.name, vmi.spec.hostname.as_deref()),
+            mtu: 1500,
+            routes: Vec::new(),
+            lease_seconds: LEASE_SECONDS,
+            extra: extra(iface),
+        }
+        .build()
+        .map_err(|e| format!("{path}.dhcpOptions: {e}"))?;
+    }
+    Ok(())
+}
+
 fn extra(iface: &api::vmi::Interface) -> ExtraOptions {
     let d = iface.dhcp_options.clone().unwrap_or_default();
     ExtraOptions {

@@ -170,6 +170,17 @@ pub fn sriov_addresses(
                 dev.display()
             )));
         }
+        // managed='no' (KubeVirt's): libvirt neither detaches the device
+        // from its host driver nor binds it to vfio-pci; it must be so.
+        let driver = std::fs::read_link(dev.join("driver"))
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+        if driver.as_deref() != Some("vfio-pci") {
+            return Err(LauncherError::Input(format!(
+                "spec.domain.devices.interfaces[{i}].sriov: host PCI device {addr} (from {name}) is {}, not bound to vfio-pci: running needs a real SR-IOV VF bound to vfio-pci",
+                driver.map_or_else(|| "bound to no driver".to_owned(), |d| format!("bound to {d}"))
+            )));
+        }
     }
     Ok(found)
 }
@@ -581,9 +592,12 @@ fn network_phase1(
             )));
         }
         let cidr = pod.and_then(|p| p.vm_network_cidr.as_deref());
-        let plan = network::plan::MasqueradePlan::new(cidr).map_err(LauncherError::Input)?;
+        let net_field = format!("spec.networks[name={}].pod", iface.name);
+        let plan = network::plan::MasqueradePlan::new(cidr)
+            .map_err(|e| LauncherError::Input(format!("{net_field}: {e}")))?;
         let cidr6 = pod.and_then(|p| p.vm_ipv6_network_cidr.as_deref());
-        let plan6 = network::plan::MasqueradePlanV6::new(cidr6).map_err(LauncherError::Input)?;
+        let plan6 = network::plan::MasqueradePlanV6::new(cidr6)
+            .map_err(|e| LauncherError::Input(format!("{net_field}: {e}")))?;
         let ports = iface
             .ports
             .iter()
@@ -851,6 +865,7 @@ pub fn run_vmi(
             other => LauncherError::Input(other.to_string()),
         })?;
         storage::cloudinit::check_inline(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
+        network::phase2::check_spec(vmi).map_err(LauncherError::Input)?;
     }
     // Network phase 1 (standalone stand-in) and phase 2, once the spec is
     // known to convert.

@@ -238,6 +238,8 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
     // The inline cloud-init data is refused here as `run` would refuse it.
     storage::cloudinit::check_inline(&vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
+    // So are network values only phase 2 reads (CIDRs, dhcpOptions).
+    network::phase2::check_spec(&vmi).map_err(LauncherError::Input)?;
     let xml = dom
         .to_xml()
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;

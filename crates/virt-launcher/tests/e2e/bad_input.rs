@@ -261,6 +261,30 @@ fn sriov_run_is_refused_without_a_real_vf() {
         &["--network-info", f],
         &format!("spec.domain.devices.interfaces[0].sriov: host PCI device 0000:fe:1f.7 (from {f}) does not exist on this host (/sys/bus/pci/devices/0000:fe:1f.7): running needs a real SR-IOV VF bound to vfio-pci"),
     );
+    // A device that exists but is no VF bound to vfio-pci (the first PCI
+    // device of this machine, e.g. its host bridge): refused up front, not
+    // left to libvirt's start error (exit 1).
+    let present = std::fs::read_dir("/sys/bus/pci/devices")
+        .expect("/sys/bus/pci/devices")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|d| {
+            std::fs::read_link(format!("/sys/bus/pci/devices/{d}/driver"))
+                .map_or(true, |l| !l.ends_with("vfio-pci"))
+        })
+        .expect("a PCI device not bound to vfio-pci on this machine");
+    std::fs::write(
+        &file,
+        format!(r#"{{"interfaces":[{{"network":"red","deviceInfo":{{"pci":{{"pci-address":"{present}"}}}}}}]}}"#),
+    )
+    .unwrap();
+    let (code, line) = refuse(&y, &["--network-info", f]);
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.contains(&format!("spec.domain.devices.interfaces[0].sriov: host PCI device {present} (from {f}) is bound to"))
+            && line.ends_with("not bound to vfio-pci: running needs a real SR-IOV VF bound to vfio-pci"),
+        "{line}"
+    );
     std::fs::write(&file, r#"{"interfaces":[{"network":"blue","deviceInfo":{"pci":{"pci-address":"0000:fe:1f.7"}}}]}"#).unwrap();
     assert_refused(
         &y,
@@ -507,4 +531,62 @@ fn bad_flag_values_are_one_line_naming_the_flag() {
         .unwrap();
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("--pvc"));
+}
+
+/// Network values phase 2 reads (CIDRs, `dhcpOptions`, `ports`) are
+/// refused by `convert` as by `run`, before anything starts, naming the
+/// field (a new-user trial found `convert` accepting them).
+#[test]
+fn network_values_are_refused_by_convert_and_run_alike() {
+    let iface = |extra: &str, net: &str| {
+        format!("{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      interfaces:\n      - name: default\n        masquerade: {{}}\n{extra}  networks:\n  - name: default\n    pod: {{{net}}}\n{}", volumes())
+    };
+    for (yaml, expect) in [
+        (
+            iface("", "vmNetworkCIDR: garbage"),
+            "spec.networks[name=default].pod: vmNetworkCIDR \"garbage\" is not an IPv4 CIDR",
+        ),
+        (
+            iface(
+                "        dhcpOptions: {privateOptions: [{option: 223, value: x}]}\n",
+                "",
+            ),
+            "spec.domain.devices.interfaces[0].dhcpOptions: ",
+        ),
+        (
+            iface("        dhcpOptions: {ntpServers: [pool.ntp.org]}\n", ""),
+            "spec.domain.devices.interfaces[0].dhcpOptions: ",
+        ),
+        (
+            iface("        ports: [{port: 80, protocol: SCTP}]\n", ""),
+            "spec.domain.devices.interfaces[0].ports[0].protocol: \"SCTP\" is not TCP or UDP",
+        ),
+        (
+            iface(
+                "        ports: [{port: 80}, {port: 80, protocol: tcp}]\n",
+                "",
+            ),
+            "spec.domain.devices.interfaces[0].ports[1].port: 80/TCP is listed twice",
+        ),
+        (
+            iface("        ports: [{port: 65536}]\n", ""),
+            "spec.domain.devices.interfaces[0].ports[0].port: 65536 is not a port number (1-65535)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let vmi = dir.path().join("vmi.yaml");
+        std::fs::write(&vmi, &yaml).unwrap();
+        let out = Command::new(launcher_bin())
+            .arg("convert")
+            .arg(&vmi)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "convert: {err}");
+        assert!(
+            err.contains(expect),
+            "convert: expected {expect:?} in {err}"
+        );
+        assert_refused(&yaml, &["--setup-pod-network"], expect);
+    }
 }
