@@ -178,6 +178,9 @@ pub fn convert(
     }
     for (i, iface) in dev.interfaces.iter().enumerate() {
         let path = format!("spec.domain.devices.interfaces[{i}]");
+        if iface.name.is_empty() {
+            return Err(ConvertError::invalid(format!("{path}.name"), "required"));
+        }
         if !seen.insert(iface.name.as_str()) {
             return Err(ConvertError::invalid(
                 format!("{path}.name"),

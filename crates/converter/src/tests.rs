@@ -1110,6 +1110,13 @@ fn alias_clashes_and_duplicate_networks_are_refused_by_field() {
         conv(dup, Arch::Amd64).unwrap_err().to_string(),
         "spec.networks[1].name: duplicate network name \"x\""
     );
+    let unnamed = dup
+        .replace("{name: x, bridge: {}}", "{name: \"\", bridge: {}}")
+        .replace("  - {name: x, multus: {networkName: b}}\n", "");
+    assert_eq!(
+        conv(&unnamed, Arch::Amd64).unwrap_err().to_string(),
+        "spec.domain.devices.interfaces[0].name: required"
+    );
 }
 
 /// QEMU's s390x emulator has no e1000, ne2k_pci, pcnet or rtl8139: libvirt

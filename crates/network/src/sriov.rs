@@ -86,6 +86,13 @@ pub struct NetworkInfoPci {
 /// One line naming `file` and, for a JSON that does not fit the format, the
 /// field: not JSON, a field of the wrong type, a network listed twice.
 pub fn parse_network_info(file: &str, text: &[u8]) -> Result<NetworkInfoPci, String> {
+    // serde reads a struct from a JSON array too (by position); the
+    // format is an object, as Go's decoder insists.
+    if text.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(format!(
+            "{file}: not a network-info document: a JSON object is expected"
+        ));
+    }
     let de = &mut serde_json::Deserializer::from_slice(text);
     let info: NetworkInfo = serde_path_to_error::deserialize(de).map_err(|e| {
         let inner = e.inner().to_string();
@@ -367,6 +374,10 @@ spec:
             (
                 info("{not json").map(|_| BTreeMap::new()),
                 "/etc/podinfo/network-info: not a network-info document: key must be a string at line 1 column 2",
+            ),
+            (
+                info(" [[[{}]]]").map(|_| BTreeMap::new()),
+                "/etc/podinfo/network-info: not a network-info document: a JSON object is expected",
             ),
             (
                 info(r#"{"interfaces":[{"network":"red","deviceInfo":{"pci":{"pci-address":7}}}]}"#)
