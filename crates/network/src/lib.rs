@@ -24,3 +24,6 @@ pub mod phase2;
 pub mod plan;
 pub mod server;
 pub mod sriov;
+
+#[cfg(test)]
+mod mutate;

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use crate::mutate::{mutate, XorShift};
 use dhcproto::{Decodable, Decoder, Encodable};
 
 const MAC: [u8; 6] = [0x02, 0x54, 0x00, 0xab, 0xcd, 0xef];
@@ -300,30 +301,14 @@ fn fuzz_packet_path_never_panics_or_answers_others() {
         seeds.push(request(k, 3).to_vec().unwrap());
     }
     let other = eui64_link_local(&[0x52, 0x54, 0, 0, 0, 1]);
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        state.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-    };
+    let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d, 0x9e37_79b9_7f4a_7c15);
     let mut answered = 0;
     for _ in 0..200_000 {
-        let mut p = seeds[(next() % seeds.len() as u64) as usize].clone();
-        for _ in 0..(next() % 8) {
-            let r = next();
-            let at = (r >> 8) as usize % p.len().max(1);
-            match r % 5 {
-                0 => p[at] = (r >> 32) as u8,
-                1 => p.truncate(at),
-                2 => p.extend((0..(r >> 40) % 64).map(|i| (r >> (i % 56)) as u8)),
-                3 if at + 1 < p.len() => p[at + 1] = if r & 1 == 0 { 0xff } else { 0 },
-                _ => p.insert(at.min(p.len()), (r >> 16) as u8),
-            }
-            if p.is_empty() {
-                break;
-            }
-        }
+        let mut p = seeds[(rng.next() % seeds.len() as u64) as usize].clone();
+        // A length byte anywhere: all ones or zero.
+        mutate(&mut p, &mut rng, |_, r| {
+            Some(if r & 1 == 0 { 0xff } else { 0 })
+        });
         let decoded = decode_packet(&p);
         // The header walk refuses what dhcproto would panic on: the
         // catch_unwind net is never needed.
