@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::net::{SocketAddrV6, UdpSocket};
+use std::net::SocketAddrV6;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,20 +43,7 @@ fn main() {
 
 fn guest_side() {
     let index = nix::net::if_::if_nametoindex("guest0").unwrap();
-    let ll = eui64_link_local(&MAC);
-    veth_pair::ip(&["addr", "add", &format!("{ll}/64"), "dev", "guest0", "nodad"]);
-    let s = socket2::Socket::new(
-        socket2::Domain::IPV6,
-        socket2::Type::DGRAM,
-        Some(socket2::Protocol::UDP),
-    )
-    .unwrap();
-    s.bind(&std::net::SocketAddr::from(SocketAddrV6::new(ll, 1546, 0, index)).into())
-        .unwrap();
-    s.set_multicast_if_v6(index).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    let c: UdpSocket = s.into();
+    let c = veth_pair::client6(eui64_link_local(&MAC), index, Duration::from_millis(200));
     let to = SocketAddrV6::new(server::ALL_DHCP_SERVERS, 1547, 0, index);
     measure::latency_and_flood(
         &c,

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,28 +32,12 @@ fn discover(xid: u32) -> Vec<u8> {
     m.to_vec().unwrap()
 }
 
-fn client() -> UdpSocket {
-    let s = socket2::Socket::new(
-        socket2::Domain::IPV4,
-        socket2::Type::DGRAM,
-        Some(socket2::Protocol::UDP),
-    )
-    .unwrap();
-    s.set_broadcast(true).unwrap();
-    s.bind_device(Some(b"guest0")).unwrap();
-    s.bind(&std::net::SocketAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 1068)).into())
-        .unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(200)))
-        .unwrap();
-    s.into()
-}
-
 fn main() {
     veth_pair::veth_pair(guest_side, pod_side);
 }
 
 fn guest_side() {
-    let c = client();
+    let c = veth_pair::client4(Duration::from_millis(200));
     let to = SocketAddrV4::new(Ipv4Addr::BROADCAST, 1067);
     measure::latency_and_flood(
         &c,

@@ -81,24 +81,7 @@ fn discover_offer_request_ack_over_veth() {
 
 fn guest_side() {
     {
-        let client = {
-            let s = socket2::Socket::new(
-                socket2::Domain::IPV4,
-                socket2::Type::DGRAM,
-                Some(socket2::Protocol::UDP),
-            )
-            .unwrap();
-            s.set_reuse_address(true).unwrap();
-            s.set_broadcast(true).unwrap();
-            s.bind_device(Some(b"guest0")).unwrap();
-            s.bind(
-                &std::net::SocketAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 1068)).into(),
-            )
-            .unwrap();
-            s.set_read_timeout(Some(Duration::from_millis(100)))
-                .unwrap();
-            UdpSocket::from(s)
-        };
+        let client = veth_pair::client4(Duration::from_millis(100));
         let to = SocketAddrV4::new(Ipv4Addr::BROADCAST, 1067);
 
         client

@@ -55,32 +55,6 @@ fn recv(client: &UdpSocket, xid: u8) -> Option<Message> {
     recv_within(client, xid, Duration::from_secs(10))
 }
 
-/// A client socket on `guest0` bound to `addr` (added without DAD), port
-/// 1546, so no DHCPv6 client of the host can interfere.
-fn client(addr: Ipv6Addr, index: u32) -> UdpSocket {
-    veth_pair::ip(&[
-        "addr",
-        "add",
-        &format!("{addr}/64"),
-        "dev",
-        "guest0",
-        "nodad",
-    ]);
-    let s = socket2::Socket::new(
-        socket2::Domain::IPV6,
-        socket2::Type::DGRAM,
-        Some(socket2::Protocol::UDP),
-    )
-    .unwrap();
-    s.set_only_v6(true).unwrap();
-    s.bind(&std::net::SocketAddr::from(SocketAddrV6::new(addr, 1546, 0, index)).into())
-        .unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    s.set_multicast_if_v6(index).unwrap();
-    UdpSocket::from(s)
-}
-
 #[test]
 fn solicit_advertise_request_reply_over_veth() {
     veth_pair::veth_pair(guest_side, |guest| {
@@ -112,7 +86,7 @@ fn solicit_advertise_request_reply_over_veth() {
 fn guest_side() {
     let index = nix::net::if_::if_nametoindex("guest0").unwrap();
     let to = SocketAddrV6::new(server::ALL_DHCP_SERVERS, 1547, 0, index);
-    let c = client(eui64_link_local(&MAC), index);
+    let c = veth_pair::client6(eui64_link_local(&MAC), index, Duration::from_millis(100));
 
     c.send_to(&request(MessageType::Solicit, 1), to).unwrap();
     let adv = recv(&c, 1).expect("no ADVERTISE");
@@ -139,7 +113,7 @@ fn guest_side() {
 
     // Another MAC's link-local address and garbage: silence, and the
     // server keeps serving.
-    let other = client(eui64_link_local(&OTHER), index);
+    let other = veth_pair::client6(eui64_link_local(&OTHER), index, Duration::from_millis(100));
     other
         .send_to(&request(MessageType::Solicit, 3), to)
         .unwrap();

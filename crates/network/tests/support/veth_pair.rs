@@ -2,8 +2,10 @@
 //! bench: `k6t-eth0` (10.0.2.1/24) on the "pod" side, `guest0` on the
 //! "guest" side. Namespaces are per thread and `ip` children inherit the
 //! calling thread's, so each side is a thread; in one namespace the kernel
-//! would drop the replies as martians. Shared by `tests/server.rs` and
-//! `examples/dhcp_bench.rs` (included with `#[path]`). No reaper runs in
+//! would drop the replies as martians. Shared by `tests/server.rs`,
+//! `tests/server6.rs` and the DHCP bench examples (included with
+//! `#[path]`; each uses one of the client sockets, hence the
+//! `dead_code` allowances). No reaper runs in
 //! these test and bench processes, so waiting on `ip` directly is safe.
 #![allow(clippy::disallowed_methods)]
 
@@ -98,4 +100,51 @@ pub fn veth_pair(guest: impl FnOnce() + Send + 'static, pod: impl FnOnce(Guest) 
     })
     .join()
     .unwrap();
+}
+
+/// A DHCPv4 client socket on `guest0`: port 1068 (not the well-known 68,
+/// so no DHCP client of the host can interfere), broadcast allowed,
+/// `timeout` on reads.
+#[allow(dead_code)]
+pub fn client4(timeout: Duration) -> std::net::UdpSocket {
+    let s = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )
+    .unwrap();
+    s.set_reuse_address(true).unwrap();
+    s.set_broadcast(true).unwrap();
+    s.bind_device(Some(b"guest0")).unwrap();
+    let any = std::net::SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 1068);
+    s.bind(&std::net::SocketAddr::from(any).into()).unwrap();
+    s.set_read_timeout(Some(timeout)).unwrap();
+    s.into()
+}
+
+/// A DHCPv6 client socket on `guest0` bound to `addr` (added to `guest0`
+/// without DAD), port 1546 (not 546, so no DHCPv6 client of the host can
+/// interfere), multicast out of `guest0` (`index`), `timeout` on reads.
+#[allow(dead_code)]
+pub fn client6(addr: std::net::Ipv6Addr, index: u32, timeout: Duration) -> std::net::UdpSocket {
+    ip(&[
+        "addr",
+        "add",
+        &format!("{addr}/64"),
+        "dev",
+        "guest0",
+        "nodad",
+    ]);
+    let s = socket2::Socket::new(
+        socket2::Domain::IPV6,
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )
+    .unwrap();
+    s.set_only_v6(true).unwrap();
+    let at = std::net::SocketAddrV6::new(addr, 1546, 0, index);
+    s.bind(&std::net::SocketAddr::from(at).into()).unwrap();
+    s.set_read_timeout(Some(timeout)).unwrap();
+    s.set_multicast_if_v6(index).unwrap();
+    s.into()
 }
