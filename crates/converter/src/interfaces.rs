@@ -114,6 +114,75 @@ pub fn pci_address(path: &str, text: &str) -> Result<Address, ConvertError> {
     })
 }
 
+/// A port forwarded to the guest (`interfaces[].ports[]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Port {
+    /// `true` for UDP, `false` for TCP.
+    pub udp: bool,
+    /// Port number, 1–65535.
+    pub port: u16,
+}
+
+/// Reads `interfaces[].ports[]` (KubeVirt's `Port`: `name`, `protocol`
+/// TCP or UDP, case-insensitive, empty = TCP, `port` 1–65535): the
+/// masquerade binding's NAT and passt's `<portForward>` forward them.
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming `path.ports[j].port`, `.protocol` or
+/// `.name`: not a port number, another protocol, a name or a
+/// protocol/port pair given twice (KubeVirt's admission refuses a
+/// duplicate name; a duplicate forward would be ambiguous).
+pub fn ports(iface: &ApiInterface, path: &str) -> Result<Vec<Port>, ConvertError> {
+    let mut out: Vec<Port> = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for (j, p) in iface.ports.iter().enumerate() {
+        let at = format!("{path}.ports[{j}]");
+        if let Some(name) = p.get("name").and_then(serde_json::Value::as_str) {
+            if !name.is_empty() && !names.insert(name) {
+                return Err(ConvertError::invalid(
+                    format!("{at}.name"),
+                    format!("duplicate port name {name:?}"),
+                ));
+            }
+        }
+        let port = p
+            .get("port")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| *n != 0)
+            .ok_or_else(|| {
+                ConvertError::invalid(
+                    format!("{at}.port"),
+                    format!(
+                        "{} is not a port number (1-65535)",
+                        p.get("port").map_or("nothing".into(), ToString::to_string)
+                    ),
+                )
+            })?;
+        let udp = match p.get("protocol") {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::String(s)) if s.is_empty() || s.eq_ignore_ascii_case("tcp") => {
+                false
+            }
+            Some(serde_json::Value::String(s)) if s.eq_ignore_ascii_case("udp") => true,
+            Some(other) => {
+                return Err(ConvertError::invalid(
+                    format!("{at}.protocol"),
+                    format!("{other} is not TCP or UDP"),
+                ))
+            }
+        };
+        if out.contains(&Port { udp, port }) {
+            return Err(ConvertError::invalid(
+                format!("{at}.port"),
+                format!("{port}/{} is listed twice", if udp { "UDP" } else { "TCP" }),
+            ));
+        }
+        out.push(Port { udp, port });
+    }
+    Ok(out)
+}
+
 /// Builds the `<interface>` elements, in spec order.
 ///
 /// # Errors
@@ -134,12 +203,7 @@ pub fn convert(
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     let multiqueue = dev.network_interface_multiqueue == Some(true);
-    let virtio_model = if dev.use_virtio_transitional == Some(true) && caps.virtio_model != "virtio"
-    {
-        "virtio-transitional"
-    } else {
-        caps.virtio_model
-    };
+    let virtio_model = crate::arch::virtio_model(caps, vmi);
     let mut nets = std::collections::BTreeSet::new();
     for (i, n) in vmi.spec.networks.iter().enumerate() {
         if !nets.insert(n.name.as_str()) {
@@ -194,7 +258,7 @@ pub fn convert(
                 format!("no spec.networks entry named {:?}", iface.name),
             ));
         };
-        crate::passt::ports(iface, &path)?;
+        ports(iface, &path)?;
         let is_pod = net.pod.is_some();
         if !is_pod && net.multus.is_none() {
             return Err(ConvertError::invalid(

@@ -40,6 +40,7 @@ use domain::{
     AcpiIndex, Interface, InterfaceBackend, InterfaceSource, Mac, Model, PortForward, PortRange,
 };
 
+use crate::interfaces::{ports, Port};
 use crate::{ConvertContext, ConvertError};
 
 /// The binding plugin's name (`binding: {name: passt}`), as registered in
@@ -67,75 +68,6 @@ pub const ISTIO_INJECT_ANNOTATION: &str = "sidecar.istio.io/inject";
 pub const ISTIO_RESERVED_PORTS: [u16; 10] = [
     15000, 15001, 15004, 15006, 15008, 15009, 15020, 15021, 15053, 15090,
 ];
-
-/// A port forwarded to the guest (`interfaces[].ports[]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Port {
-    /// `true` for UDP, `false` for TCP.
-    pub udp: bool,
-    /// Port number, 1–65535.
-    pub port: u16,
-}
-
-/// Reads `interfaces[].ports[]` (KubeVirt's `Port`: `name`, `protocol`
-/// TCP or UDP, case-insensitive, empty = TCP, `port` 1–65535). Used for
-/// every binding: masquerade forwards them too.
-///
-/// # Errors
-/// [`ConvertError::Invalid`] naming `path.ports[j].port`, `.protocol` or
-/// `.name`: not a port number, another protocol, a name or a
-/// protocol/port pair given twice (KubeVirt's admission refuses a
-/// duplicate name; a duplicate forward would be ambiguous).
-pub fn ports(iface: &ApiInterface, path: &str) -> Result<Vec<Port>, ConvertError> {
-    let mut out: Vec<Port> = Vec::new();
-    let mut names = std::collections::BTreeSet::new();
-    for (j, p) in iface.ports.iter().enumerate() {
-        let at = format!("{path}.ports[{j}]");
-        if let Some(name) = p.get("name").and_then(serde_json::Value::as_str) {
-            if !name.is_empty() && !names.insert(name) {
-                return Err(ConvertError::invalid(
-                    format!("{at}.name"),
-                    format!("duplicate port name {name:?}"),
-                ));
-            }
-        }
-        let port = p
-            .get("port")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|n| u16::try_from(n).ok())
-            .filter(|n| *n != 0)
-            .ok_or_else(|| {
-                ConvertError::invalid(
-                    format!("{at}.port"),
-                    format!(
-                        "{} is not a port number (1-65535)",
-                        p.get("port").map_or("nothing".into(), ToString::to_string)
-                    ),
-                )
-            })?;
-        let udp = match p.get("protocol") {
-            None | Some(serde_json::Value::Null) => false,
-            Some(serde_json::Value::String(s)) if s.is_empty() || s.eq_ignore_ascii_case("tcp") => {
-                false
-            }
-            Some(serde_json::Value::String(s)) if s.eq_ignore_ascii_case("udp") => true,
-            Some(other) => {
-                return Err(ConvertError::invalid(
-                    format!("{at}.protocol"),
-                    format!("{other} is not TCP or UDP"),
-                ))
-            }
-        };
-        if out.contains(&Port { udp, port }) {
-            return Err(ConvertError::invalid(
-                format!("{at}.port"),
-                format!("{port}/{} is listed twice", if udp { "UDP" } else { "TCP" }),
-            ));
-        }
-        out.push(Port { udp, port });
-    }
-    Ok(out)
-}
 
 /// The `<portForward>` elements (see the module documentation).
 pub fn port_forwards(ports: &[Port], istio: bool) -> Vec<PortForward> {

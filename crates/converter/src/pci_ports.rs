@@ -135,14 +135,7 @@ pub fn with_placeholders(
     dom: &Domain,
     count: u32,
 ) -> Domain {
-    let caps = crate::arch::caps(arch);
-    let model = if vmi.spec.domain.devices.use_virtio_transitional == Some(true)
-        && caps.virtio_model != "virtio"
-    {
-        "virtio-transitional"
-    } else {
-        caps.virtio_model
-    };
+    let model = crate::arch::virtio_model(crate::arch::caps(arch), vmi);
     let mut out = dom.clone();
     out.devices.interface.extend((0..count).map(|i| Interface {
         interface_type: "ethernet".into(),

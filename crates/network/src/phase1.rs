@@ -72,15 +72,6 @@ pub const POD_GATEWAY6: &str = "fd00:10:244::1";
 /// [`bridge_fake_ip`]).
 pub const BRIDGE_FAKE_IP: &str = "169.254.75.10";
 
-/// A port forwarded to the guest (`interfaces[].ports[]`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Port {
-    /// `tcp` or `udp`.
-    pub protocol: String,
-    /// Port number.
-    pub port: u16,
-}
-
 /// KubeVirt's fake bridge address for the interface at `index` in
 /// `spec.domain.devices.interfaces` (`169.254.75.1` followed by the index
 /// in decimal, `pkg/network/link`: index 1 gives 169.254.75.11, index 12
@@ -310,7 +301,7 @@ pub fn add_pod_link(
 pub fn setup_masquerade(
     plan: &MasqueradePlan,
     plan6: &MasqueradePlanV6,
-    ports: &[Port],
+    ports: &[converter::interfaces::Port],
     multi_queue: bool,
 ) -> Result<(), String> {
     let gw = format!("{}/{}", plan.gateway, plan.network.prefix_len());
@@ -354,16 +345,7 @@ pub fn setup_masquerade(
          ip6 saddr {vm6} oifname != \"k6t-eth0\" masquerade; }}\n}}\n"
     );
     for p in ports {
-        let proto = match p.protocol.as_str() {
-            "" | "TCP" | "tcp" => "tcp",
-            "UDP" | "udp" => "udp",
-            other => {
-                return Err(format!(
-                    "port {}: protocol {other:?} is not TCP or UDP",
-                    p.port
-                ))
-            }
-        };
+        let proto = if p.udp { "udp" } else { "tcp" };
         let port = p.port;
         rules.push_str(&format!(
             "add rule ip nat prerouting iifname \"eth0\" {proto} dport {port} dnat to {vm}:{port}\n\

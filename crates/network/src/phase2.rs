@@ -26,7 +26,7 @@ use crate::dhcpv4::{
 };
 use crate::dhcpv6::{DhcpV6Config, ServerV6};
 use crate::phase1::PodLink;
-use crate::plan::{MasqueradePlan, MasqueradePlanV6};
+use crate::plan::masquerade_plans;
 
 /// Reads a pod link's MAC, MTU and address families by name (see
 /// [`crate::phase1::pod_link`]).
@@ -169,10 +169,7 @@ pub fn prepare(
                 "{path}.masquerade: masquerade is only allowed on the pod network"
             ));
         };
-        let plan = MasqueradePlan::new(pod.vm_network_cidr.as_deref())
-            .map_err(|e| format!("spec.networks[name={}].pod: {e}", net.name))?;
-        let plan6 = MasqueradePlanV6::new(pod.vm_ipv6_network_cidr.as_deref())
-            .map_err(|e| format!("spec.networks[name={}].pod: {e}", net.name))?;
+        let (plan, plan6) = masquerade_plans(&net.name, pod)?;
         let (pod_mac, mtu) = (pod_link.mac, pod_link.mtu);
         let mac = match &iface.mac_address {
             Some(m) => {
@@ -247,10 +244,7 @@ pub fn check_spec(vmi: &VirtualMachineInstance) -> Result<(), String> {
         }
         let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
         if let (Some(pod), Some(_)) = (net.and_then(|n| n.pod.as_ref()), &iface.masquerade) {
-            MasqueradePlan::new(pod.vm_network_cidr.as_deref())
-                .map_err(|e| format!("spec.networks[name={}].pod: {e}", iface.name))?;
-            MasqueradePlanV6::new(pod.vm_ipv6_network_cidr.as_deref())
-                .map_err(|e| format!("spec.networks[name={}].pod: {e}", iface.name))?;
+            masquerade_plans(&iface.name, pod)?;
         }
         DhcpV4Config {
             client_mac: [2, 0, 0, 0, 0, 1],

@@ -87,6 +87,22 @@ impl MasqueradePlanV6 {
     }
 }
 
+/// Both masquerade plans of the pod network `network` (`pod` is its
+/// `spec.networks[].pod`).
+///
+/// # Errors
+/// The plan's message, prefixed with `spec.networks[name=<network>].pod`.
+pub fn masquerade_plans(
+    network: &str,
+    pod: &api::vmi::PodNetwork,
+) -> Result<(MasqueradePlan, MasqueradePlanV6), String> {
+    let at = |e: String| format!("spec.networks[name={network}].pod: {e}");
+    Ok((
+        MasqueradePlan::new(pod.vm_network_cidr.as_deref()).map_err(at)?,
+        MasqueradePlanV6::new(pod.vm_ipv6_network_cidr.as_deref()).map_err(at)?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

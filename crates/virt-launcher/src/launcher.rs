@@ -585,35 +585,18 @@ fn network_phase1(
             caches.push((pod_iface, cache));
             continue;
         }
-        let pod = net.and_then(|n| n.pod.as_ref());
-        if pod.is_none() {
+        let Some(pod) = net.and_then(|n| n.pod.as_ref()) else {
             return Err(LauncherError::Input(format!(
                 "{field}.masquerade: masquerade is only allowed on the pod network"
             )));
-        }
-        let cidr = pod.and_then(|p| p.vm_network_cidr.as_deref());
-        let net_field = format!("spec.networks[name={}].pod", iface.name);
-        let plan = network::plan::MasqueradePlan::new(cidr)
-            .map_err(|e| LauncherError::Input(format!("{net_field}: {e}")))?;
-        let cidr6 = pod.and_then(|p| p.vm_ipv6_network_cidr.as_deref());
-        let plan6 = network::plan::MasqueradePlanV6::new(cidr6)
-            .map_err(|e| LauncherError::Input(format!("{net_field}: {e}")))?;
-        let ports = iface
-            .ports
-            .iter()
-            .map(|p| network::phase1::Port {
-                protocol: p["protocol"].as_str().unwrap_or("TCP").to_owned(),
-                port: p["port"]
-                    .as_u64()
-                    .and_then(|n| u16::try_from(n).ok())
-                    .unwrap_or(0),
-            })
-            .collect::<Vec<_>>();
-        if let Some(bad) = ports.iter().position(|p| p.port == 0) {
-            return Err(LauncherError::Input(format!(
-                "{field}.ports[{bad}].port: not a port number"
-            )));
-        }
+        };
+        let (plan, plan6) =
+            network::plan::masquerade_plans(&iface.name, pod).map_err(LauncherError::Input)?;
+        let ports = converter::interfaces::ports(
+            iface,
+            &format!("spec.domain.devices.interfaces[{index}]"),
+        )
+        .map_err(|e| LauncherError::Input(e.to_string()))?;
         network::phase1::setup_masquerade(&plan, &plan6, &ports, mq).map_err(rt)?;
     }
     Ok(caches)
