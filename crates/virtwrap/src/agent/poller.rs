@@ -221,10 +221,12 @@ pub enum Group {
     Load,
 }
 
-/// Every group, in the order a round runs them.
+/// Every group, in the order a round runs them. `guest-info` comes first:
+/// once the OS info reaches virt-handler (the agent-connected condition),
+/// its GetGuestInfo must already carry the agent's version.
 pub const GROUPS: [Group; 6] = [
-    Group::Sys,
     Group::Version,
+    Group::Sys,
     Group::FsFreeze,
     Group::Users,
     Group::Files,
@@ -247,7 +249,7 @@ impl Intervals {
         let s = Duration::from_secs;
         Intervals {
             initial: s(10),
-            max: [s(120), s(300), s(5), s(10), s(300), s(120)],
+            max: [s(300), s(120), s(5), s(10), s(300), s(120)],
         }
     }
 }
@@ -592,7 +594,7 @@ mod tests {
         let ms = Duration::from_millis;
         Intervals {
             initial: ms(20),
-            max: [ms(40), ms(1000), ms(20), ms(40), ms(1000), ms(40)],
+            max: [ms(1000), ms(40), ms(20), ms(40), ms(1000), ms(40)],
         }
     }
 
@@ -618,6 +620,23 @@ mod tests {
         )
         .unwrap();
         (p, store, changes)
+    }
+
+    #[test]
+    fn the_version_is_known_before_the_os_info_is_published() {
+        let f = Arc::new(Fake::default());
+        good(&f);
+        let (p, store, _) = start(&f);
+        p.connected();
+        wait_until("OS info polled", || store.status_parts().0.is_some());
+        let calls = f.calls.lock().unwrap().clone();
+        let at = |c: &str| calls.iter().position(|x| x == c);
+        assert!(
+            at("guest-info") < at("guest-get-osinfo"),
+            "first round: {calls:?}"
+        );
+        assert_eq!(store.guest_info().guest_agent_version, "10.0.2");
+        p.stop();
     }
 
     #[test]
