@@ -280,6 +280,7 @@ impl Job {
             tracing::info!(?removed, "removed earlier memory dumps");
         }
         tracing::info!(path = %self.path.display(), "Starting memory dump");
+        let started = std::time::Instant::now();
         // Checked when requested; checked again here, just before the
         // dump, in case a link was planted since.
         let result = regular_or_absent(&self.path)
@@ -288,7 +289,12 @@ impl Job {
         let end = (self.clock)();
         match &result {
             Ok(()) => {
-                tracing::info!(path = %self.path.display(), "Completed memory dump successfully")
+                tracing::info!(
+                    path = %self.path.display(),
+                    ms = started.elapsed().as_millis() as u64,
+                    bytes = std::fs::symlink_metadata(&self.path).map_or(0, |m| m.len()),
+                    "Completed memory dump successfully"
+                );
             }
             Err(e) => {
                 tracing::error!(path = %self.path.display(), "{FAILED_DOMAIN_MEMORY_DUMP}: {e}")

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::harness::{alive, guest_vmi, processes_mentioning, repo_root, Launcher, BOOT_TIMEOUT};
 
-fn vmi_json(l: &Launcher, name: &str) -> std::path::PathBuf {
+pub(crate) fn vmi_json(l: &Launcher, name: &str) -> std::path::PathBuf {
     vmi_json_of(l, &guest_vmi(name, "virtio"))
 }
 
