@@ -17,7 +17,7 @@ use goblin::elf::Elf;
 use serde_json::Value;
 
 use crate::harness::{guest_vmi, processes_mentioning, Launcher, Opts, POD_WRAPPER};
-use crate::protocol::{fake_handler, vmi_json};
+use crate::protocol::{fake_handler, vmi_json_of};
 
 /// The guest's memory (`guest_vmi`: `memory.guest: 128Mi`).
 const GUEST_MEMORY: u64 = 128 << 20;
@@ -63,7 +63,10 @@ fn record(line: &str, prefix: &str) -> Value {
 
 #[test]
 fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails() {
-    let yaml = guest_vmi("memdump", "virtio");
+    // As virt-handler syncs it during `virtctl memory-dump get`: with the
+    // memory dump volume (a hot-plugged claim, no disk).
+    let yaml = guest_vmi("memdump", "virtio")
+        + "  - name: memvol\n    memoryDump: {claimName: memvol-pvc, hotpluggable: true}\n";
     let mut l = Launcher::start_wrapped(
         &yaml,
         &Opts {
@@ -86,7 +89,7 @@ fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails(
     .unwrap();
     std::fs::write(volume.join("notes.txt"), b"keep").unwrap();
     let file = "memdump-memvol-20250101-000000.memory.dump";
-    let vmi = vmi_json(&l, "memdump");
+    let vmi = vmi_json_of(&l, &yaml);
     let serial = l.serial_log_path();
     let h = fake_handler(
         &l,
@@ -221,9 +224,16 @@ fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
         !ok && err.contains("dumpPath: ") && err.contains("No such file or directory"),
         "{err}"
     );
-    let (_, out, _) = ctl(&l, &[OsStr::new("-o"), OsStr::new("json"), OsStr::new("domain")]);
+    let (_, out, _) = ctl(
+        &l,
+        &[OsStr::new("-o"), OsStr::new("json"), OsStr::new("domain")],
+    );
     let dom: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"], m);
     l.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(l.wait_exit(Duration::from_secs(90)).success(), "{}", l.log());
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
 }
