@@ -55,6 +55,11 @@ def main():
     ap.add_argument("--resync-vmi", help="once the guest is ready (--serial), sync this VMI JSON "
                     "(same UID, e.g. a grown claim in its status) and wait for --resync-marker on the serial")
     ap.add_argument("--resync-marker")
+    ap.add_argument("--memory-dump", help="once the guest is ready (--serial), VirtualMachineMemoryDump "
+                    "to this path in the pod (/var/run/kubevirt/hotplug-disks/<volume>/<file>, i.e. "
+                    "<share>/hotplug-disks/... here); it must complete; prints MEMORY-DUMP <record>")
+    ap.add_argument("--memory-dump-fail", help="then a dump to this path in the pod, whose volume "
+                    "cannot hold it: it must fail; prints MEMORY-DUMP-FAILED <record>")
     a = ap.parse_args()
     stubs()
     import grpc
@@ -242,6 +247,8 @@ def main():
                     fail(f"the guest never printed {a.resync_marker} after the resync")
                 time.sleep(0.2)
             print("RESYNC-SEEN", flush=True)
+        if a.memory_dump:
+            memory_dumps(a, c, vmi_json, vmi, events, wait_event, status_is)
         if not c.ShutdownVirtualMachine(one, timeout=20).success:
             fail("shutdown")
         wait_event(status_is("Shutoff", "Shutdown"), "Shutoff/Shutdown", timeout=120)
@@ -255,6 +262,81 @@ def main():
     print("EVENTS " + " ".join(types), flush=True)
     print("OK", flush=True)
     server.stop(0)
+
+
+def memory_dumps(a, c, vmi_json, vmi, events, wait_event, status_is):
+    """virt-handler's getMemoryDump: VirtualMachineMemoryDump returns at
+    once; the dump's record (Spec.Metadata.KubeVirt.MemoryDump) arrives in
+    MODIFIED notifications and GetDomain."""
+    import cmd_pb2
+
+    def dump(path, body=vmi_json):
+        return c.VirtualMachineMemoryDump(
+            cmd_pb2.MemoryDumpRequest(vmi=cmd_pb2.VMI(vmiJson=body), dumpPath=path), timeout=20)
+
+    def record(d):
+        return ((d or {}).get("Spec") or {}).get("Metadata", {}).get("KubeVirt", {}).get("MemoryDump")
+
+    def done(name):
+        return lambda e: (e[0] == "MODIFIED" and (record(e[1]) or {}).get("FileName") == name
+                          and record(e[1])["Completed"])
+
+    def get_domain():
+        return json.loads(c.GetDomain(cmd_pb2.EmptyRequest(), timeout=5).domain)
+
+    volume_dir = os.path.dirname(a.memory_dump)
+    hotplug = os.path.dirname(volume_dir)
+    # Refused, in one line naming dumpPath: nothing starts.
+    for bad in ["", "relative.memory.dump", "/tmp/outside.memory.dump", f"{volume_dir}/../x.memory.dump",
+                f"{hotplug}/missing-volume/x.memory.dump", f"{hotplug}/x.memory.dump"]:
+        r = dump(bad)
+        if r.success or not r.message.startswith("dumpPath: ") or "\n" in r.message:
+            fail(f"dumpPath {bad!r} was not refused by name: {r}")
+    other = dict(vmi, metadata=dict(vmi["metadata"], uid="someone-else"))
+    if dump(a.memory_dump, json.dumps(other).encode()).success:
+        fail("a memory dump for another UID succeeded")
+    if record(get_domain()) is not None:
+        fail(f"a refused request left a record: {record(get_domain())}")
+
+    name = os.path.basename(a.memory_dump)
+    n = len(events)
+    for _ in range(2):  # the second: in progress or already done, a no-op either way
+        r = dump(a.memory_dump)
+        if not r.success:
+            fail(f"memory dump: {r.message}")
+    e, i = wait_event(done(name), f"memory dump {name} completed", start=n)
+    m = record(e[1])
+    if m["Failed"] or m["FailureReason"] or not m["StartTimestamp"] or not m["EndTimestamp"]:
+        fail(f"memory dump record {m}")
+    d = get_domain()
+    if record(d) != m:
+        fail(f"GetDomain's record {record(d)} is not the notified {m}")
+    if d["Status"]["Status"] != "Running":
+        fail(f"after the dump the domain is {d['Status']}")
+    # The same file again: skipped (KubeVirt's FileName check), nothing rewritten.
+    host_file = os.path.join(a.share, os.path.relpath(a.memory_dump, "/var/run/kubevirt"))
+    before = os.stat(host_file)
+    if not dump(a.memory_dump).success:
+        fail("memory dump of the same file again")
+    time.sleep(1)
+    after = os.stat(host_file)
+    if record(get_domain()) != m or (after.st_mtime_ns, after.st_ino) != (before.st_mtime_ns, before.st_ino):
+        fail(f"the same file name was dumped again: {record(get_domain())}")
+    print("MEMORY-DUMP " + json.dumps(m), flush=True)
+
+    if a.memory_dump_fail:
+        name = os.path.basename(a.memory_dump_fail)
+        n = len(events)
+        if not dump(a.memory_dump_fail).success:
+            fail("memory dump to the full volume was not started")
+        e, _ = wait_event(done(name), f"memory dump {name} ended", start=n)
+        m = record(e[1])
+        if not m["Failed"] or not m["FailureReason"].startswith("Domain memory dump failed: "):
+            fail(f"a dump into a full volume: {m}")
+        d = get_domain()
+        if record(d) != m or d["Status"]["Status"] != "Running":
+            fail(f"GetDomain after the failed dump: {record(d)} {d['Status']}")
+        print("MEMORY-DUMP-FAILED " + json.dumps(m), flush=True)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,13 @@ pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
     }
 
     for volume in &spec.volumes {
+        // KubeVirt defaults a VMI when it is created; a memory dump volume
+        // is added to the running VMI later, so it never gets a disk (and
+        // the launcher, which defaults every synced VMI again, must not
+        // give it one).
+        if volume.memory_dump.is_some() {
+            continue;
+        }
         let shared = dom
             .devices
             .filesystems

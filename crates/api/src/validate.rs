@@ -131,6 +131,15 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
                 ));
             }
         }
+        if v.memory_dump
+            .as_ref()
+            .is_some_and(|m| m.claim_name.is_empty())
+        {
+            errs.push(FieldError::new(
+                format!("{path}.memoryDump.claimName"),
+                "required",
+            ));
+        }
         if let Some(e) = &v.empty_disk {
             match e.capacity.to_bytes() {
                 Ok(b) if b >= 1 << 20 => {}

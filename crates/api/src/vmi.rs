@@ -996,10 +996,12 @@ pub struct Volume {
     /// labelled `unattendCD`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sysprep: Option<SysprepSource>,
-    /// Not implemented yet; refused when present.
+    /// KubeVirt's memory dump volume (`MemoryDumpVolumeSource`: a
+    /// hot-plugged claim, `claimName`, `readOnly`, `hotpluggable`): the
+    /// target of VirtualMachineMemoryDump, which virt-handler mounts under
+    /// `/var/run/kubevirt/hotplug-disks/<name>/`; never a disk of the guest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
-    pub memory_dump: Option<Value>,
+    pub memory_dump: Option<PvcSource>,
 }
 
 /// A reference to a Secret in the VMI's namespace (`LocalObjectReference`).

@@ -62,8 +62,11 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 /// A connected command client, its protocol version checked.
 pub struct Client {
     /// `kubevirt.cmd.v1.Cmd`.
-    pub cmd: CmdClient<Channel>,
+    pub cmd: CmdChannel,
 }
+
+/// The `kubevirt.cmd.v1.Cmd` client on a launcher's socket.
+pub type CmdChannel = CmdClient<Channel>;
 
 /// Why a client could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -22,6 +22,7 @@ use tokio::io::AsyncWriteExt;
 struct Fake {
     synced: Mutex<Vec<(String, SyncOptions)>>,
     calls: AtomicUsize,
+    dumps: Mutex<Vec<String>>,
 }
 
 impl Handler for Fake {
@@ -66,6 +67,16 @@ impl Handler for Fake {
     }
     fn qemu_version(&self) -> Result<String, String> {
         Ok("QEMU 10.0.2".into())
+    }
+    fn memory_dump(&self, vmi: &VirtualMachineInstance, dump_path: &str) -> Result<(), String> {
+        if dump_path.is_empty() {
+            return Err("dumpPath: is empty".into());
+        }
+        self.dumps
+            .lock()
+            .unwrap()
+            .push(format!("{} {dump_path}", vmi.uid()));
+        Ok(())
     }
 }
 
@@ -294,6 +305,44 @@ async fn answers_like_kubevirts_server() {
     assert_eq!(
         r.message,
         "failed to cancel migration - vmi is not migrating"
+    );
+
+    // MemoryDump: the VMI is checked like every command's, then the
+    // handler starts the dump; its errors come back in the Response.
+    for (uid, path, want) in [
+        (
+            "uid-2",
+            "/d/x.memory.dump",
+            Err("is not the VMI this launcher runs"),
+        ),
+        ("uid-1", "", Err("dumpPath: is empty")),
+        ("uid-1", "/d/x.memory.dump", Ok(())),
+    ] {
+        let r = c
+            .virtual_machine_memory_dump(cmd::proto::cmd::MemoryDumpRequest {
+                vmi: vmi(uid),
+                dump_path: path.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        match want {
+            Ok(()) => assert!(r.success, "{}", r.message),
+            Err(m) => assert!(!r.success && r.message.contains(m), "{}", r.message),
+        }
+    }
+    let r = c
+        .virtual_machine_memory_dump(cmd::proto::cmd::MemoryDumpRequest {
+            vmi: None,
+            dump_path: "/d/y.memory.dump".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.message, server::NO_VALID_VMI);
+    assert_eq!(
+        *fake.dumps.lock().unwrap(),
+        vec!["uid-1 /d/x.memory.dump".to_owned()]
     );
 
     server::mark_ready(dir.path()).unwrap();

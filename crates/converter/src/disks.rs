@@ -344,6 +344,17 @@ pub fn locate(
             backing: None,
         });
     }
+    if v.memory_dump.is_some() {
+        // KubeVirt counts no disk for a memory dump volume (admitHotplug:
+        // expected disks = volumes - memory dump volumes).
+        return Err(ConvertError::invalid(
+            format!("spec.volumes[{index}].memoryDump"),
+            format!(
+                "volume {:?} is a memory dump target (VirtualMachineMemoryDump), never a disk",
+                v.name
+            ),
+        ));
+    }
     let kind = v.source_kinds().first().copied().unwrap_or("unknown");
     Err(ConvertError::unsupported(
         format!("spec.volumes[{index}].{kind}"),

@@ -860,6 +860,29 @@ spec:
 }
 
 #[test]
+fn a_memory_dump_volume_is_no_disk_and_a_disk_on_it_is_refused() {
+    let doc = data("corpus/memory-dump-volume.yaml");
+    let d = conv(&doc, Arch::Amd64).unwrap();
+    assert_eq!(d.devices.disk.len(), 1, "only the container disk");
+    disk(&d, "containerdisk");
+    let with_disk = doc.replace(
+        "        disk: {bus: virtio}\n",
+        "        disk: {bus: virtio}\n      - name: memvol\n        disk: {bus: virtio}\n",
+    );
+    let e = conv(&with_disk, Arch::Amd64).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "spec.volumes[1].memoryDump: volume \"memvol\" is a memory dump target (VirtualMachineMemoryDump), never a disk"
+    );
+    let no_claim = doc.replace("memoryDump: {claimName: memvol-pvc, ", "memoryDump: {");
+    let e = api::load_vmi(no_claim.as_bytes(), Arch::Amd64).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "spec.volumes[1].memoryDump.claimName: required"
+    );
+}
+
+#[test]
 fn access_credentials_other_than_cloud_init_ssh_keys_are_refused_by_name() {
     let base = "apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance

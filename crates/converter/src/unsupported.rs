@@ -137,6 +137,8 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
                     | "sysprep"
                     | "downwardMetrics"
                     | "ephemeral"
+                    // A dump target, no disk (crate::disks refuses a disk on it).
+                    | "memoryDump"
             );
             if !supported {
                 checks.push((true, format!("{p}.{kind}"), kind_feature(kind)));
@@ -153,7 +155,6 @@ fn kind_feature(kind: &str) -> &'static str {
     match kind {
         "downwardMetrics" => "downwardMetrics volumes",
         "sysprep" => "sysprep volumes",
-        "memoryDump" => "memoryDump volumes",
         _ => "this volume source",
     }
 }

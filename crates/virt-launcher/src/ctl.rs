@@ -47,6 +47,9 @@ pub enum Action {
     Freeze,
     /// Thaw the guest's file systems.
     Unfreeze,
+    /// Dump the guest's memory into a file: `memorydump PATH` (an ELF
+    /// core; `--wait SECONDS` waits for it to end and prints its record).
+    Memorydump,
 }
 
 /// `ctl` arguments.
@@ -60,6 +63,17 @@ pub struct CtlArgs {
     pub output: String,
     /// What to do.
     pub action: Action,
+    /// Memorydump: the dump file (a relative path is taken from the
+    /// current directory). Standalone any directory; in a pod
+    /// virt-handler's `/var/run/kubevirt/hotplug-disks/<volume>/<file>`.
+    /// Other files in its directory whose name contains `memory.dump` are
+    /// removed first, as KubeVirt does.
+    pub path: Option<PathBuf>,
+    /// Memorydump: wait up to this many seconds for the dump to end, print
+    /// its record (`Spec.Metadata.KubeVirt.MemoryDump`) and fail when the
+    /// dump failed. Without it the command returns once the dump started.
+    #[arg(long)]
+    pub wait: Option<u64>,
     /// Exec and guestping: seconds to wait for the guest.
     #[arg(long, default_value_t = 10)]
     pub timeout: i32,
@@ -94,7 +108,10 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
         .build()
         .map_err(err)?;
     let out: Value = rt.block_on(async {
-        let mut c = cmd::client::Client::connect(&args.socket).await.map_err(err)?.cmd;
+        let mut c = cmd::client::Client::connect(&args.socket)
+            .await
+            .map_err(err)?
+            .cmd;
         let check = |r: Option<cmd::proto::cmd::Response>| -> Result<(), LauncherError> {
             match r {
                 Some(r) if r.success => Ok(()),
@@ -104,16 +121,26 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
         };
         Ok::<Value, LauncherError>(match args.action {
             Action::Ping => {
-                check(Some(c.ping(EmptyRequest {}).await.map_err(err)?.into_inner()))?;
+                check(Some(
+                    c.ping(EmptyRequest {}).await.map_err(err)?.into_inner(),
+                ))?;
                 json!({"ok": true})
             }
             Action::Version => {
-                let r = c.get_qemu_version(EmptyRequest {}).await.map_err(err)?.into_inner();
+                let r = c
+                    .get_qemu_version(EmptyRequest {})
+                    .await
+                    .map_err(err)?
+                    .into_inner();
                 check(r.response)?;
                 json!({"version": r.version})
             }
             Action::Domain | Action::Interfaces => {
-                let r = c.get_domain(EmptyRequest {}).await.map_err(err)?.into_inner();
+                let r = c
+                    .get_domain(EmptyRequest {})
+                    .await
+                    .map_err(err)?
+                    .into_inner();
                 check(r.response)?;
                 let dom = serde_json::from_str(&r.domain).unwrap_or(Value::Null);
                 if args.action == Action::Interfaces {
@@ -125,22 +152,38 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 }
             }
             Action::Stats => {
-                let r = c.get_domain_stats(EmptyRequest {}).await.map_err(err)?.into_inner();
+                let r = c
+                    .get_domain_stats(EmptyRequest {})
+                    .await
+                    .map_err(err)?
+                    .into_inner();
                 check(r.response)?;
                 serde_json::from_str(&r.domain_stats).unwrap_or(Value::Null)
             }
             Action::Guestinfo | Action::Users | Action::Filesystems => {
                 let (r, j) = match args.action {
                     Action::Guestinfo => {
-                        let r = c.get_guest_info(EmptyRequest {}).await.map_err(err)?.into_inner();
+                        let r = c
+                            .get_guest_info(EmptyRequest {})
+                            .await
+                            .map_err(err)?
+                            .into_inner();
                         (r.response, r.guest_info_response)
                     }
                     Action::Users => {
-                        let r = c.get_users(EmptyRequest {}).await.map_err(err)?.into_inner();
+                        let r = c
+                            .get_users(EmptyRequest {})
+                            .await
+                            .map_err(err)?
+                            .into_inner();
                         (r.response, r.guest_user_list_response)
                     }
                     _ => {
-                        let r = c.get_filesystems(EmptyRequest {}).await.map_err(err)?.into_inner();
+                        let r = c
+                            .get_filesystems(EmptyRequest {})
+                            .await
+                            .map_err(err)?
+                            .into_inner();
                         (r.response, r.guest_filesystems_response)
                     }
                 };
@@ -148,13 +191,21 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 serde_json::from_str(&j).map_err(err)?
             }
             Action::Guestping | Action::Exec => {
-                let d = c.get_domain(EmptyRequest {}).await.map_err(err)?.into_inner();
+                let d = c
+                    .get_domain(EmptyRequest {})
+                    .await
+                    .map_err(err)?
+                    .into_inner();
                 check(d.response)?;
-                let dom: Value = serde_json::from_str(&d.domain).map_err(|_| err("the launcher has no domain"))?;
+                let dom: Value = serde_json::from_str(&d.domain)
+                    .map_err(|_| err("the launcher has no domain"))?;
                 let domain_name = dom["Spec"]["Name"].as_str().unwrap_or("").to_owned();
                 if args.action == Action::Guestping {
                     let r = c
-                        .guest_ping(cmd::proto::cmd::GuestPingRequest { domain_name, timeout_seconds: args.timeout })
+                        .guest_ping(cmd::proto::cmd::GuestPingRequest {
+                            domain_name,
+                            timeout_seconds: args.timeout,
+                        })
                         .await
                         .map_err(|s| err(s.message()))?
                         .into_inner();
@@ -162,7 +213,9 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                     json!({"ok": true})
                 } else {
                     let Some((command, rest)) = args.command.split_first() else {
-                        return Err(LauncherError::Input("exec: give the command after --".into()));
+                        return Err(LauncherError::Input(
+                            "exec: give the command after --".into(),
+                        ));
                     };
                     let r = c
                         .exec(cmd::proto::cmd::ExecRequest {
@@ -178,6 +231,45 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                     json!({"exitCode": r.exit_code, "stdOut": r.std_out})
                 }
             }
+            Action::Memorydump => {
+                let Some(path) = &args.path else {
+                    return Err(LauncherError::Input(
+                        "memorydump: give the dump file: memorydump PATH".into(),
+                    ));
+                };
+                let path = std::path::absolute(path).map_err(|e| {
+                    LauncherError::Input(format!("memorydump: {}: {e}", path.display()))
+                })?;
+                let Some(dump_path) = path.to_str() else {
+                    return Err(LauncherError::Input(format!(
+                        "memorydump: {} is not UTF-8",
+                        path.display()
+                    )));
+                };
+                let d = c
+                    .get_domain(EmptyRequest {})
+                    .await
+                    .map_err(err)?
+                    .into_inner();
+                check(d.response)?;
+                let dom: Value = serde_json::from_str(&d.domain)
+                    .map_err(|_| err("the launcher has no domain"))?;
+                let r = c
+                    .virtual_machine_memory_dump(cmd::proto::cmd::MemoryDumpRequest {
+                        vmi: Some(vmi_of(&dom)),
+                        dump_path: dump_path.to_owned(),
+                    })
+                    .await
+                    .map_err(err)?
+                    .into_inner();
+                check(Some(r))?;
+                match args.wait {
+                    None => json!({"ok": true}),
+                    Some(secs) => {
+                        wait_for_dump(&mut c, &path, std::time::Duration::from_secs(secs)).await?
+                    }
+                }
+            }
             Action::Pause
             | Action::Unpause
             | Action::Shutdown
@@ -186,17 +278,16 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Freeze
             | Action::Unfreeze => {
                 // The commands carry the VMI; its identity comes from the domain.
-                let d = c.get_domain(EmptyRequest {}).await.map_err(err)?.into_inner();
+                let d = c
+                    .get_domain(EmptyRequest {})
+                    .await
+                    .map_err(err)?
+                    .into_inner();
                 check(d.response)?;
-                let dom: Value = serde_json::from_str(&d.domain).map_err(|_| err("the launcher has no domain"))?;
-                let uid = dom["Spec"]["Metadata"]["KubeVirt"]["UID"].as_str().unwrap_or("");
-                let vmi = json!({
-                    "apiVersion": "kubevirt.io/v1",
-                    "kind": "VirtualMachineInstance",
-                    "metadata": {"name": dom["ObjectMeta"]["name"], "namespace": dom["ObjectMeta"]["namespace"], "uid": uid}
-                });
+                let dom: Value = serde_json::from_str(&d.domain)
+                    .map_err(|_| err("the launcher has no domain"))?;
                 let req = VmiRequest {
-                    vmi: Some(Vmi { vmi_json: vmi.to_string().into_bytes() }),
+                    vmi: Some(vmi_of(&dom)),
                     options: None,
                 };
                 let r = match args.action {
@@ -236,6 +327,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Freeze
             | Action::Unfreeze => "ok\n".to_owned(),
             Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),
+            Action::Memorydump if args.wait.is_none() => "ok\n".to_owned(),
+            Action::Memorydump => pretty(),
             Action::Guestinfo
             | Action::Users
             | Action::Filesystems
@@ -259,6 +352,65 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
         }
     }
     Ok(())
+}
+
+/// The VMI a command carries, from the domain: its name, namespace and
+/// UID (the launcher checks the UID).
+fn vmi_of(dom: &Value) -> Vmi {
+    let uid = dom["Spec"]["Metadata"]["KubeVirt"]["UID"]
+        .as_str()
+        .unwrap_or("");
+    let vmi = json!({
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "metadata": {"name": dom["ObjectMeta"]["name"], "namespace": dom["ObjectMeta"]["namespace"], "uid": uid}
+    });
+    Vmi {
+        vmi_json: vmi.to_string().into_bytes(),
+    }
+}
+
+/// Polls GetDomain until `Spec.Metadata.KubeVirt.MemoryDump` records the
+/// file name of `path` as completed; returns that record.
+///
+/// # Errors
+/// The dump failed (its `FailureReason`), did not end within `timeout`, or
+/// the launcher could not be asked.
+async fn wait_for_dump(
+    c: &mut cmd::client::CmdChannel,
+    path: &std::path::Path,
+    timeout: std::time::Duration,
+) -> Result<Value, LauncherError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let start = std::time::Instant::now();
+    loop {
+        let d = c
+            .get_domain(EmptyRequest {})
+            .await
+            .map_err(err)?
+            .into_inner();
+        let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
+        let m = &dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"];
+        if m["FileName"] == name.as_str() && m["Completed"] == true {
+            if m["Failed"] == true {
+                return Err(LauncherError::Runtime(
+                    m["FailureReason"].as_str().unwrap_or("").to_owned(),
+                ));
+            }
+            return Ok(m.clone());
+        }
+        if start.elapsed() >= timeout {
+            return Err(LauncherError::Runtime(format!(
+                "the memory dump to {} did not end within {} s",
+                path.display(),
+                timeout.as_secs()
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// Writes `text` to stdout. A reader that went away (`| head`) is not an

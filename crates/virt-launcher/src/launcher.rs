@@ -28,7 +28,7 @@ use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
 
 use crate::flags::LauncherFlags;
 use crate::isolation::{enter_private_mount_namespace, IsolationError, Mounts, StateDir};
-use crate::service::{DomainCache, Identity, LauncherHandler};
+use crate::service::{DomainCache, DumpPolicy, Identity, LauncherHandler};
 
 /// Exit code for input the launcher refuses (bad or unsupported VMI).
 pub const EXIT_INPUT: u8 = 2;
@@ -1650,12 +1650,15 @@ impl Grpc {
     /// Starts the notify queue and the command server on
     /// `<share>/sockets/launcher-init-sock`, then checks it answers (dial,
     /// CmdInfo, Ping: KubeVirt's self-check).
+    #[allow(clippy::too_many_arguments)]
     fn start(
         share: &Path,
         manager: Arc<LibvirtDomainManager>,
         id: Identity,
         cache: Arc<DomainCache>,
         agent: Arc<virtwrap::agent::Agent>,
+        metadata: Arc<virtwrap::metadata::MetadataCache>,
+        dump_policy: DumpPolicy,
         standalone: bool,
     ) -> Result<Grpc, LauncherError> {
         // Poll virt-handler's connection briefly before sleeping, as Go's
@@ -1684,6 +1687,8 @@ impl Grpc {
             notifier.clone(),
             cache,
             agent,
+            metadata,
+            dump_policy,
         ));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = rt
@@ -1844,6 +1849,20 @@ fn run_domain(
     let id = Identity::of(vmi);
     let share = PathBuf::from(&flags.kubevirt_share_dir);
     let cache = Arc::new(DomainCache::default());
+    // KubeVirt's metadata cache: a change (a memory dump starting or
+    // ending) drops the cached domain and reaches virt-handler through the
+    // event bridge as a MODIFIED domain.
+    let metadata = {
+        let (cache, to_bridge, domain) = (Arc::clone(&cache), to_bridge.clone(), id.domain_name());
+        Arc::new(virtwrap::metadata::MetadataCache::new(Box::new(
+            move || {
+                cache.invalidate();
+                to_bridge(virtwrap::events::DomainEvent::MetadataUpdated {
+                    domain: domain.clone(),
+                });
+            },
+        )))
+    };
     // The guest agent: its own connection and poller thread; what it learns
     // reaches virt-handler through the event bridge.
     let agent = {
@@ -1864,29 +1883,38 @@ fn run_domain(
             .map_err(|e| LauncherError::Runtime(format!("cannot start the agent poller: {e}")))?,
         )
     };
+    let standalone = matches!(config_sources, ConfigSources::Standalone { .. });
+    let dump_policy = if standalone {
+        DumpPolicy::AnyDirectory
+    } else {
+        DumpPolicy::HotplugVolumes(PathBuf::from(&flags.hotplug_disk_dir))
+    };
     let mut grpc = Grpc::start(
         &share,
         Arc::clone(&manager),
         id.clone(),
         Arc::clone(&cache),
         Arc::clone(&agent),
-        matches!(config_sources, ConfigSources::Standalone { .. }),
+        Arc::clone(&metadata),
+        dump_policy,
+        standalone,
     )?;
     let stop_events = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))
         .map_err(|e| LauncherError::Runtime(format!("cannot watch domain events: {e}")))?;
     let bridge = {
-        let (manager, id, notifier, cache, agent) = (
+        let (manager, id, notifier, cache, agent, metadata) = (
             Arc::clone(&manager),
             id.clone(),
             grpc.notifier.clone(),
             Arc::clone(&cache),
             Arc::clone(&agent),
+            Arc::clone(&metadata),
         );
         std::thread::Builder::new()
             .name("notify-bridge".into())
             .spawn(move || {
-                crate::service::bridge(&ev_rx, &manager, &id, &notifier, &cache, &agent);
+                crate::service::bridge(&ev_rx, &manager, &id, &notifier, &cache, &agent, &metadata);
             })
             .map_err(|e| LauncherError::Runtime(format!("cannot start the notify bridge: {e}")))?
     };

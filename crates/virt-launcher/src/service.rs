@@ -1,16 +1,21 @@
 //! The launcher's side of virt-handler's protocol: the command handler the
-//! gRPC server calls, the domain as KubeVirt's api.Domain JSON, and the
-//! bridge from libvirt's domain events to virt-handler's notify socket.
+//! gRPC server calls, the domain as KubeVirt's api.Domain JSON (with the
+//! runtime metadata, e.g. a memory dump's progress), and the bridge from
+//! libvirt's domain events and metadata changes to virt-handler's notify
+//! socket.
 
+use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
 use api::VirtualMachineInstance;
 use cmd::notify::{Event, EventType, Notifier};
 use cmd::server::{Handler, SyncOptions};
-use domain::kubevirt_json::{self, DomainStatus, ObjectMeta};
+use domain::kubevirt_json::{self, DomainStatus, ObjectMeta, RuntimeMetadata};
 use virtwrap::agent::{Agent, AgentStore};
 use virtwrap::events::DomainEvent;
+use virtwrap::memory_dump::{self, MemoryDumper};
+use virtwrap::metadata::MetadataCache;
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
 
 /// Who this launcher runs: from the flags, or the VMI it was given.
@@ -54,7 +59,8 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-/// The domain as KubeVirt's api.Domain JSON, `None` when it does not exist.
+/// The domain as KubeVirt's api.Domain JSON, `None` when it does not exist;
+/// `Spec.Metadata.KubeVirt` carries `metadata` (KubeVirt's metadata cache).
 ///
 /// # Errors
 /// [`ManagerError`] from libvirt.
@@ -62,8 +68,10 @@ pub fn domain_json(
     manager: &LibvirtDomainManager,
     id: &Identity,
     agent: &AgentStore,
+    metadata: &MetadataCache,
 ) -> Result<Option<String>, ManagerError> {
-    Ok(read_domain(manager, id)?.map(|d| status_json(id, &d.spec, d.state, d.reason, agent)))
+    Ok(read_domain(manager, id)?
+        .map(|d| status_json(id, &d.spec, d.state, d.reason, agent, &metadata.snapshot())))
 }
 
 /// The VMI's domain as libvirt reports it now, `None` when it does not exist.
@@ -83,13 +91,15 @@ fn read_domain(
 
 /// KubeVirt's api.Domain JSON of `spec` in `state`/`reason` (KubeVirt's
 /// `LifeCycle` and `StateChangeReason` names), with what the guest agent
-/// reported: `OSInfo`, `Interfaces` (IPs) and `FSFreezeStatus`.
+/// reported: `OSInfo`, `Interfaces` (IPs) and `FSFreezeStatus`, and the
+/// runtime metadata in `Spec.Metadata.KubeVirt` (e.g. `MemoryDump`).
 fn status_json(
     id: &Identity,
     spec: &domain::Domain,
     state: &str,
     reason: &str,
     agent: &AgentStore,
+    metadata: &RuntimeMetadata,
 ) -> String {
     let (os, interfaces, fs_freeze_status) = agent.status_parts();
     let status = DomainStatus {
@@ -103,7 +113,8 @@ fn status_json(
         os_info: os.map(|o| serde_json::to_value(o).unwrap_or_default()),
         fs_freeze_status,
     };
-    kubevirt_json::domain_json(&id.meta(None), Some(spec), &status).to_string()
+    kubevirt_json::domain_json_with_metadata(&id.meta(None), Some(spec), &status, metadata)
+        .to_string()
 }
 
 /// The final notification KubeVirt sends when the domain is gone: a
@@ -171,6 +182,18 @@ impl DomainCache {
     }
 }
 
+/// Where memory dumps may be written: in a pod only into a volume under
+/// the hotplug disk directory (where virt-handler mounts the memory dump
+/// volume), standalone anywhere the user asks (an absolute path whose
+/// directory exists; see [`memory_dump::check_dump_path`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DumpPolicy {
+    /// `<hotplug-disk-dir>/<volume>/<file>` only.
+    HotplugVolumes(PathBuf),
+    /// Any absolute path (`run`: the user's own command socket).
+    AnyDirectory,
+}
+
 /// [`Handler`] on the launcher's DomainManager.
 pub struct LauncherHandler {
     manager: Arc<LibvirtDomainManager>,
@@ -178,18 +201,25 @@ pub struct LauncherHandler {
     notifier: Notifier,
     cache: Arc<DomainCache>,
     agent: Arc<Agent>,
+    metadata: Arc<MetadataCache>,
+    dumper: MemoryDumper,
+    dump_policy: DumpPolicy,
     /// The VMI last synced (virt-handler's, with its full spec).
     pub current: Mutex<Option<VirtualMachineInstance>>,
 }
 
 impl LauncherHandler {
-    /// A handler for `id`'s domain.
+    /// A handler for `id`'s domain; `metadata` is the runtime metadata
+    /// every domain JSON carries (its changes must reach the event bridge
+    /// as [`DomainEvent::MetadataUpdated`]).
     pub fn new(
         manager: Arc<LibvirtDomainManager>,
         id: Identity,
         notifier: Notifier,
         cache: Arc<DomainCache>,
         agent: Arc<Agent>,
+        metadata: Arc<MetadataCache>,
+        dump_policy: DumpPolicy,
     ) -> Self {
         LauncherHandler {
             manager,
@@ -197,6 +227,9 @@ impl LauncherHandler {
             notifier,
             cache,
             agent,
+            dumper: MemoryDumper::new(Arc::clone(&metadata), now_rfc3339),
+            metadata,
+            dump_policy,
             current: Mutex::new(None),
         }
     }
@@ -343,7 +376,8 @@ impl Handler for LauncherHandler {
             Ok(cached) => return Ok(cached),
             Err(generation) => generation,
         };
-        let fresh = domain_json(&self.manager, &self.id, self.agent.store()).map_err(msg)?;
+        let fresh = domain_json(&self.manager, &self.id, self.agent.store(), &self.metadata)
+            .map_err(msg)?;
         self.cache.set_if(generation, fresh.clone());
         Ok(fresh)
     }
@@ -421,6 +455,26 @@ impl Handler for LauncherHandler {
             .unfreeze()
             .map_err(|e| format!("failed to thaw the guest file systems: {e}"))
     }
+
+    /// KubeVirt's MemoryDump: the path is checked against the
+    /// [`DumpPolicy`], then [`MemoryDumper`] runs the core dump on a thread
+    /// of its own (on a libvirt connection of its own) and records it in
+    /// the metadata, which every change notifies.
+    fn memory_dump(&self, _vmi: &VirtualMachineInstance, dump_path: &str) -> Result<(), String> {
+        let hotplug_dir = match &self.dump_policy {
+            DumpPolicy::HotplugVolumes(d) => Some(d.as_path()),
+            DumpPolicy::AnyDirectory => None,
+        };
+        let path = memory_dump::check_dump_path(dump_path, hotplug_dir)?;
+        let manager = Arc::clone(&self.manager);
+        let name = self.id.domain_name();
+        let r = self.dumper.request(
+            &path,
+            Box::new(move |p: &std::path::Path| manager.core_dump_memory(&name, p).map_err(msg)),
+        )?;
+        tracing::info!(path = %path.display(), request = ?r, "memory dump requested");
+        Ok(())
+    }
 }
 
 /// libvirt `virDomainEventType` values used below.
@@ -448,7 +502,9 @@ const STATE_SHUTOFF: u32 = 5;
 /// Agent lifecycle events start and stop the agent poller (a stopped
 /// domain stops it too; a reconnection makes it probe, as events may have
 /// been missed); the poller's changes arrive as
-/// [`DomainEvent::AgentUpdated`] and are notified like any other event.
+/// [`DomainEvent::AgentUpdated`] and are notified like any other event,
+/// as are the runtime metadata's changes ([`DomainEvent::MetadataUpdated`]:
+/// a memory dump started or ended). Every domain JSON carries `metadata`.
 pub fn bridge(
     rx: &Receiver<DomainEvent>,
     manager: &LibvirtDomainManager,
@@ -456,6 +512,7 @@ pub fn bridge(
     notifier: &Notifier,
     cache: &DomainCache,
     agent: &Agent,
+    metadata: &MetadataCache,
 ) {
     let name = id.domain_name();
     let mut first_connect = true;
@@ -528,6 +585,7 @@ pub fn bridge(
             }
             DomainEvent::Reboot { domain }
             | DomainEvent::AgentUpdated { domain }
+            | DomainEvent::MetadataUpdated { domain }
             | DomainEvent::DeviceRemoved { domain, .. } => {
                 if domain != &name {
                     continue;
@@ -538,7 +596,14 @@ pub fn bridge(
         let read = read_domain(manager, id);
         match read {
             Ok(Some(d)) => {
-                let json = status_json(id, &d.spec, d.state, d.reason, agent.store());
+                let json = status_json(
+                    id,
+                    &d.spec,
+                    d.state,
+                    d.reason,
+                    agent.store(),
+                    &metadata.snapshot(),
+                );
                 cache.set(Some(json.clone()));
                 gone_sent = false;
                 last = Some((d.spec, d.state == "Shutoff"));
@@ -558,6 +623,7 @@ pub fn bridge(
                             virtwrap::state::lifecycle(STATE_SHUTOFF),
                             reason,
                             agent.store(),
+                            &metadata.snapshot(),
                         ),
                     );
                     last = None;

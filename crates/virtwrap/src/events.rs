@@ -66,6 +66,14 @@ pub enum DomainEvent {
         /// Domain name.
         domain: String,
     },
+    /// The launcher's runtime metadata changed (a memory dump started or
+    /// ended: [`crate::metadata::MetadataCache`]); not from libvirt.
+    /// KubeVirt's metadata cache notifies the same way: the domain is
+    /// re-read and sent as MODIFIED.
+    MetadataUpdated {
+        /// Domain name.
+        domain: String,
+    },
     /// The event connection was (re-)established; state may have changed unseen.
     Reconnected,
     /// A Kubernetes event about the VMI raised while preparing it (e.g.

@@ -1,7 +1,8 @@
 //! The libvirt side of virt-launcher: the guest agent ([`agent`]), the daemons' configuration
 //! ([`config`]) and supervision ([`supervisor`]), the connection
 //! ([`connection`]), KubeVirt's state names ([`state`]), the domain
-//! statistics ([`stats`]) and the
+//! statistics ([`stats`]), the runtime metadata ([`metadata`]), the memory
+//! dump ([`memory_dump`]) and the
 //! [`manager::DomainManager`] that runs the VMI's domain.
 
 pub mod agent;
@@ -9,6 +10,8 @@ pub mod config;
 pub mod connection;
 pub mod events;
 pub mod manager;
+pub mod memory_dump;
+pub mod metadata;
 pub mod state;
 pub mod stats;
 pub mod supervisor;

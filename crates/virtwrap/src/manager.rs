@@ -36,6 +36,9 @@ pub enum ManagerError {
     /// libvirt's XML did not parse, or ours did not serialise.
     #[error(transparent)]
     Xml(#[from] domain::XmlError),
+    /// A connection of its own (the memory dump's) could not be opened.
+    #[error(transparent)]
+    Connect(#[from] crate::connection::ConnectError),
 }
 
 impl From<virt::error::Error> for ManagerError {
@@ -574,6 +577,45 @@ impl LibvirtDomainManager {
         })
     }
 
+    /// KubeVirt's memory dump: `virDomainCoreDumpWithFormat(path,
+    /// VIR_DOMAIN_CORE_DUMP_FORMAT_RAW, VIR_DUMP_MEMORY_ONLY)` of the domain
+    /// called `name`, an ELF core file of the guest's memory (libvirt
+    /// pauses the guest while QEMU writes it, then resumes it). Runs on a
+    /// connection of its own, opened and closed here, so the manager's
+    /// connection stays free for other commands while the dump takes its
+    /// time. `path` is used as given: check it first
+    /// ([`crate::memory_dump::check_dump_path`]).
+    ///
+    /// # Errors
+    /// [`ManagerError::Connect`]; [`ManagerError::Libvirt`], `Domain not
+    /// found.` when there is no such domain, libvirt's error when the dump
+    /// fails (domain not running, file not writable, disk full ...).
+    pub fn core_dump_memory(&self, name: &str, path: &std::path::Path) -> Result<(), ManagerError> {
+        let Some(to) = path.to_str().filter(|p| !p.contains('\0')) else {
+            // The binding panics on NUL; libvirt takes UTF-8 paths only.
+            return Err(ManagerError::Libvirt {
+                code: sys::VIR_ERR_INVALID_ARG as i32,
+                domain: sys::VIR_FROM_NONE as i32,
+                message: format!("invalid dump path {}", path.display()),
+            });
+        };
+        let mut conn = self.connector.connect()?;
+        let res = match VirtDomain::lookup_by_name(&conn, name) {
+            Ok(d) => d
+                .core_dump_with_format(
+                    to,
+                    sys::VIR_DOMAIN_CORE_DUMP_FORMAT_RAW,
+                    sys::VIR_DUMP_MEMORY_ONLY,
+                )
+                .map(|_| ())
+                .map_err(ManagerError::from),
+            Err(e) if e.code() == ErrorNumber::NoDomain => Err(not_found()),
+            Err(e) => Err(e.into()),
+        };
+        let _ = conn.close();
+        res
+    }
+
     /// libvirt's version as KubeVirt's GetQemuVersion reports it (`QEMU 10.0.2`).
     ///
     /// # Errors
@@ -648,7 +690,16 @@ impl DomainManager for LibvirtDomainManager {
         self.with_conn(|conn| {
             let dom = match Self::lookup(conn, vmi)? {
                 Some(d) => {
-                    let (st, _) = d.get_state()?;
+                    let (st, reason) = d.get_state()?;
+                    if st == sys::VIR_DOMAIN_PAUSED
+                        && reason == sys::VIR_DOMAIN_PAUSED_DUMP as i32
+                    {
+                        // A memory dump runs: libvirt resumes the guest
+                        // when it ends (KubeVirt would try, and wait for
+                        // the dump's job lock).
+                        tracing::info!(domain = %name, "domain paused for a memory dump; left to libvirt");
+                        return Ok(());
+                    }
                     if st == sys::VIR_DOMAIN_PAUSED && !self.is_user_paused(&name) {
                         // Started paused for virt-handler (or paused by an
                         // error): this sync lets it run, as KubeVirt does.

@@ -18,6 +18,7 @@ mod firmware;
 mod harness;
 mod lifecycle;
 mod manager;
+mod memory_dump;
 mod network;
 mod protocol;
 mod volumes;

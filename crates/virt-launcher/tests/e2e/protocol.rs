@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use crate::harness::{alive, guest_vmi, processes_mentioning, repo_root, Launcher, BOOT_TIMEOUT};
 
-fn vmi_json(l: &Launcher, name: &str) -> std::path::PathBuf {
+pub(crate) fn vmi_json(l: &Launcher, name: &str) -> std::path::PathBuf {
     vmi_json_of(l, &guest_vmi(name, "virtio"))
 }
 
 /// The VMI manifest `yaml` as virt-handler sends it (JSON, the launcher's UID).
-fn vmi_json_of(l: &Launcher, yaml: &str) -> std::path::PathBuf {
+pub(crate) fn vmi_json_of(l: &Launcher, yaml: &str) -> std::path::PathBuf {
     let mut doc: serde_json::Value = serde_yaml_ng::from_str(yaml).unwrap();
     doc["metadata"]["uid"] = serde_json::Value::String(l.uid.clone());
     let p = l.dir.path().join("vmi.json");

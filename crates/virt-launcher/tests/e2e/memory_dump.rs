@@ -1,0 +1,239 @@
+//! KubeVirt's memory dump end to end: the fake virt-handler asks a real
+//! launcher in pod mode, with the real test guest under TCG, for
+//! VirtualMachineMemoryDump into a memory dump volume where virt-handler
+//! mounts it (`/var/run/kubevirt/hotplug-disks/<volume>/`, here the test's
+//! share directory), follows the dump's record in the MODIFIED
+//! notifications and GetDomain, then dumps into a volume too small for the
+//! dump (a 1 MiB tmpfs in the pod), which must fail. The file is checked
+//! here: an ELF core whose loadable segments hold the guest's memory.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::time::Duration;
+
+use goblin::container::Ctx;
+use goblin::elf::program_header::{ProgramHeader, PT_LOAD};
+use goblin::elf::Elf;
+use serde_json::Value;
+
+use crate::harness::{guest_vmi, processes_mentioning, Launcher, Opts, POD_WRAPPER};
+use crate::protocol::{fake_handler, vmi_json_of};
+
+/// The guest's memory (`guest_vmi`: `memory.guest: 128Mi`).
+const GUEST_MEMORY: u64 = 128 << 20;
+/// The dump volume that fills up, in the pod's view.
+const FULL_VOLUME: &str = "/var/run/kubevirt/hotplug-disks/full";
+
+/// The ELF header and program headers of the core file at `path`: its
+/// type and its loadable segments as (guest physical address, size).
+fn core_segments(path: &std::path::Path) -> (u16, Vec<(u64, u64)>) {
+    // The headers come first (QEMU writes the program headers right after
+    // the ELF header); the guest's memory after them is not read.
+    let mut head = vec![0u8; 64 << 10];
+    let mut f = std::fs::File::open(path).unwrap();
+    let n = f.read(&mut head).unwrap();
+    head.truncate(n);
+    let header = Elf::parse_header(&head).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let ctx = Ctx::new(header.container().unwrap(), header.endianness().unwrap());
+    let phdrs = ProgramHeader::parse(
+        &head,
+        usize::try_from(header.e_phoff).unwrap(),
+        usize::from(header.e_phnum),
+        ctx,
+    )
+    .unwrap();
+    let file_len = f.metadata().unwrap().len();
+    let loads = phdrs
+        .iter()
+        .filter(|p| p.p_type == PT_LOAD)
+        .map(|p| {
+            assert!(
+                p.p_offset + p.p_filesz <= file_len,
+                "segment {p:?} beyond the file's {file_len} bytes"
+            );
+            (p.p_paddr, p.p_memsz)
+        })
+        .collect();
+    (header.e_type, loads)
+}
+
+fn record(line: &str, prefix: &str) -> Value {
+    serde_json::from_str(line.strip_prefix(prefix).unwrap()).unwrap()
+}
+
+#[test]
+fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails() {
+    // As virt-handler syncs it during `virtctl memory-dump get`: with the
+    // memory dump volume (a hot-plugged claim, no disk).
+    let yaml = guest_vmi("memdump", "virtio")
+        + "  - name: memvol\n    memoryDump: {claimName: memvol-pvc, hotpluggable: true}\n";
+    let mut l = Launcher::start_wrapped(
+        &yaml,
+        &Opts {
+            pod: true,
+            handler: true,
+            env: &[("POD_SMALL_TMPFS", OsStr::new(FULL_VOLUME))],
+            ..Opts::default()
+        },
+        POD_WRAPPER,
+    );
+    // virt-handler mounts the memory dump volume's claim there; the
+    // launcher's /var/run/kubevirt is this share directory.
+    let volume = l.dir.path().join("share/hotplug-disks/memvol");
+    std::fs::create_dir_all(&volume).unwrap();
+    // An earlier dump on the claim (removed first) and a file that is not one.
+    std::fs::write(
+        volume.join("memdump-memvol-20240101-000000.memory.dump"),
+        b"old",
+    )
+    .unwrap();
+    std::fs::write(volume.join("notes.txt"), b"keep").unwrap();
+    let file = "memdump-memvol-20250101-000000.memory.dump";
+    let vmi = vmi_json_of(&l, &yaml);
+    let serial = l.serial_log_path();
+    let h = fake_handler(
+        &l,
+        &vmi,
+        &[
+            "--serial",
+            serial.to_str().unwrap(),
+            "--memory-dump",
+            &format!("/var/run/kubevirt/hotplug-disks/memvol/{file}"),
+            "--memory-dump-fail",
+            &format!("{FULL_VOLUME}/memdump-full-20250101-000000.memory.dump"),
+        ],
+    );
+    let out = h.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        l.log()
+    );
+
+    let done = record(
+        stdout
+            .lines()
+            .find(|s| s.starts_with("MEMORY-DUMP "))
+            .unwrap(),
+        "MEMORY-DUMP ",
+    );
+    assert_eq!(done["FileName"], file, "{done}");
+    assert_eq!(
+        (&done["Completed"], &done["Failed"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
+    let failed = record(
+        stdout
+            .lines()
+            .find(|s| s.starts_with("MEMORY-DUMP-FAILED "))
+            .unwrap(),
+        "MEMORY-DUMP-FAILED ",
+    );
+    let reason = failed["FailureReason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("Domain memory dump failed: LibvirtError(")
+            && reason.contains("No space left on device"),
+        "{failed}"
+    );
+
+    // The file: an ELF core of the guest's memory; the earlier dump is gone.
+    let path = volume.join(file);
+    let (e_type, loads) = core_segments(&path);
+    assert_eq!(e_type, goblin::elf::header::ET_CORE);
+    // Guest RAM below 4 GiB is the segments inside [0, memory): all of it
+    // but the legacy VGA window (0xa0000-0xbffff). The others are device
+    // memory QEMU includes (VGA RAM, BIOS).
+    let ram: u64 = loads
+        .iter()
+        .filter(|(addr, size)| addr + size <= GUEST_MEMORY)
+        .map(|(_, size)| size)
+        .sum();
+    assert!(
+        (GUEST_MEMORY - (1 << 20)..=GUEST_MEMORY).contains(&ram),
+        "RAM segments hold {ram} bytes of {GUEST_MEMORY}: {loads:x?}"
+    );
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size >= ram, "{size}");
+    eprintln!("memory dump: {size} bytes, segments {loads:x?}");
+    assert!(!volume
+        .join("memdump-memvol-20240101-000000.memory.dump")
+        .exists());
+    assert_eq!(std::fs::read(volume.join("notes.txt")).unwrap(), b"keep");
+
+    // The guest ran on after both dumps: it powered off on the handler's
+    // shutdown (ACPI), which a stopped guest never does.
+    assert!(
+        l.wait_exit(Duration::from_secs(60)).success(),
+        "{}",
+        l.log()
+    );
+    assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());
+    assert!(processes_mentioning(&l.uid).is_empty());
+}
+
+/// `virt-launcher ctl --socket <launcher-sock> ARGS`: (success, stdout, stderr).
+fn ctl(l: &Launcher, args: &[&OsStr]) -> (bool, String, String) {
+    let out = std::process::Command::new(crate::harness::launcher_bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(l.state.join("share/sockets/launcher-sock"))
+        .args(args)
+        .output()
+        .expect("run virt-launcher ctl");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
+    let mut l = Launcher::start(&guest_vmi("memdumpctl", "virtio"), &Opts::default());
+    l.wait_serial("GUEST-READY", 1, crate::harness::BOOT_TIMEOUT);
+    // Standalone, any directory of the user's will do: the test's own.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("guest.memory.dump");
+    let (ok, out, err) = ctl(
+        &l,
+        &[
+            OsStr::new("-o"),
+            OsStr::new("json"),
+            OsStr::new("memorydump"),
+            path.as_os_str(),
+            OsStr::new("--wait"),
+            OsStr::new("120"),
+        ],
+    );
+    assert!(ok, "{err}\n--- launcher ---\n{}", l.log());
+    let m: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(m["FileName"], "guest.memory.dump", "{m}");
+    assert_eq!(m["Completed"], true, "{m}");
+    let (e_type, loads) = core_segments(&path);
+    assert_eq!(e_type, goblin::elf::header::ET_CORE);
+    assert!(loads.iter().map(|(_, s)| s).sum::<u64>() >= GUEST_MEMORY - (1 << 20));
+    // The guest runs on: its agent answers.
+    let (ok, _, err) = ctl(&l, &[OsStr::new("guestping")]);
+    assert!(ok, "guest ping after the dump: {err}");
+    // A directory that does not exist: refused by name, nothing recorded.
+    let missing = dir.path().join("missing/x.memory.dump");
+    let (ok, _, err) = ctl(&l, &[OsStr::new("memorydump"), missing.as_os_str()]);
+    assert!(
+        !ok && err.contains("dumpPath: ") && err.contains("No such file or directory"),
+        "{err}"
+    );
+    let (_, out, _) = ctl(
+        &l,
+        &[OsStr::new("-o"), OsStr::new("json"), OsStr::new("domain")],
+    );
+    let dom: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"], m);
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+}
