@@ -152,6 +152,8 @@ pub struct LibvirtDomainManager {
     /// Domains paused by request (startStrategy Paused, Pause): a sync
     /// leaves them paused; any other paused domain a sync resumes.
     user_paused: Mutex<std::collections::BTreeSet<String>>,
+    /// The last dirty-rate result (KubeVirt's `domainDirtyRateStatsCache`).
+    dirty_rate: crate::dirtyrate::DirtyRateCache,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -217,6 +219,7 @@ impl LibvirtDomainManager {
             phase2: Mutex::new(None),
             sriov: None,
             user_paused: Mutex::default(),
+            dirty_rate: crate::dirtyrate::DirtyRateCache::default(),
         })
     }
 
@@ -571,6 +574,31 @@ impl LibvirtDomainManager {
             Ok(d) => f(&d).map(Some),
             Err(e) if e.code() == ErrorNumber::NoDomain => Ok(None),
             Err(e) => Err(e.into()),
+        })
+    }
+
+    /// KubeVirt's `GetDomainDirtyRateStats(calc)` for the domain `name`: a
+    /// page-sampling calculation of `calc` (at least 1 s), served from a
+    /// 3 s cache; concurrent callers share one calculation (see
+    /// [`crate::dirtyrate`]). `Ok(None)` when the domain is not running.
+    /// Blocks for the calculation (about `calc`); the connection is held
+    /// only for the libvirt calls, never across the wait.
+    ///
+    /// # Errors
+    /// `failed to get domain dirty rate stats: <libvirt error>`.
+    pub fn dirty_rate_stats(
+        &self,
+        name: &str,
+        calc: std::time::Duration,
+    ) -> crate::dirtyrate::DirtyRateResult {
+        self.dirty_rate.get(|| {
+            crate::dirtyrate::measure(
+                &crate::dirtyrate::LibvirtDirtyRate {
+                    manager: self,
+                    name,
+                },
+                calc,
+            )
         })
     }
 
