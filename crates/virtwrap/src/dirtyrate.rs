@@ -13,8 +13,10 @@
 //!
 //! What virt-handler gets ([`rate_mbs`]): `dirtyRateMbs` in MiB/s when
 //! libvirt set `dirtyrate.megabytes_per_second`, else `success=false` with
-//! [`NOT_SET`]. KubeVirt dereferences a nil result when no domain runs
-//! (a Go panic); here that case is [`NOT_SET`] as well.
+//! [`NOT_SET`]. When libvirt has no running domain to report, KubeVirt's
+//! manager hands its command server a nil result, which that handler does
+//! not check (a nil dereference in Go); here that case is [`NOT_SET`] too,
+//! answered at once without a calculation.
 //!
 //! The `virt` binding (0.4) has neither `virDomainStartDirtyRateCalc` nor a
 //! reader of bulk statistics records, so [`LibvirtDirtyRate`] calls them
