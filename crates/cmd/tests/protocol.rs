@@ -23,6 +23,11 @@ struct Fake {
     synced: Mutex<Vec<(String, SyncOptions)>>,
     calls: AtomicUsize,
     dumps: Mutex<Vec<String>>,
+    /// GetDomainDirtyRateStats answers: each call blocks until the test
+    /// sends one (no sender: KubeVirt's not-set message at once).
+    dirty: Mutex<Option<std::sync::mpsc::Receiver<Result<i64, String>>>>,
+    /// Dirty-rate calls that reached the handler.
+    dirty_calls: AtomicUsize,
 }
 
 impl Handler for Fake {
@@ -77,6 +82,17 @@ impl Handler for Fake {
             .unwrap()
             .push(format!("{} {dump_path}", vmi.uid()));
         Ok(())
+    }
+    fn dirty_rate_mbs(&self) -> Result<i64, String> {
+        self.dirty_calls.fetch_add(1, Ordering::SeqCst);
+        match &*self.dirty.lock().unwrap() {
+            // Bounded: a server that ran this on its runtime thread would
+            // otherwise hang the test instead of failing it.
+            Some(rx) => rx
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|e| Err(format!("no answer from the test: {e}"))),
+            None => Err("Dirty rate MegabytesPerSecondSet is false".into()),
+        }
     }
 }
 
@@ -353,6 +369,72 @@ async fn answers_like_kubevirts_server() {
         .unwrap()
         .cmd;
     assert!(c2.ping(EmptyRequest {}).await.unwrap().into_inner().success);
+}
+
+/// GetDomainDirtyRateStats: the rate or the failure in the Response, and
+/// the calculation never holds up the runtime: a Ping on the same
+/// connection is answered while a dirty-rate call is still blocked in the
+/// handler (the test runs the server on one thread, as the launcher does;
+/// a handler run on that thread would hold the ping back until the fake
+/// gives up after 10 s, and the checks below would fail).
+#[tokio::test]
+async fn dirty_rate_is_answered_off_the_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fake, _stop) = start(dir.path()).await;
+    let sock = server::init_socket(dir.path());
+    let mut c = cmd::client::Client::connect(&sock).await.unwrap().cmd;
+
+    let r = c
+        .get_domain_dirty_rate_stats(EmptyRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let resp = r.response.unwrap();
+    assert_eq!(
+        (resp.success, resp.message.as_str(), r.dirty_rate_mbs),
+        (false, "Dirty rate MegabytesPerSecondSet is false", 0)
+    );
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    *fake.dirty.lock().unwrap() = Some(rx);
+    let mut slow = c.clone();
+    let pending = tokio::spawn(async move {
+        slow.get_domain_dirty_rate_stats(EmptyRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+    });
+    // Until the handler is inside the call, the ping proves nothing.
+    for _ in 0..2000 {
+        if fake.dirty_calls.load(Ordering::SeqCst) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(fake.dirty_calls.load(Ordering::SeqCst), 2);
+    let ping = tokio::time::timeout(Duration::from_secs(10), c.ping(EmptyRequest {}))
+        .await
+        .expect("ping answered while the dirty-rate call blocks")
+        .unwrap();
+    assert!(ping.into_inner().success);
+    assert!(!pending.is_finished());
+    tx.send(Ok(37)).unwrap();
+    let r = pending.await.unwrap();
+    assert!(r.response.unwrap().success);
+    assert_eq!(r.dirty_rate_mbs, 37);
+
+    let slow = tokio::spawn({
+        let mut c = c.clone();
+        async move { c.get_domain_dirty_rate_stats(EmptyRequest {}).await }
+    });
+    tx.send(Err("failed to get domain dirty rate stats: boom".into()))
+        .unwrap();
+    let r = slow.await.unwrap().unwrap().into_inner();
+    let resp = r.response.unwrap();
+    assert_eq!(
+        (resp.success, resp.message.as_str(), r.dirty_rate_mbs),
+        (false, "failed to get domain dirty rate stats: boom", 0)
+    );
 }
 
 #[tokio::test]

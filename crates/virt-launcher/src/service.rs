@@ -408,6 +408,13 @@ impl Handler for LauncherHandler {
         self.manager.qemu_version().map_err(msg)
     }
 
+    fn dirty_rate_mbs(&self) -> Result<i64, String> {
+        let stat = self
+            .manager
+            .dirty_rate_stats(&self.id.domain_name(), virtwrap::dirtyrate::CALC_DURATION)?;
+        virtwrap::dirtyrate::rate_mbs(stat.as_ref())
+    }
+
     fn guest_info_json(&self) -> Result<String, String> {
         to_json(&self.agent.store().guest_info())
     }

@@ -4,7 +4,8 @@
 //! libvirt calls event callbacks from its event loop; the `virt` crate has
 //! the default event loop implementation ([`virt::event`]) but no wrapper for
 //! `virConnectDomainEventRegisterAny`, so this module calls it through
-//! `virt::sys` (the only `unsafe` in the project). Each callback copies the
+//! `virt::sys` (`unsafe`, as in `agent` and `dirtyrate`, for calls the binding
+//! lacks). Each callback copies the
 //! event into an owned [`DomainEvent`] and sends it; nothing else happens on
 //! libvirt's thread, so a slow consumer never blocks the event loop.
 //!

@@ -1,13 +1,14 @@
 //! The libvirt side of virt-launcher: the guest agent ([`agent`]), the daemons' configuration
 //! ([`config`]) and supervision ([`supervisor`]), the connection
 //! ([`connection`]), KubeVirt's state names ([`state`]), the domain
-//! statistics ([`stats`]), the runtime metadata ([`metadata`]), the memory
-//! dump ([`memory_dump`]) and the
+//! statistics ([`stats`]), the dirty rate ([`dirtyrate`]), the runtime
+//! metadata ([`metadata`]), the memory dump ([`memory_dump`]) and the
 //! [`manager::DomainManager`] that runs the VMI's domain.
 
 pub mod agent;
 pub mod config;
 pub mod connection;
+pub mod dirtyrate;
 pub mod events;
 pub mod manager;
 pub mod memory_dump;

@@ -155,6 +155,8 @@ pub struct LibvirtDomainManager {
     /// Domains paused by request (startStrategy Paused, Pause): a sync
     /// leaves them paused; any other paused domain a sync resumes.
     user_paused: Mutex<std::collections::BTreeSet<String>>,
+    /// The last dirty-rate result (KubeVirt's `domainDirtyRateStatsCache`).
+    dirty_rate: crate::dirtyrate::DirtyRateCache,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -220,6 +222,7 @@ impl LibvirtDomainManager {
             phase2: Mutex::new(None),
             sriov: None,
             user_paused: Mutex::default(),
+            dirty_rate: crate::dirtyrate::DirtyRateCache::default(),
         })
     }
 
@@ -614,6 +617,31 @@ impl LibvirtDomainManager {
         };
         let _ = conn.close();
         res
+    }
+
+    /// KubeVirt's `GetDomainDirtyRateStats(calc)` for the domain `name`: a
+    /// page-sampling calculation of `calc` (at least 1 s), served from a
+    /// 3 s cache; concurrent callers share one calculation (see
+    /// [`crate::dirtyrate`]). `Ok(None)` when the domain is not running.
+    /// Blocks for the calculation (about `calc`); the connection is held
+    /// only for the libvirt calls, never across the wait.
+    ///
+    /// # Errors
+    /// `failed to get domain dirty rate stats: <libvirt error>`.
+    pub fn dirty_rate_stats(
+        &self,
+        name: &str,
+        calc: std::time::Duration,
+    ) -> crate::dirtyrate::DirtyRateResult {
+        self.dirty_rate.get(|| {
+            crate::dirtyrate::measure(
+                &crate::dirtyrate::LibvirtDirtyRate {
+                    manager: self,
+                    name,
+                },
+                calc,
+            )
+        })
     }
 
     /// libvirt's version as KubeVirt's GetQemuVersion reports it (`QEMU 10.0.2`).

@@ -14,6 +14,7 @@
 mod agent;
 mod bad_input;
 mod define;
+mod dirtyrate;
 mod firmware;
 mod harness;
 mod lifecycle;
