@@ -92,6 +92,30 @@ fn err(e: impl std::fmt::Display) -> LauncherError {
     LauncherError::Runtime(e.to_string())
 }
 
+/// A command's `Response`: `Ok` on success, else its message.
+fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
+    match r {
+        Some(r) if r.success => Ok(()),
+        Some(r) => Err(LauncherError::Runtime(r.message)),
+        None => Err(LauncherError::Runtime("empty response".into())),
+    }
+}
+
+/// GetDomain's domain (KubeVirt's JSON), for the commands that carry the
+/// VMI or name the domain.
+///
+/// # Errors
+/// The launcher could not be asked, said no, or has no domain.
+async fn current_domain(c: &mut cmd::client::CmdChannel) -> Result<Value, LauncherError> {
+    let d = c
+        .get_domain(EmptyRequest {})
+        .await
+        .map_err(err)?
+        .into_inner();
+    check(d.response)?;
+    serde_json::from_str(&d.domain).map_err(|_| err("the launcher has no domain"))
+}
+
 /// Runs one `ctl` action and prints the result.
 ///
 /// # Errors
@@ -115,13 +139,6 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             .await
             .map_err(err)?
             .cmd;
-        let check = |r: Option<cmd::proto::cmd::Response>| -> Result<(), LauncherError> {
-            match r {
-                Some(r) if r.success => Ok(()),
-                Some(r) => Err(LauncherError::Runtime(r.message)),
-                None => Err(LauncherError::Runtime("empty response".into())),
-            }
-        };
         Ok::<Value, LauncherError>(match args.action {
             Action::Ping => {
                 check(Some(
@@ -203,14 +220,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 serde_json::from_str(&j).map_err(err)?
             }
             Action::Guestping | Action::Exec => {
-                let d = c
-                    .get_domain(EmptyRequest {})
-                    .await
-                    .map_err(err)?
-                    .into_inner();
-                check(d.response)?;
-                let dom: Value = serde_json::from_str(&d.domain)
-                    .map_err(|_| err("the launcher has no domain"))?;
+                let dom = current_domain(&mut c).await?;
                 let domain_name = dom["Spec"]["Name"].as_str().unwrap_or("").to_owned();
                 if args.action == Action::Guestping {
                     let r = c
@@ -258,14 +268,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                         path.display()
                     )));
                 };
-                let d = c
-                    .get_domain(EmptyRequest {})
-                    .await
-                    .map_err(err)?
-                    .into_inner();
-                check(d.response)?;
-                let dom: Value = serde_json::from_str(&d.domain)
-                    .map_err(|_| err("the launcher has no domain"))?;
+                let dom = current_domain(&mut c).await?;
                 let r = c
                     .virtual_machine_memory_dump(cmd::proto::cmd::MemoryDumpRequest {
                         vmi: Some(vmi_of(&dom)),
@@ -290,14 +293,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Freeze
             | Action::Unfreeze => {
                 // The commands carry the VMI; its identity comes from the domain.
-                let d = c
-                    .get_domain(EmptyRequest {})
-                    .await
-                    .map_err(err)?
-                    .into_inner();
-                check(d.response)?;
-                let dom: Value = serde_json::from_str(&d.domain)
-                    .map_err(|_| err("the launcher has no domain"))?;
+                let dom = current_domain(&mut c).await?;
                 let req = VmiRequest {
                     vmi: Some(vmi_of(&dom)),
                     options: None,

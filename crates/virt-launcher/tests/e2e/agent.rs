@@ -26,19 +26,7 @@ fn boot(name: &str) -> Launcher {
 /// `virt-launcher ctl --socket <launcher-sock> -o json ARGS`:
 /// (success, stdout, stderr).
 fn ctl(l: &Launcher, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(launcher_bin())
-        .arg("ctl")
-        .arg("--socket")
-        .arg(l.state.join("share/sockets/launcher-sock"))
-        .args(["-o", "json"])
-        .args(args)
-        .output()
-        .expect("run virt-launcher ctl");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    l.ctl(&[&["-o", "json"], args].concat())
 }
 
 /// `ctl ARGS` that must succeed, its JSON output.

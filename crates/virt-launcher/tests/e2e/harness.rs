@@ -377,6 +377,23 @@ impl Launcher {
         }
     }
 
+    /// `virt-launcher ctl --socket <launcher-sock> ARGS`: (success,
+    /// stdout, stderr).
+    pub fn ctl<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> (bool, String, String) {
+        let out = Command::new(launcher_bin())
+            .arg("ctl")
+            .arg("--socket")
+            .arg(self.state.join("share/sockets/launcher-sock"))
+            .args(args)
+            .output()
+            .expect("run virt-launcher ctl");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     /// The launcher's libvirt URI, reachable from the host through the state directory.
     pub fn uri(&self) -> String {
         format!(

@@ -173,22 +173,6 @@ fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails(
     assert!(processes_mentioning(&l.uid).is_empty());
 }
 
-/// `virt-launcher ctl --socket <launcher-sock> ARGS`: (success, stdout, stderr).
-fn ctl(l: &Launcher, args: &[&OsStr]) -> (bool, String, String) {
-    let out = std::process::Command::new(crate::harness::launcher_bin())
-        .arg("ctl")
-        .arg("--socket")
-        .arg(l.state.join("share/sockets/launcher-sock"))
-        .args(args)
-        .output()
-        .expect("run virt-launcher ctl");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
     let mut l = Launcher::start(&guest_vmi("memdumpctl", "virtio"), &Opts::default());
@@ -196,17 +180,14 @@ fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
     // Standalone, any directory of the user's will do: the test's own.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("guest.memory.dump");
-    let (ok, out, err) = ctl(
-        &l,
-        &[
-            OsStr::new("-o"),
-            OsStr::new("json"),
-            OsStr::new("memorydump"),
-            path.as_os_str(),
-            OsStr::new("--wait"),
-            OsStr::new("120"),
-        ],
-    );
+    let (ok, out, err) = l.ctl(&[
+        OsStr::new("-o"),
+        OsStr::new("json"),
+        OsStr::new("memorydump"),
+        path.as_os_str(),
+        OsStr::new("--wait"),
+        OsStr::new("120"),
+    ]);
     assert!(ok, "{err}\n--- launcher ---\n{}", l.log());
     let m: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(m["FileName"], "guest.memory.dump", "{m}");
@@ -215,19 +196,16 @@ fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
     assert_eq!(e_type, goblin::elf::header::ET_CORE);
     assert!(loads.iter().map(|(_, s)| s).sum::<u64>() >= GUEST_MEMORY - (1 << 20));
     // The guest runs on: its agent answers.
-    let (ok, _, err) = ctl(&l, &[OsStr::new("guestping")]);
+    let (ok, _, err) = l.ctl(&[OsStr::new("guestping")]);
     assert!(ok, "guest ping after the dump: {err}");
     // A directory that does not exist: refused by name, nothing recorded.
     let missing = dir.path().join("missing/x.memory.dump");
-    let (ok, _, err) = ctl(&l, &[OsStr::new("memorydump"), missing.as_os_str()]);
+    let (ok, _, err) = l.ctl(&[OsStr::new("memorydump"), missing.as_os_str()]);
     assert!(
         !ok && err.contains("dumpPath: ") && err.contains("No such file or directory"),
         "{err}"
     );
-    let (_, out, _) = ctl(
-        &l,
-        &[OsStr::new("-o"), OsStr::new("json"), OsStr::new("domain")],
-    );
+    let (_, out, _) = l.ctl(&[OsStr::new("-o"), OsStr::new("json"), OsStr::new("domain")]);
     let dom: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"], m);
     l.signal(nix::sys::signal::Signal::SIGTERM);
