@@ -130,6 +130,17 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             )))
         }
     };
+    if let (Some(p), false) = (&args.path, args.action == Action::Memorydump) {
+        let name = args
+            .action
+            .to_possible_value()
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default();
+        return Err(LauncherError::Input(format!(
+            "ctl {name} takes no argument (got {})",
+            p.display()
+        )));
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -344,6 +355,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Interfaces => pretty(),
             Action::Version => format!("{}\n", out["version"].as_str().unwrap_or("")),
             Action::Dirtyrate => format!("{} MiB/s\n", out["dirtyRateMbs"]),
+            Action::Domain if out.is_null() => "no domain\n".to_owned(),
             Action::Domain => format!(
                 "{}\t{}\t{} ({})\n",
                 out["Spec"]["Name"].as_str().unwrap_or(""),

@@ -124,4 +124,23 @@ fn dirty_rate_without_a_domain_is_not_set() {
         "{}",
         l.log()
     );
+    // `ctl domain` says so in words; an argument no action takes is refused.
+    let ctl = |args: &[&str]| {
+        Command::new(launcher_bin())
+            .arg("ctl")
+            .arg("--socket")
+            .arg(&sock)
+            .args(args)
+            .output()
+            .expect("run virt-launcher ctl")
+    };
+    let out = ctl(&["domain"]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "no domain\n");
+    let out = ctl(&["dirtyrate", "extra/arg"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "virt-launcher: ctl dirtyrate takes no argument (got extra/arg)"
+    );
 }
