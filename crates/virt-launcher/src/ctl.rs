@@ -75,6 +75,8 @@ pub struct CtlArgs {
     /// Memorydump: wait up to this many seconds for the dump to end, print
     /// its record (`Spec.Metadata.KubeVirt.MemoryDump`) and fail when the
     /// dump failed. Without it the command returns once the dump started.
+    /// Either way it fails at once when the request was dropped because
+    /// another dump runs (one at a time, as KubeVirt).
     #[arg(long)]
     pub wait: Option<u64>,
     /// Exec and guestping: seconds to wait for the guest.
@@ -289,12 +291,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                     .map_err(err)?
                     .into_inner();
                 check(Some(r))?;
-                match args.wait {
-                    None => json!({"ok": true}),
-                    Some(secs) => {
-                        wait_for_dump(&mut c, &path, std::time::Duration::from_secs(secs)).await?
-                    }
-                }
+                let wait = args.wait.map(std::time::Duration::from_secs);
+                wait_for_dump(&mut c, &path, wait).await?
             }
             Action::Pause
             | Action::Unpause
@@ -392,21 +390,31 @@ fn vmi_of(dom: &Value) -> Vmi {
 }
 
 /// Polls GetDomain until `Spec.Metadata.KubeVirt.MemoryDump` records the
-/// file name of `path` as completed; returns that record.
+/// file name of `path` as completed; returns that record. Without a
+/// `timeout` (no `--wait`), polls once and returns `{"ok": true}`.
+///
+/// The launcher sets the record of a dump it starts before the request
+/// returns; so when the first poll finds another file's dump still running,
+/// this request was dropped (one dump at a time, as KubeVirt), and that
+/// is said at once instead of waiting for a dump that never comes. (The
+/// record has the file name only: the same name in another directory
+/// cannot be told apart and is waited for.)
 ///
 /// # Errors
-/// The dump failed (its `FailureReason`), did not end within `timeout`, or
-/// the launcher could not be asked.
+/// The request was dropped while another dump runs, the record was
+/// replaced by another dump's, the dump failed (its `FailureReason`), did
+/// not end within `timeout`, or the launcher could not be asked.
 async fn wait_for_dump(
     c: &mut cmd::client::CmdChannel,
     path: &std::path::Path,
-    timeout: std::time::Duration,
+    timeout: Option<std::time::Duration>,
 ) -> Result<Value, LauncherError> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let start = std::time::Instant::now();
+    let mut first = true;
     loop {
         let d = c
             .get_domain(EmptyRequest {})
@@ -415,6 +423,23 @@ async fn wait_for_dump(
             .into_inner();
         let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
         let m = &dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"];
+        if let Some(other) = m["FileName"].as_str().filter(|f| *f != name) {
+            return Err(LauncherError::Runtime(if first && m["Completed"] != true {
+                format!(
+                    "the memory dump to {} was dropped: the dump of {other} is running (one at a time, as KubeVirt)",
+                    path.display()
+                )
+            } else {
+                format!(
+                    "the memory dump record of {} was replaced by the dump of {other}",
+                    path.display()
+                )
+            }));
+        }
+        let Some(timeout) = timeout else {
+            return Ok(json!({"ok": true}));
+        };
+        first = false;
         if m["FileName"] == name.as_str() && m["Completed"] == true {
             if m["Failed"] == true {
                 return Err(LauncherError::Runtime(

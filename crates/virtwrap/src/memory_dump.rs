@@ -6,12 +6,18 @@
 //! The rules, as KubeVirt's:
 //! - at most one dump runs at a time; a request while one runs succeeds
 //!   and does nothing ([`Request::InProgress`]);
-//! - a request for the file name the metadata already records (running or
+//! - a request for the file the metadata already records (running or
 //!   finished, failed or not) succeeds and does nothing
 //!   ([`Request::AlreadyDumped`]): virt-handler asks again on every sync
 //!   of a VMI whose dump volume is in progress, and each new dump gets a
-//!   new, time-stamped file name;
-//! - otherwise the metadata becomes `{FileName, StartTimestamp}`, every
+//!   new, time-stamped file name. KubeVirt compares the file name only;
+//!   here the full path of the last dump is compared too (kept in the
+//!   dumper: the record carries `FileName` only, as KubeVirt's), so the
+//!   same name in another directory dumps again, while virt-handler,
+//!   which always sends the same full path, is still skipped;
+//! - otherwise the metadata becomes `{FileName, StartTimestamp}` before
+//!   the request returns (so a caller reading the record right after can
+//!   tell whether its request started or was dropped), every
 //!   file whose name contains `memory.dump` in the target directory is
 //!   removed (the claim holds the last dump only), the dump runs, and the
 //!   metadata gets `Completed`, `EndTimestamp` and, on failure, `Failed`
@@ -19,12 +25,17 @@
 //!
 //! Unlike KubeVirt, which writes wherever `dumpPath` points, the path is
 //! checked first ([`check_dump_path`]) and a bad one refused by the
-//! command, and a dump that cannot find its domain is recorded as failed
-//! (KubeVirt leaves the metadata started for ever then).
+//! command, libvirt never writes to `dumpPath` itself but into a private
+//! directory next to it, whose file is then renamed onto `dumpPath` (see
+//! [`TMP_DIR_PREFIX`]), and a dump that cannot find its domain is recorded
+//! as failed (KubeVirt leaves the metadata started for ever then).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use nix::sys::statfs;
 
 use domain::kubevirt_json::MemoryDumpMetadata;
 
@@ -40,11 +51,45 @@ pub const DUMP_NAME_MARK: &str = "memory.dump";
 /// Longest file name Linux accepts (`NAME_MAX`).
 const NAME_MAX: usize = 255;
 
+/// The prefix of the private directory a dump is written into, made anew
+/// in the target directory for each dump (`<prefix><random>`, mode 0700).
+///
+/// Why: libvirt opens the dump file by name with `O_CREAT|O_TRUNC`,
+/// following links, some time after the path was checked. Had it been
+/// given `dumpPath` itself, a symbolic link planted there between the
+/// check and the open, or a hard link to a file elsewhere already there,
+/// would be written through, overwriting that other file. A directory
+/// created just now (`mkdtemp`: it did not exist, so nobody can have
+/// planted anything in it, and nobody else may enter it) holds only what
+/// libvirt writes. The finished file is then `rename`d onto `dumpPath`:
+/// within one file system (the same directory) that is atomic and copies
+/// nothing, and it replaces whatever entry is at `dumpPath` (a link
+/// included) instead of writing into its target. A directory that cannot
+/// hold one (procfs, sysfs: `mkdtemp` fails there) gets no dump at all.
+/// Such directories left by a crashed dump are removed before the next
+/// dump into that directory ([`remove_stale_tmp_dirs`]).
+pub const TMP_DIR_PREFIX: &str = ".virt-launcher-dump.";
+
+/// File systems no dump is written into (`statfs` `f_type`): their files
+/// are kernel interfaces (`/proc/sys/vm/drop_caches`), not storage.
+/// devtmpfs reports tmpfs's magic and cannot be told apart here; its
+/// device nodes are refused as not regular files.
+const PSEUDO_FILE_SYSTEMS: [(statfs::FsType, &str); 6] = [
+    (statfs::PROC_SUPER_MAGIC, "procfs"),
+    (statfs::SYSFS_MAGIC, "sysfs"),
+    (statfs::CGROUP_SUPER_MAGIC, "cgroup"),
+    (statfs::CGROUP2_SUPER_MAGIC, "cgroup2"),
+    (statfs::DEBUGFS_MAGIC, "debugfs"),
+    (statfs::SECURITYFS_MAGIC, "securityfs"),
+];
+
 /// Checks `dumpPath` of a MemoryDumpRequest and returns it as a path.
 ///
 /// Accepted: an absolute path without `..` components, NUL bytes or a
 /// trailing `/`, whose file name has at most 255 bytes, whose directory
-/// exists and is a directory (not a symbolic link to one), and whose file,
+/// exists and is a directory (not a symbolic link to one) on a file system
+/// that stores files (not procfs, sysfs, cgroup, debugfs or securityfs),
+/// and whose file,
 /// if it exists, is a regular file (a symbolic link, directory or device
 /// there is never written through). When `hotplug_dir` is given (in a
 /// pod: `--hotplug-disk-dir`, `/var/run/kubevirt/hotplug-disks`), the path
@@ -105,6 +150,18 @@ pub fn check_dump_path(dump_path: &str, hotplug_dir: Option<&Path>) -> Result<Pa
         }
         Err(e) => return bad(&format!("is in {}: {e}", dir.display())),
     }
+    match statfs::statfs(dir) {
+        Ok(fs) => {
+            let t = fs.filesystem_type();
+            if let Some((_, kind)) = PSEUDO_FILE_SYSTEMS.iter().find(|(m, _)| *m == t) {
+                return bad(&format!(
+                    "is in {}, on {kind}, a kernel interface (refused)",
+                    dir.display()
+                ));
+            }
+        }
+        Err(e) => return bad(&format!("is in {}: {e}", dir.display())),
+    }
     match regular_or_absent(path) {
         Ok(()) => Ok(path.to_owned()),
         Err(why) => bad(&why),
@@ -157,6 +214,68 @@ pub fn remove_previous_dumps(dir: &Path) -> Vec<PathBuf> {
     removed
 }
 
+/// Removes the private directories ([`TMP_DIR_PREFIX`]) directly in `dir`
+/// that a dump which crashed the launcher left behind, with what is in
+/// them. Entries that are not directories (a symbolic link named like one)
+/// are left alone and nothing is followed (`remove_dir_all` never follows
+/// links). Called only while no dump runs (one at a time). Failures are
+/// logged and skipped. Returns the directories removed.
+pub fn remove_stale_tmp_dirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(TMP_DIR_PREFIX)
+            || !entry.file_type().is_ok_and(|t| t.is_dir())
+        {
+            continue;
+        }
+        let path = entry.path();
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed.push(path),
+            Err(e) => {
+                tracing::warn!(dir = %path.display(), "failed to remove a stale memory dump directory: {e}");
+            }
+        }
+    }
+    removed
+}
+
+/// Dumps with `dump` into a fresh private directory in `path`'s directory
+/// and renames the file onto `path` (why: [`TMP_DIR_PREFIX`]). The
+/// directory goes in any case, with a partial file in it.
+fn dump_via_private_dir(path: &Path, dump: DumpFn) -> Result<(), String> {
+    let in_path = |why: String| format!("dumpPath: {:?} {why}", path);
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let name = path
+        .file_name()
+        .ok_or_else(|| in_path("names no file".into()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(TMP_DIR_PREFIX)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(dir)
+        .map_err(|e| in_path(format!("cannot get a directory to dump into: {e}")))?;
+    let file = tmp.path().join(name);
+    dump(&file)?;
+    match std::fs::symlink_metadata(&file) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => return Err(in_path("dump is not a regular file".into())),
+        Err(e) => return Err(in_path(format!("dump is missing: {e}"))),
+    }
+    // A link planted meanwhile would only be replaced, never written
+    // through; it is refused all the same, as at the request.
+    regular_or_absent(path).map_err(in_path)?;
+    std::fs::rename(&file, path).map_err(|e| in_path(format!("cannot be written: {e}")))?;
+    if let Err(e) = tmp.close() {
+        tracing::warn!("failed to remove the memory dump directory: {e}");
+    }
+    Ok(())
+}
+
 /// What a memory dump request did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Request {
@@ -175,6 +294,9 @@ pub type DumpFn = Box<dyn FnOnce(&Path) -> Result<(), String> + Send>;
 /// Runs memory dumps one at a time and records them in the metadata.
 pub struct MemoryDumper {
     busy: Arc<AtomicBool>,
+    /// The full path of the last dump started (the record has its file
+    /// name only).
+    last: Mutex<Option<PathBuf>>,
     metadata: Arc<MetadataCache>,
     /// The current time as Kubernetes writes it (RFC 3339, seconds, UTC).
     clock: fn() -> String,
@@ -195,6 +317,7 @@ impl MemoryDumper {
     pub fn new(metadata: Arc<MetadataCache>, clock: fn() -> String) -> Self {
         MemoryDumper {
             busy: Arc::new(AtomicBool::new(false)),
+            last: Mutex::new(None),
             metadata,
             clock,
         }
@@ -207,7 +330,10 @@ impl MemoryDumper {
 
     /// Starts dumping to `path` (checked by [`check_dump_path`]) with
     /// `dump` on a thread of its own and returns at once, or does nothing
-    /// (see [`Request`]).
+    /// (see [`Request`]). When it starts, the record
+    /// (`{FileName, StartTimestamp}`) is set before this returns. `dump`
+    /// is given a path in a private directory next to `path`, never
+    /// `path` itself (see [`TMP_DIR_PREFIX`]).
     ///
     /// # Errors
     /// The thread could not be started.
@@ -230,24 +356,38 @@ impl MemoryDumper {
             metadata: Arc::clone(&self.metadata),
             clock: self.clock,
         };
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(path.to_owned());
+        job.record_start();
         std::thread::Builder::new()
             .name("memory-dump".into())
             .spawn(move || {
                 let _gate = gate;
                 job.run(dump);
             })
-            .map_err(|e| format!("cannot start the memory dump: {e}"))?;
+            .map_err(|e| {
+                let e = format!("cannot start the memory dump: {e}");
+                job_failed(&self.metadata, self.clock, &e);
+                e
+            })?;
         Ok(Request::Started)
     }
 
-    /// KubeVirt's `shouldSkipMemoryDump`: the metadata's `FileName` is
-    /// the file name of `path`.
+    /// KubeVirt's `shouldSkipMemoryDump` (the metadata's `FileName` is the
+    /// file name of `path`), and the last dump's full path is `path`.
     fn already_dumped(&self, path: &Path) -> bool {
         let name = file_name(path);
-        self.metadata
-            .snapshot()
-            .memory_dump
-            .is_some_and(|m| m.file_name == name)
+        let same_path = self
+            .last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_deref()
+            == Some(path);
+        same_path
+            && self
+                .metadata
+                .snapshot()
+                .memory_dump
+                .is_some_and(|m| m.file_name == name)
     }
 }
 
@@ -264,8 +404,23 @@ struct Job {
     clock: fn() -> String,
 }
 
+/// Records a dump that failed before it ran (`reason` without KubeVirt's
+/// prefix).
+fn job_failed(metadata: &MetadataCache, clock: fn() -> String, reason: &str) {
+    let end = clock();
+    metadata.update(|m| {
+        if let Some(d) = m.memory_dump.as_mut() {
+            d.completed = true;
+            d.end_timestamp = Some(end);
+            d.failed = true;
+            d.failure_reason = format!("{FAILED_DOMAIN_MEMORY_DUMP}: {reason}");
+        }
+    });
+}
+
 impl Job {
-    fn run(&self, dump: DumpFn) {
+    /// The record of a dump just started: `{FileName, StartTimestamp}`.
+    fn record_start(&self) {
         let start = (self.clock)();
         self.metadata.update(|m| {
             m.memory_dump = Some(MemoryDumpMetadata {
@@ -274,10 +429,17 @@ impl Job {
                 ..MemoryDumpMetadata::default()
             });
         });
+    }
+
+    fn run(&self, dump: DumpFn) {
         let dir = self.path.parent().unwrap_or(Path::new("/"));
         let removed = remove_previous_dumps(dir);
         if !removed.is_empty() {
             tracing::info!(?removed, "removed earlier memory dumps");
+        }
+        let stale = remove_stale_tmp_dirs(dir);
+        if !stale.is_empty() {
+            tracing::info!(?stale, "removed directories of crashed memory dumps");
         }
         tracing::info!(path = %self.path.display(), "Starting memory dump");
         let started = std::time::Instant::now();
@@ -285,7 +447,7 @@ impl Job {
         // dump, in case a link was planted since.
         let result = regular_or_absent(&self.path)
             .map_err(|why| format!("dumpPath: {:?} {why}", self.path))
-            .and_then(|()| dump(&self.path));
+            .and_then(|()| dump_via_private_dir(&self.path, dump));
         let end = (self.clock)();
         match &result {
             Ok(()) => {
@@ -537,6 +699,161 @@ mod tests {
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
     }
 
+    /// A dump that writes `content` through the path it is given, as
+    /// libvirt does (`O_CREAT|O_TRUNC`, following links).
+    fn writes(content: &'static [u8]) -> DumpFn {
+        Box::new(move |p: &Path| std::fs::write(p, content).map_err(|e| e.to_string()))
+    }
+
+    /// The entries of `dir` named like a private dump directory.
+    fn tmp_dirs(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(TMP_DIR_PREFIX))
+            .collect()
+    }
+
+    #[test]
+    fn a_hard_link_at_the_destination_keeps_the_other_files_content() {
+        let root = tempfile::tempdir().unwrap();
+        let (dumps, elsewhere) = (root.path().join("dumps"), root.path().join("elsewhere"));
+        std::fs::create_dir(&dumps).unwrap();
+        std::fs::create_dir(&elsewhere).unwrap();
+        let victim = elsewhere.join("v2");
+        std::fs::write(&victim, b"keep").unwrap();
+        let path = dumps.join("hard.bin");
+        std::fs::hard_link(&victim, &path).unwrap();
+        check_dump_path(path.to_str().unwrap(), None).unwrap();
+        let (d, cache, _) = dumper();
+        d.request(&path, writes(b"\x7fELF")).unwrap();
+        wait_idle(&d);
+        let m = cache.snapshot().memory_dump.unwrap();
+        assert!(m.completed && !m.failed, "{m:?}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(&path).unwrap(), b"\x7fELF");
+        assert!(tmp_dirs(&dumps).is_empty(), "{:?}", tmp_dirs(&dumps));
+    }
+
+    #[test]
+    fn a_link_planted_while_libvirt_dumps_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let path = dir.path().join("target.memory.dump");
+        let (d, cache, _) = dumper();
+        let (final_path, victim_c, dir_c) = (path.clone(), victim.clone(), dir.path().to_owned());
+        d.request(
+            &path,
+            Box::new(move |p: &Path| {
+                // Given a file in a fresh private directory next to the target.
+                let private = p.parent().unwrap();
+                assert_eq!(private.parent().unwrap(), dir_c);
+                assert!(private
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(TMP_DIR_PREFIX));
+                let mode = std::fs::metadata(private).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+                assert_eq!(p.file_name(), final_path.file_name());
+                // The window: a link planted after every check, then the
+                // write, which follows links.
+                std::os::unix::fs::symlink(&victim_c, &final_path).unwrap();
+                std::fs::write(p, b"\x7fELF").map_err(|e| e.to_string())
+            }),
+        )
+        .unwrap();
+        wait_idle(&d);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        let m = cache.snapshot().memory_dump.unwrap();
+        assert!(m.failed, "{m:?}");
+        assert!(
+            m.failure_reason
+                .ends_with("is a symbolic link (never written through)"),
+            "{}",
+            m.failure_reason
+        );
+        assert!(path.is_symlink());
+        assert!(
+            tmp_dirs(dir.path()).is_empty(),
+            "the partial dump is removed"
+        );
+    }
+
+    #[test]
+    fn stale_private_dirs_are_removed_before_a_dump_and_a_failed_dump_leaves_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(format!("{TMP_DIR_PREFIX}abc123"));
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join("old.memory.dump"), b"partial").unwrap();
+        // A link named like one is not followed into its target.
+        std::fs::write(outside.path().join("keep"), b"keep").unwrap();
+        let link = dir.path().join(format!("{TMP_DIR_PREFIX}link"));
+        std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+        let (d, cache, _) = dumper();
+        d.request(
+            &dir.path().join("x.memory.dump"),
+            Box::new(|p: &Path| {
+                std::fs::write(p, b"part").unwrap();
+                Err("boom".into())
+            }),
+        )
+        .unwrap();
+        wait_idle(&d);
+        assert!(cache.snapshot().memory_dump.unwrap().failed);
+        assert!(!stale.exists());
+        assert!(link.is_symlink());
+        assert_eq!(std::fs::read(outside.path().join("keep")).unwrap(), b"keep");
+        assert_eq!(tmp_dirs(dir.path()), vec![format!("{TMP_DIR_PREFIX}link")]);
+        assert!(!dir.path().join("x.memory.dump").exists());
+    }
+
+    #[test]
+    fn the_same_file_name_in_another_directory_dumps_again() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (d, _, _) = dumper();
+        let first = a.path().join("same.memory.dump");
+        assert_eq!(d.request(&first, writes(b"a")).unwrap(), Request::Started);
+        wait_idle(&d);
+        let other = b.path().join("same.memory.dump");
+        assert_eq!(d.request(&other, writes(b"b")).unwrap(), Request::Started);
+        wait_idle(&d);
+        assert_eq!(std::fs::read(&other).unwrap(), b"b");
+        // The path just dumped (virt-handler asks again): skipped.
+        assert_eq!(
+            d.request(&other, writes(b"c")).unwrap(),
+            Request::AlreadyDumped
+        );
+        assert_eq!(std::fs::read(&other).unwrap(), b"b");
+    }
+
+    #[test]
+    fn the_record_is_set_when_the_request_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (d, cache, _) = dumper();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        d.request(
+            &dir.path().join("a.memory.dump"),
+            Box::new(move |_: &Path| {
+                // Hold the dump thread before it does anything.
+                entered_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                Err("released".into())
+            }),
+        )
+        .unwrap();
+        let m = cache.snapshot().memory_dump.expect("record set");
+        assert_eq!(m.file_name, "a.memory.dump");
+        assert!(!m.completed && m.start_timestamp.is_some(), "{m:?}");
+        entered_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        release_tx.send(()).unwrap();
+        wait_idle(&d);
+    }
+
     #[test]
     fn only_regular_dump_files_of_the_directory_are_removed() {
         let dir = tempfile::tempdir().unwrap();
@@ -617,6 +934,14 @@ mod tests {
             (
                 format!("{d}/sub"),
                 "exists and is not a regular file".into(),
+            ),
+            (
+                "/proc/sys/vm/drop_caches".into(),
+                "is in /proc/sys/vm, on procfs, a kernel interface (refused)".into(),
+            ),
+            (
+                "/sys/kernel/x.memory.dump".into(),
+                "on sysfs, a kernel interface (refused)".into(),
             ),
         ] {
             let e = check_dump_path(&path, None).expect_err(&path);

@@ -377,14 +377,22 @@ impl Launcher {
         }
     }
 
+    /// The command `virt-launcher ctl --socket <launcher-sock> ARGS`, to
+    /// run as the caller wants (several at once).
+    pub fn ctl_command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Command {
+        let mut c = Command::new(launcher_bin());
+        c.arg("ctl")
+            .arg("--socket")
+            .arg(self.state.join("share/sockets/launcher-sock"))
+            .args(args);
+        c
+    }
+
     /// `virt-launcher ctl --socket <launcher-sock> ARGS`: (success,
     /// stdout, stderr).
     pub fn ctl<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> (bool, String, String) {
-        let out = Command::new(launcher_bin())
-            .arg("ctl")
-            .arg("--socket")
-            .arg(self.state.join("share/sockets/launcher-sock"))
-            .args(args)
+        let out = self
+            .ctl_command(args)
             .output()
             .expect("run virt-launcher ctl");
         (

@@ -208,6 +208,70 @@ fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
     let (_, out, _) = l.ctl(&[OsStr::new("-o"), OsStr::new("json"), OsStr::new("domain")]);
     let dom: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"], m);
+    // A kernel interface is no dump file.
+    let (ok, _, err) = l.ctl(&["memorydump", "/proc/sys/vm/drop_caches"]);
+    assert!(
+        !ok && err.contains("dumpPath: ") && err.contains("on procfs"),
+        "{err}"
+    );
+    // A hard link at the destination to a file elsewhere: replaced by the
+    // dump, the other file keeps its content.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let victim = elsewhere.path().join("v2");
+    std::fs::write(&victim, b"keep").unwrap();
+    let hard = dir.path().join("hard.bin");
+    std::fs::hard_link(&victim, &hard).unwrap();
+    let (ok, _, err) = l.ctl(&[
+        OsStr::new("memorydump"),
+        hard.as_os_str(),
+        OsStr::new("--wait"),
+        OsStr::new("120"),
+    ]);
+    assert!(ok, "{err}\n--- launcher ---\n{}", l.log());
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    assert_eq!(core_segments(&hard).0, goblin::elf::header::ET_CORE);
+    // Two requests at once: one dumps, the other is dropped (one at a
+    // time, as KubeVirt) and says so at once.
+    let (a, b) = (
+        dir.path().join("a.memory.dump"),
+        dir.path().join("b.memory.dump"),
+    );
+    let started = std::time::Instant::now();
+    let children: Vec<_> = [&a, &b]
+        .into_iter()
+        .map(|p| {
+            l.ctl_command(&[
+                OsStr::new("memorydump"),
+                p.as_os_str(),
+                OsStr::new("--wait"),
+                OsStr::new("30"),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let outcomes: Vec<(bool, String, Duration)> = children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.success(), err, started.elapsed())
+        })
+        .collect();
+    let names = ["a.memory.dump", "b.memory.dump"];
+    let dropped: Vec<usize> = (0..2).filter(|&i| !outcomes[i].0).collect();
+    assert_eq!(dropped.len(), 1, "exactly one dropped: {outcomes:?}");
+    let (_, err, took) = &outcomes[dropped[0]];
+    assert!(
+        err.contains(&format!(
+            "was dropped: the dump of {} is running",
+            names[1 - dropped[0]]
+        )) && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(*took < Duration::from_secs(10), "dropped after {took:?}");
     l.signal(nix::sys::signal::Signal::SIGTERM);
     assert!(
         l.wait_exit(Duration::from_secs(90)).success(),
