@@ -3,8 +3,12 @@
 //! In a cluster every launcher has its pod's mount namespace, so KubeVirt's
 //! fixed paths (`/var/run/kubevirt-private`, `/run/libvirt`, `/etc/libvirt`
 //! ...) never collide. Standalone, the launcher makes the same guarantee
-//! itself: it enters a private mount namespace (before any thread exists)
-//! and bind-mounts directories of its state directory over those paths. The
+//! itself: it enters a mount namespace of its own (before any thread
+//! exists) and bind-mounts directories of its state directory over those
+//! paths. Its mounts are slaves of the host's: what the host mounts later
+//! (as virt-handler mounts hot-plugged volumes into a pod whose
+//! `hotplug-disks` volume has HostToContainer propagation) still appears
+//! inside, while nothing the launcher mounts propagates back out. The
 //! domain XML and every path inside the launcher stay exactly KubeVirt's,
 //! nothing leaks into the host's view, and a system libvirtd or another
 //! launcher is never touched. Only empty mount-point directories are created
@@ -202,8 +206,13 @@ impl StateDir {
     }
 }
 
-/// Enters a new mount namespace whose mounts do not propagate back to the
-/// host. Must run before the process starts any thread.
+/// Enters a new mount namespace and makes every mount in it a slave
+/// (`MS_REC | MS_SLAVE` on `/`): mounts and unmounts the host makes later
+/// below a shared mount propagate in (a memory dump or hot-plug volume
+/// virt-handler mounts after the launcher started, Kubernetes'
+/// HostToContainer propagation), and the launcher's own mounts never
+/// propagate back to the host. Mounts that were private on the host stay
+/// private. Must run before the process starts any thread.
 ///
 /// # Errors
 /// [`IsolationError::Mount`] (EPERM without CAP_SYS_ADMIN).
@@ -217,11 +226,11 @@ pub fn enter_private_mount_namespace() -> Result<(), IsolationError> {
         None::<&str>,
         "/",
         None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
         None::<&str>,
     )
     .map_err(|source| IsolationError::Mount {
-        op: "make mounts private",
+        op: "make mounts slaves of the host's",
         path: "/".into(),
         source,
     })

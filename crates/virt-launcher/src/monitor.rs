@@ -9,7 +9,7 @@ use api::VirtualMachineInstance;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use virtwrap::supervisor::Supervisor;
-use virtwrap::{DomainManager, LibvirtDomainManager};
+use virtwrap::{DomainManager, LibvirtDomainManager, ShutdownRequest};
 
 use crate::launcher::LauncherError;
 
@@ -44,8 +44,13 @@ fn to_pid(pid: u32) -> Pid {
 
 /// Watches the domain's QEMU until it exits. On the first termination
 /// signal the guest gets an ACPI shutdown request; when it is still running
-/// `grace` later it is killed. A libvirt daemon that cannot be kept running
-/// ends the VM (it could no longer be managed).
+/// `grace` later it is killed. While libvirt has the guest paused for a
+/// memory dump the request waits: it is asked again every tick and goes
+/// out as soon as libvirt resumes the guest after the dump (a paused guest
+/// cannot act on it; the grace period keeps running meanwhile). A guest
+/// paused by the user gets no request and is killed after `grace`. A
+/// libvirt daemon that cannot be kept running ends the VM (it could no
+/// longer be managed).
 ///
 /// # Errors
 /// [`LauncherError::Runtime`] when QEMU never appeared within
@@ -61,6 +66,8 @@ pub fn watch(
     let start = Instant::now();
     let mut pid = None;
     let mut shutdown_at: Option<Instant> = None;
+    // The ACPI request waits for a memory dump to end (see above).
+    let mut deferred = false;
     let mut killed = false;
     loop {
         if let Some(f) = sup.fatal(Duration::ZERO) {
@@ -80,9 +87,9 @@ pub fn watch(
                 "termination signal: shutting the guest down"
             );
             shutdown_at = Some(Instant::now());
-            if let Err(e) = manager.signal_shutdown_vmi(vmi) {
-                tracing::warn!("ACPI shutdown request failed: {e}");
-            }
+            deferred = request_shutdown(vmi, manager, false);
+        } else if deferred && !killed {
+            deferred = request_shutdown(vmi, manager, true);
         }
         if let Some(t) = shutdown_at {
             if !killed && t.elapsed() > grace {
@@ -116,6 +123,35 @@ pub fn watch(
             Some(_) => {}
         }
         thread::sleep(TICK);
+    }
+}
+
+/// Sends the ACPI shutdown request; true when it must be asked again (the
+/// guest is paused for a memory dump). `again`: this is a retry (logged
+/// only when it goes out).
+fn request_shutdown(
+    vmi: &VirtualMachineInstance,
+    manager: &LibvirtDomainManager,
+    again: bool,
+) -> bool {
+    match manager.signal_shutdown_vmi(vmi) {
+        Ok(ShutdownRequest::DeferredForDump) => {
+            if !again {
+                tracing::info!("guest paused for a memory dump: ACPI shutdown sent when it ends");
+            }
+            true
+        }
+        Ok(ShutdownRequest::Sent) => {
+            if again {
+                tracing::info!("memory dump over: ACPI shutdown sent");
+            }
+            false
+        }
+        Ok(ShutdownRequest::NotRunning) => false,
+        Err(e) => {
+            tracing::warn!("ACPI shutdown request failed: {e}");
+            false
+        }
     }
 }
 

@@ -358,7 +358,11 @@ impl Handler for LauncherHandler {
 
     fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
         self.cache.invalidate();
-        self.manager.signal_shutdown_vmi(vmi).map_err(msg)
+        // During a memory dump nothing is sent; virt-handler asks again.
+        self.manager
+            .signal_shutdown_vmi(vmi)
+            .map(|_| ())
+            .map_err(msg)
     }
 
     fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {

@@ -17,4 +17,6 @@ pub mod state;
 pub mod stats;
 pub mod supervisor;
 
-pub use manager::{DomainManager, DomainStatus, LibvirtDomainManager, ManagerError};
+pub use manager::{
+    DomainManager, DomainStatus, LibvirtDomainManager, ManagerError, ShutdownRequest,
+};

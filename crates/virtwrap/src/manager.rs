@@ -90,11 +90,15 @@ pub trait DomainManager: Send + Sync {
     /// # Errors
     /// [`ManagerError::Libvirt`].
     fn delete_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
-    /// Asks the guest to shut down (ACPI power button).
+    /// Asks the guest to shut down (ACPI power button) when it runs; says
+    /// whether the request went out (see [`ShutdownRequest`]).
     ///
     /// # Errors
     /// [`ManagerError::Libvirt`].
-    fn signal_shutdown_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
+    fn signal_shutdown_vmi(
+        &self,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<ShutdownRequest, ManagerError>;
     /// Pauses a running domain.
     ///
     /// # Errors
@@ -110,6 +114,21 @@ pub trait DomainManager: Send + Sync {
     /// # Errors
     /// [`ManagerError`] from libvirt or XML parsing.
     fn list_all_domains(&self) -> Result<Vec<DomainStatus>, ManagerError>;
+}
+
+/// What [`DomainManager::signal_shutdown_vmi`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShutdownRequest {
+    /// The ACPI power button was pressed (the domain was running).
+    Sent,
+    /// Not sent: the domain is paused while libvirt writes a memory dump
+    /// (`VIR_DOMAIN_PAUSED_DUMP`). libvirt resumes it when the dump ends;
+    /// ask again then (a paused guest cannot act on the button, and a
+    /// shutdown call would wait for the dump's job lock).
+    DeferredForDump,
+    /// Nothing to do: no such domain, or it is neither running nor paused
+    /// for a dump (shut off, paused by the user, ...).
+    NotRunning,
 }
 
 /// How to (re)connect to the daemon.
@@ -796,17 +815,24 @@ impl DomainManager for LibvirtDomainManager {
         })
     }
 
-    fn signal_shutdown_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+    fn signal_shutdown_vmi(
+        &self,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<ShutdownRequest, ManagerError> {
         self.with_conn(|conn| {
             let Some(d) = Self::lookup(conn, vmi)? else {
-                return Ok(());
+                return Ok(ShutdownRequest::NotRunning);
             };
-            let (st, _) = d.get_state()?;
+            let (st, reason) = d.get_state()?;
             if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
                 d.shutdown_flags(sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)?;
                 tracing::info!(domain = %vmi.domain_name(), "sent ACPI shutdown");
+                return Ok(ShutdownRequest::Sent);
             }
-            Ok(())
+            if st == sys::VIR_DOMAIN_PAUSED && reason == sys::VIR_DOMAIN_PAUSED_DUMP as i32 {
+                return Ok(ShutdownRequest::DeferredForDump);
+            }
+            Ok(ShutdownRequest::NotRunning)
         })
     }
 

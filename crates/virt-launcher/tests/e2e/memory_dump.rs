@@ -6,17 +6,28 @@
 //! notifications and GetDomain, then dumps into a volume too small for the
 //! dump (a 1 MiB tmpfs in the pod), which must fail. The file is checked
 //! here: an ELF core whose loadable segments hold the guest's memory.
+//! Standalone: `ctl memorydump` anywhere, into a volume the host mounts
+//! after the launcher started (mount propagation), and a SIGTERM while
+//! libvirt has the guest paused for a dump (shut down once it ends).
 
 use std::ffi::OsStr;
 use std::io::Read;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 use goblin::container::Ctx;
 use goblin::elf::program_header::{ProgramHeader, PT_LOAD};
 use goblin::elf::Elf;
 use serde_json::Value;
 
-use crate::harness::{guest_vmi, processes_mentioning, Launcher, Opts, POD_WRAPPER};
+use crate::harness::{
+    guest_vmi, launcher_bin, processes_mentioning, Launcher, Opts, BOOT_TIMEOUT, POD_WRAPPER,
+};
 use crate::protocol::{fake_handler, vmi_json_of};
 
 /// The guest's memory (`guest_vmi`: `memory.guest: 128Mi`).
@@ -291,4 +302,209 @@ fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
         "{}",
         l.log()
     );
+}
+
+/// Mounts the test made in the host's mount namespace, detached in
+/// reverse order when dropped (also when the test fails half-way).
+#[derive(Default)]
+struct HostMounts(Vec<PathBuf>);
+
+impl HostMounts {
+    fn mount(
+        &mut self,
+        source: Option<&Path>,
+        fstype: Option<&str>,
+        target: &Path,
+        flags: MsFlags,
+    ) {
+        mount(source, target, fstype, flags, None::<&str>)
+            .unwrap_or_else(|e| panic!("mount {}: {e}", target.display()));
+        self.0.push(target.to_owned());
+    }
+
+    /// Detaches the last mount made.
+    fn pop(&mut self) {
+        let t = self.0.pop().expect("a mount");
+        umount2(&t, MntFlags::MNT_DETACH).unwrap_or_else(|e| panic!("umount {}: {e}", t.display()));
+    }
+}
+
+impl Drop for HostMounts {
+    fn drop(&mut self) {
+        for t in self.0.iter().rev() {
+            let _ = umount2(t, MntFlags::MNT_DETACH);
+        }
+    }
+}
+
+/// Mount points (field 5 of `/proc/<pid>/mountinfo`) in `pid`'s mount
+/// namespace.
+fn mount_points(pid: u32) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/mountinfo"))
+        .unwrap_or_else(|e| panic!("mountinfo of {pid}: {e}"))
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4).map(str::to_owned))
+        .collect()
+}
+
+/// Where the launcher bind-mounts its runtime (KubeVirt's in-pod paths).
+fn launcher_mount(p: &str) -> bool {
+    [
+        "/run/libvirt",
+        "/etc/libvirt",
+        "/var/lib/libvirt",
+        "/run/kubevirt",
+    ]
+    .iter()
+    .any(|t| p == *t || p.starts_with(&format!("{t}/")) || p.starts_with(&format!("{t}-")))
+}
+
+#[test]
+fn a_volume_the_host_mounts_after_the_start_receives_the_memory_dump() {
+    // virt-handler mounts a memory dump (or hot-plug) volume into the pod
+    // after the launcher started, through a HostToContainer volume. Here a
+    // shared mount point of the test's plays that volume's directory, in a
+    // "host" mount namespace where everything is shared (as under systemd):
+    // what the host mounts below it must reach the launcher, and nothing
+    // the launcher mounts may reach the host.
+    let host = tempfile::Builder::new()
+        .prefix("vl-e2e-prop-")
+        .tempdir()
+        .unwrap();
+    let shared = host.path().join("hotplug-disks");
+    std::fs::create_dir(&shared).unwrap();
+    let mut mounts = HostMounts::default();
+    mounts.mount(Some(&shared), None, &shared, MsFlags::MS_BIND);
+    mounts.mount(None, None, &shared, MsFlags::MS_SHARED);
+    let mut l = Launcher::start_wrapped(
+        &guest_vmi("memdumpprop", "virtio"),
+        &Opts::default(),
+        &["unshare", "-m", "--propagation", "shared"],
+    );
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+
+    // The launcher's own mounts stay in its namespace.
+    let inner = mount_points(l.worker_pid());
+    assert!(inner.iter().any(|p| p == "/run/libvirt"), "{inner:?}");
+    let outer = mount_points(l.pid());
+    let leaked: Vec<_> = outer.iter().filter(|p| launcher_mount(p)).collect();
+    assert!(leaked.is_empty(), "launcher mounts on the host: {leaked:?}");
+
+    // The volume appears after the start.
+    let vol = shared.join("memvol");
+    std::fs::create_dir(&vol).unwrap();
+    mounts.mount(
+        Some(Path::new("tmpfs")),
+        Some("tmpfs"),
+        &vol,
+        MsFlags::empty(),
+    );
+    let path = vol.join("x.memory.dump");
+    let (ok, _, err) = l.ctl(&[
+        OsStr::new("memorydump"),
+        path.as_os_str(),
+        OsStr::new("--wait"),
+        OsStr::new("60"),
+    ]);
+    assert!(ok, "{err}\n--- launcher ---\n{}", l.log());
+    assert!(
+        path.is_file(),
+        "the dump is not on the volume the host mounted (launcher mounts: {:?})",
+        mount_points(l.worker_pid())
+    );
+    let (e_type, loads) = core_segments(&path);
+    assert_eq!(e_type, goblin::elf::header::ET_CORE);
+    assert!(loads.iter().map(|(_, s)| s).sum::<u64>() >= GUEST_MEMORY - (1 << 20));
+    // Nothing went under the volume's mount point instead.
+    mounts.pop();
+    assert!(!path.exists(), "a dump under the mount point");
+
+    l.signal(Signal::SIGTERM);
+    assert!(
+        l.wait_exit(Duration::from_secs(90)).success(),
+        "{}",
+        l.log()
+    );
+}
+
+/// Sends SIGCONT to the stopped QEMU when dropped (also on failure).
+struct Stopped(Pid);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = kill(self.0, Signal::SIGCONT);
+    }
+}
+
+#[test]
+fn sigterm_during_a_memory_dump_shuts_the_guest_down_when_the_dump_ends() {
+    use virt::sys;
+    let mut l = Launcher::start(
+        &guest_vmi("memdumpterm", "virtio"),
+        &Opts {
+            args: &["--grace-period-seconds", "120"],
+            ..Opts::default()
+        },
+    );
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let qemu = Pid::from_raw(i32::try_from(l.qemu_pid().expect("qemu pid")).unwrap());
+    let mut conn =
+        virt::connect::Connect::open(Some(&l.uri())).expect("connect to the launcher's libvirt");
+    let dom = virt::domain::Domain::lookup_by_name(&conn, &l.domain).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("term.memory.dump");
+    // Without --wait: the dump goes on after ctl returned.
+    let mut ctl = Command::new(launcher_bin())
+        .arg("ctl")
+        .arg("--socket")
+        .arg(l.state.join("share/sockets/launcher-sock"))
+        .arg("memorydump")
+        .arg(&path)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The dump of 128 MiB takes a few tenths of a second: catch libvirt's
+    // pause for it, then stop QEMU so that it cannot end before the signal
+    // has been handled.
+    let dumping = |d: &virt::domain::Domain| {
+        d.get_state().unwrap() == (sys::VIR_DOMAIN_PAUSED, sys::VIR_DOMAIN_PAUSED_DUMP as i32)
+    };
+    let start = Instant::now();
+    while !dumping(&dom) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the guest was never paused for the dump\n{}",
+            l.log()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    kill(qemu, Signal::SIGSTOP).unwrap();
+    let stopped = Stopped(qemu);
+    // While QEMU is stopped libvirt cannot finish the dump nor resume the guest.
+    assert!(dumping(&dom), "the dump ended before QEMU was stopped");
+    drop(dom);
+    let _ = conn.close();
+    assert!(ctl.wait().unwrap().success());
+
+    let t = Instant::now();
+    l.signal(Signal::SIGTERM);
+    let start = Instant::now();
+    while !l.log().contains("termination signal") {
+        assert!(start.elapsed() < Duration::from_secs(10), "{}", l.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A few of the launcher's ticks see the guest paused for the dump.
+    std::thread::sleep(Duration::from_millis(500));
+    drop(stopped);
+
+    // The dump ends, libvirt resumes the guest, it gets the ACPI request
+    // and powers off, long before the 120 s grace period.
+    let st = l.wait_exit(Duration::from_secs(60));
+    assert!(st.success(), "{st}\n{}", l.log());
+    let log = l.log();
+    assert!(!log.contains("grace period of"), "{log}");
+    assert!(log.contains("Completed memory dump successfully"), "{log}");
+    assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());
+    eprintln!("exit {:?} after SIGTERM during the dump", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(60));
 }
