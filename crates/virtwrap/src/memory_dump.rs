@@ -186,32 +186,9 @@ fn regular_or_absent(path: &Path) -> Result<(), String> {
 /// and skipped: the dump is tried anyway, as in KubeVirt. Returns the
 /// files removed.
 pub fn remove_previous_dumps(dir: &Path) -> Vec<PathBuf> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => {
-            tracing::warn!(dir = %dir.display(), "failed to remove older memory dumps: {e}");
-            return Vec::new();
-        }
-    };
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !name.to_string_lossy().contains(DUMP_NAME_MARK) {
-            continue;
-        }
-        // DirEntry::file_type does not follow symbolic links.
-        if !entry.file_type().is_ok_and(|t| t.is_file()) {
-            continue;
-        }
-        let path = entry.path();
-        match std::fs::remove_file(&path) {
-            Ok(()) => removed.push(path),
-            Err(e) => {
-                tracing::warn!(file = %path.display(), "failed to remove an older memory dump: {e}");
-            }
-        }
-    }
-    removed
+    remove_entries(dir, "an older memory dump", |name, kind| {
+        kind.is_file() && name.contains(DUMP_NAME_MARK)
+    })
 }
 
 /// Removes the private directories ([`TMP_DIR_PREFIX`]) directly in `dir`
@@ -221,24 +198,46 @@ pub fn remove_previous_dumps(dir: &Path) -> Vec<PathBuf> {
 /// links). Called only while no dump runs (one at a time). Failures are
 /// logged and skipped. Returns the directories removed.
 pub fn remove_stale_tmp_dirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
+    remove_entries(dir, "a stale memory dump directory", |name, kind| {
+        kind.is_dir() && name.starts_with(TMP_DIR_PREFIX)
+    })
+}
+
+/// Removes the entries directly in `dir` for which `wanted(name, type)`
+/// holds, the type as `lstat` gives it (a link is never followed;
+/// `remove_dir_all` does not follow links either). Failures are logged as
+/// failures to remove `what` and skipped. Returns what was removed.
+fn remove_entries(
+    dir: &Path,
+    what: &str,
+    wanted: impl Fn(&str, std::fs::FileType) -> bool,
+) -> Vec<PathBuf> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), "failed to remove {what}: {e}");
+            return Vec::new();
+        }
     };
     let mut removed = Vec::new();
     for entry in entries.flatten() {
-        if !entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with(TMP_DIR_PREFIX)
-            || !entry.file_type().is_ok_and(|t| t.is_dir())
-        {
+        // DirEntry::file_type does not follow symbolic links.
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if !wanted(&entry.file_name().to_string_lossy(), kind) {
             continue;
         }
         let path = entry.path();
-        match std::fs::remove_dir_all(&path) {
+        let res = if kind.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match res {
             Ok(()) => removed.push(path),
             Err(e) => {
-                tracing::warn!(dir = %path.display(), "failed to remove a stale memory dump directory: {e}");
+                tracing::warn!(entry = %path.display(), "failed to remove {what}: {e}");
             }
         }
     }

@@ -114,14 +114,7 @@ fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails(
             &format!("{FULL_VOLUME}/memdump-full-20250101-000000.memory.dump"),
         ],
     );
-    let out = h.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        l.log()
-    );
+    let stdout = crate::protocol::handler_succeeded(h, &l);
 
     let done = record(
         stdout

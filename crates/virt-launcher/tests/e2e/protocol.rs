@@ -58,6 +58,20 @@ pub(crate) fn fake_handler(
         .expect("python3 (grpcio-tools: bash .ci/install)")
 }
 
+/// Waits for the fake virt-handler `h` and asserts it exited 0 printing
+/// `OK` (else fails with its output and the launcher's log); its stdout.
+pub(crate) fn handler_succeeded(h: std::process::Child, l: &Launcher) -> String {
+    let out = h.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("OK"),
+        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        l.log()
+    );
+    stdout
+}
+
 #[test]
 fn a_foreign_client_drives_sync_stats_pause_unpause_shutdown() {
     let yaml = guest_vmi("grpc", "virtio");
@@ -65,14 +79,7 @@ fn a_foreign_client_drives_sync_stats_pause_unpause_shutdown() {
     let vmi = vmi_json(&l, "grpc");
     let serial = l.serial_log_path();
     let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
-    let out = h.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        l.log()
-    );
+    let stdout = handler_succeeded(h, &l);
     // ADDED first, then MODIFIED updates, the final deletion last.
     let events = stdout
         .lines()
@@ -196,14 +203,7 @@ fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
     let vmi = vmi_json_of(&l, &yaml);
     let serial = l.serial_log_path();
     let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
-    let out = h.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        l.log()
-    );
+    handler_succeeded(h, &l);
     let serial = l.serial();
     let lease = |ifc: &str| {
         serial
@@ -243,14 +243,7 @@ fn pod_mode_runs_network_phase_2_for_the_vmi_virt_handler_syncs() {
     let vmi = vmi_json_of(&l, &yaml);
     let serial = l.serial_log_path();
     let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
-    let out = h.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("OK"),
-        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        l.log()
-    );
+    handler_succeeded(h, &l);
     let serial = l.serial();
     let f = crate::network::fields(&serial, "GUEST-DHCP");
     assert_eq!(f["ip"], "10.0.2.2/24", "{serial}");
