@@ -247,28 +247,86 @@ fn remove_entries(
 /// Dumps with `dump` into a fresh private directory in `path`'s directory
 /// and renames the file onto `path` (why: [`TMP_DIR_PREFIX`]). The
 /// directory goes in any case, with a partial file in it.
+///
+/// Both directories are held open from the start and used only through
+/// their descriptors: whoever may write `path`'s directory can rename the
+/// private directory away and put one of their own, with links in it, under
+/// its name. libvirt, which opens the dump file by path, is therefore given
+/// the path through this process's descriptor of the private directory
+/// (`/proc/<pid>/fd/<n>/<file>`), which no rename can redirect, and the
+/// finished file is renamed with `renameat` between the two descriptors.
 fn dump_via_private_dir(path: &Path, dump: DumpFn) -> Result<(), String> {
+    use nix::fcntl::{renameat, AtFlags};
+    use nix::sys::stat::{fstat, fstatat, SFlag};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+
     let in_path = |why: String| format!("dumpPath: {:?} {why}", path);
     let dir = path.parent().unwrap_or(Path::new("/"));
     let name = path
         .file_name()
         .ok_or_else(|| in_path("names no file".into()))?;
+    let open_dir = |p: &Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags((nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_NOFOLLOW).bits())
+            .open(p)
+    };
+    let dir_fd = open_dir(dir).map_err(|e| in_path(format!("cannot open its directory: {e}")))?;
     let tmp = tempfile::Builder::new()
         .prefix(TMP_DIR_PREFIX)
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir_in(dir)
         .map_err(|e| in_path(format!("cannot get a directory to dump into: {e}")))?;
-    let file = tmp.path().join(name);
-    dump(&file)?;
-    match std::fs::symlink_metadata(&file) {
-        Ok(m) if m.is_file() => {}
+    let tmp_fd = open_dir(tmp.path())
+        .map_err(|e| in_path(format!("cannot open the directory to dump into: {e}")))?;
+    // What was opened must be the directory just made: ours, 0700, on the
+    // same file system as the target (else someone swapped it in between).
+    let (st, dst) = (
+        fstat(tmp_fd.as_raw_fd()).map_err(|e| in_path(e.to_string()))?,
+        fstat(dir_fd.as_raw_fd()).map_err(|e| in_path(e.to_string()))?,
+    );
+    if st.st_uid != nix::unistd::geteuid().as_raw()
+        || st.st_mode & 0o7777 != 0o700
+        || st.st_dev != dst.st_dev
+    {
+        return Err(in_path(
+            "private dump directory was replaced before use (refused)".into(),
+        ));
+    }
+    let via = PathBuf::from(format!(
+        "/proc/{}/fd/{}",
+        std::process::id(),
+        tmp_fd.as_raw_fd()
+    ));
+    // The path must lead to that very directory (a /proc of another PID
+    // namespace would not).
+    match std::fs::metadata(&via) {
+        Ok(m) if m.ino() == st.st_ino && m.dev() == st.st_dev => {}
+        _ => {
+            return Err(in_path(format!(
+                "cannot reach the private dump directory through {}",
+                via.display()
+            )))
+        }
+    }
+    dump(&via.join(name))?;
+    match fstatat(Some(tmp_fd.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(m) if SFlag::from_bits_truncate(m.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG => {}
         Ok(_) => return Err(in_path("dump is not a regular file".into())),
         Err(e) => return Err(in_path(format!("dump is missing: {e}"))),
     }
-    // A link planted meanwhile would only be replaced, never written
-    // through; it is refused all the same, as at the request.
+    // A link planted at `path` meanwhile would only be replaced, never
+    // written through; it is refused all the same, as at the request.
     regular_or_absent(path).map_err(in_path)?;
-    std::fs::rename(&file, path).map_err(|e| in_path(format!("cannot be written: {e}")))?;
+    renameat(
+        Some(tmp_fd.as_raw_fd()),
+        name,
+        Some(dir_fd.as_raw_fd()),
+        name,
+    )
+    .map_err(|e| in_path(format!("cannot be written: {e}")))?;
+    drop(tmp_fd);
     if let Err(e) = tmp.close() {
         tracing::warn!("failed to remove the memory dump directory: {e}");
     }
@@ -735,6 +793,39 @@ mod tests {
     }
 
     #[test]
+    fn a_private_directory_swapped_for_another_with_a_link_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let path = dir.path().join("swap.memory.dump");
+        let (d, cache, _) = dumper();
+        let victim_c = victim.clone();
+        d.request(
+            &path,
+            Box::new(move |p: &Path| {
+                // Whoever may write the target's directory renames the
+                // private directory away and puts one of their own, with
+                // a link at the dump's name, in its place.
+                let private = std::fs::canonicalize(p.parent().unwrap()).unwrap();
+                let mut moved = private.clone().into_os_string();
+                moved.push(".moved");
+                std::fs::rename(&private, &moved).unwrap();
+                std::fs::create_dir(&private).unwrap();
+                std::os::unix::fs::symlink(&victim_c, private.join(p.file_name().unwrap()))
+                    .unwrap();
+                std::fs::write(p, b"\x7fELF").map_err(|e| e.to_string())
+            }),
+        )
+        .unwrap();
+        wait_idle(&d);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        let m = cache.snapshot().memory_dump.unwrap();
+        assert!(!m.failed, "{m:?}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"\x7fELF");
+    }
+
+    #[test]
     fn a_link_planted_while_libvirt_dumps_is_never_written_through() {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
@@ -746,8 +837,11 @@ mod tests {
         d.request(
             &path,
             Box::new(move |p: &Path| {
-                // Given a file in a fresh private directory next to the target.
-                let private = p.parent().unwrap();
+                // Given a file in a fresh private directory next to the
+                // target, reached through this process's descriptor of it.
+                assert!(p.starts_with(format!("/proc/{}/fd/", std::process::id())));
+                let private = std::fs::read_link(p.parent().unwrap()).unwrap();
+                let private = private.as_path();
                 assert_eq!(private.parent().unwrap(), dir_c);
                 assert!(private
                     .file_name()
