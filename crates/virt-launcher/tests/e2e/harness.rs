@@ -95,6 +95,8 @@ pub struct Launcher {
     exit_ticks: Option<u64>,
     wrapped: bool,
     ns: std::cell::OnceCell<Option<String>>,
+    /// The host pid of the namespace's PID 1 (the inner launcher).
+    ns_init: std::cell::OnceCell<u32>,
 }
 
 /// Options for [`Launcher::start`].
@@ -322,6 +324,7 @@ impl Launcher {
             exit_ticks: None,
             wrapped: !wrapper.is_empty(),
             ns: std::cell::OnceCell::new(),
+            ns_init: std::cell::OnceCell::new(),
         }
     }
 
@@ -469,6 +472,7 @@ impl Launcher {
                     let w = self.worker_pid();
                     if let Ok(ns) = fs::read_link(format!("/proc/{w}/ns/pid")) {
                         if ns != mine {
+                            let _ = self.ns_init.set(w);
                             return Some(ns.to_string_lossy().into_owned());
                         }
                     }
@@ -589,9 +593,12 @@ impl Launcher {
             return Vec::new();
         };
         let limit = self.exit_ticks.unwrap_or(u64::MAX);
+        let init = self.ns_init.get().copied();
         processes_in_ns(&ns)
             .into_iter()
             .filter(|(pid, _)| start_ticks(*pid).is_some_and(|t| t <= limit))
+            // A namespace that reused the inode has another PID 1.
+            .filter(|(pid, _)| init.is_none_or(|i| ns_init_of(*pid, &ns) == Some(i)))
             .collect()
     }
 
@@ -654,6 +661,29 @@ pub fn processes_in_ns(ns: &str) -> Vec<(u32, String)> {
         }
     }
     out
+}
+
+/// The PID 1 (host view) of `pid`'s PID namespace `ns`: its topmost
+/// ancestor still in `ns`.
+fn ns_init_of(pid: u32, ns: &str) -> Option<u32> {
+    let mut cur = pid;
+    for _ in 0..64 {
+        let status = fs::read_to_string(format!("/proc/{cur}/status")).ok()?;
+        let ppid: u32 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))?
+            .trim()
+            .parse()
+            .ok()?;
+        let parent_in_ns = ppid != 0
+            && fs::read_link(format!("/proc/{ppid}/ns/pid"))
+                .is_ok_and(|l| l.to_string_lossy() == ns);
+        if !parent_in_ns {
+            return Some(cur);
+        }
+        cur = ppid;
+    }
+    None
 }
 
 /// Pids whose command line mentions `needle`.
