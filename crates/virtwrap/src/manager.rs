@@ -116,6 +116,12 @@ pub trait DomainManager: Send + Sync {
     fn list_all_domains(&self) -> Result<Vec<DomainStatus>, ManagerError>;
 }
 
+/// libvirt paused the domain to write a memory dump (state, reason as
+/// `virDomainGetState` gives them); it resumes it when the dump ends.
+fn paused_for_dump(state: sys::virDomainState, reason: i32) -> bool {
+    state == sys::VIR_DOMAIN_PAUSED && reason == sys::VIR_DOMAIN_PAUSED_DUMP as i32
+}
+
 /// What [`DomainManager::signal_shutdown_vmi`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShutdownRequest {
@@ -738,9 +744,7 @@ impl DomainManager for LibvirtDomainManager {
             let dom = match Self::lookup(conn, vmi)? {
                 Some(d) => {
                     let (st, reason) = d.get_state()?;
-                    if st == sys::VIR_DOMAIN_PAUSED
-                        && reason == sys::VIR_DOMAIN_PAUSED_DUMP as i32
-                    {
+                    if paused_for_dump(st, reason) {
                         // A memory dump runs: libvirt resumes the guest
                         // when it ends (KubeVirt would try, and wait for
                         // the dump's job lock).
@@ -829,7 +833,7 @@ impl DomainManager for LibvirtDomainManager {
                 tracing::info!(domain = %vmi.domain_name(), "sent ACPI shutdown");
                 return Ok(ShutdownRequest::Sent);
             }
-            if st == sys::VIR_DOMAIN_PAUSED && reason == sys::VIR_DOMAIN_PAUSED_DUMP as i32 {
+            if paused_for_dump(st, reason) {
                 return Ok(ShutdownRequest::DeferredForDump);
             }
             Ok(ShutdownRequest::NotRunning)
