@@ -94,6 +94,54 @@ fn check_nesting(text: &str) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// Decodes the VMI of a command-socket request (`VMI.vmiJson`) the way
+/// KubeVirt's launcher does: the JSON of one VMI object, into the VMI type,
+/// whatever its TypeMeta says when it says nothing.
+///
+/// virt-handler marshals the VMI of its informer, and objects that a watch
+/// delivered (every VMI added after the initial list, every update) have an
+/// empty TypeMeta, which Go's `json.Marshal` leaves out: `kind` and
+/// `apiVersion` are usually absent (kubevirt-facts §11.1). Absent or empty,
+/// they default to `kubevirt.io/v1` `VirtualMachineInstance`; present with
+/// another value they are refused by field, as [`from_slice`] refuses them
+/// (a VirtualMachine is not a command's VMI).
+///
+/// # Errors
+/// [`LoadError::Syntax`] for bytes that are not one JSON object (YAML is
+/// not virt-handler's wire); [`LoadError::Field`] naming the field for a
+/// wrong `apiVersion`/`kind`, a wrong type, or a bad quantity.
+pub fn from_command_json(bytes: &[u8]) -> Result<VirtualMachineInstance, LoadError> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| LoadError::Syntax(format!("not UTF-8: {e}")))?;
+    check_nesting(text)?;
+    let value: Value = serde_json::from_str(text).map_err(|e| LoadError::Syntax(e.to_string()))?;
+    let Value::Object(obj) = &value else {
+        return Err(FieldError::new("", "document is not an object").into());
+    };
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if !api_version.is_empty() && !API_VERSIONS.contains(&api_version) {
+        return Err(FieldError::new(
+            "apiVersion",
+            format!("{api_version:?} is not kubevirt.io/v1"),
+        )
+        .into());
+    }
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !kind.is_empty() && kind != "VirtualMachineInstance" {
+        return Err(
+            FieldError::new("kind", format!("{kind:?} is not VirtualMachineInstance")).into(),
+        );
+    }
+    let mut vmi = decode(value, "")?;
+    if vmi.api_version.is_empty() {
+        vmi.api_version = "kubevirt.io/v1".into();
+    }
+    if vmi.kind.is_empty() {
+        vmi.kind = "VirtualMachineInstance".into();
+    }
+    Ok(vmi)
+}
+
 /// Like [`from_slice`], from an already parsed JSON value.
 ///
 /// # Errors
@@ -256,6 +304,47 @@ mod tests {
         );
         let quoted = format!("{HEAD}metadata2: \"{}\"\n", "[".repeat(300));
         assert!(from_slice(quoted.as_bytes()).is_ok());
+    }
+
+    /// virt-handler's VMIs (informer objects from a watch) carry no
+    /// TypeMeta; KubeVirt's launcher never looks at it.
+    #[test]
+    fn command_json_without_type_meta_is_a_vmi() {
+        let bare = br#"{"metadata":{"name":"a","namespace":"ns","uid":"u-1","resourceVersion":"42","generation":1,"finalizers":["foregroundDeleteVirtualMachine"],"managedFields":[{"manager":"virt-handler"}]},"spec":{"domain":{"memory":{"guest":"64Mi"}}},"status":{"phase":"Scheduled","activePods":{"p":"node"}}}"#;
+        let vmi = from_command_json(bare).unwrap();
+        assert_eq!(vmi.metadata.name, "a");
+        assert_eq!(vmi.uid(), "u-1");
+        assert_eq!(vmi.api_version, "kubevirt.io/v1");
+        assert_eq!(vmi.kind, "VirtualMachineInstance");
+        assert_eq!(vmi.status.as_ref().unwrap()["phase"], "Scheduled");
+        // The same object from the initial list, with TypeMeta: the same VMI.
+        let typed = br#"{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"a","namespace":"ns","uid":"u-1","resourceVersion":"42","generation":1,"finalizers":["foregroundDeleteVirtualMachine"],"managedFields":[{"manager":"virt-handler"}]},"spec":{"domain":{"memory":{"guest":"64Mi"}}},"status":{"phase":"Scheduled","activePods":{"p":"node"}}}"#;
+        assert_eq!(from_command_json(typed).unwrap(), vmi);
+        // Empty strings are what Go's omitempty would have dropped.
+        let empty = br#"{"apiVersion":"","kind":"","metadata":{"name":"a"}}"#;
+        assert_eq!(
+            from_command_json(empty).unwrap().kind,
+            "VirtualMachineInstance"
+        );
+    }
+
+    #[test]
+    fn command_json_with_wrong_type_meta_is_refused_by_field() {
+        let e = |doc: &[u8]| from_command_json(doc).unwrap_err().to_string();
+        assert_eq!(
+            e(br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}"#),
+            r#"apiVersion: "v1" is not kubevirt.io/v1"#
+        );
+        assert_eq!(
+            e(br#"{"metadata":{"name":"a"},"kind":"VirtualMachine"}"#),
+            r#"kind: "VirtualMachine" is not VirtualMachineInstance"#
+        );
+        assert!(
+            e(br#"{"metadata":{"name":"a"},"spec":{"domain":{"cpu":{"cores":"x"}}}}"#)
+                .starts_with("spec.domain.cpu.cores: invalid type")
+        );
+        assert!(e(b"metadata: {name: a}\n").starts_with("malformed document"));
+        assert!(e(b"[1]").contains("document is not an object"));
     }
 
     #[test]

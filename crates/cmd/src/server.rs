@@ -257,7 +257,8 @@ impl<H: Handler> CmdService<H> {
     /// Decodes the VMI of a request and checks it is this launcher's.
     fn vmi(&self, json: Option<&[u8]>) -> Result<VirtualMachineInstance, Response> {
         let json = json.ok_or_else(|| fail(NO_VALID_VMI))?;
-        let vmi = api::load::from_slice(json).map_err(|e| fail(format!("{NO_VALID_VMI}: {e}")))?;
+        let vmi =
+            api::load::from_command_json(json).map_err(|e| fail(format!("{NO_VALID_VMI}: {e}")))?;
         let mine = self.handler.vmi_uid();
         if !mine.is_empty() && vmi.uid() != mine {
             return Err(fail(format!(

@@ -96,10 +96,23 @@ impl Handler for Fake {
     }
 }
 
+/// A VMI as virt-handler sends it: the informer's object, marshalled by
+/// Go, without TypeMeta (kubevirt-facts §11.1).
 fn vmi(uid: &str) -> Option<Vmi> {
     Some(Vmi {
         vmi_json: format!(
-            r#"{{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{{"name":"v","namespace":"n","uid":"{uid}"}},"spec":{{"domain":{{"memory":{{"guest":"64Mi"}}}}}}}}"#
+            r#"{{"metadata":{{"name":"v","namespace":"n","uid":"{uid}","resourceVersion":"7","generation":2,"creationTimestamp":"2026-01-01T00:00:00Z","finalizers":["kubevirt.io/virtualMachineControllerFinalize"]}},"spec":{{"domain":{{"memory":{{"guest":"64Mi"}}}}}},"status":{{"phase":"Scheduled","runtimeUser":107}}}}"#
+        )
+        .into_bytes(),
+    })
+}
+
+/// `vmi(uid)` with TypeMeta `apiVersion`/`kind`, as an object from the
+/// informer's initial list carries it.
+fn vmi_typed(uid: &str, api_version: &str, kind: &str) -> Option<Vmi> {
+    Some(Vmi {
+        vmi_json: format!(
+            r#"{{"apiVersion":"{api_version}","kind":"{kind}","metadata":{{"name":"v","namespace":"n","uid":"{uid}"}},"spec":{{"domain":{{"memory":{{"guest":"64Mi"}}}}}}}}"#
         )
         .into_bytes(),
     })
@@ -246,11 +259,54 @@ async fn answers_like_kubevirts_server() {
         .unwrap()
         .into_inner();
     assert_eq!(r.message, server::NO_VALID_VMI);
+    // TypeMeta, when present, must be a VMI's.
+    let r = c
+        .kill_virtual_machine(VmiRequest {
+            vmi: vmi_typed("uid-1", "kubevirt.io/v1", "VirtualMachine"),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.message,
+        format!(
+            r#"{}: kind: "VirtualMachine" is not VirtualMachineInstance"#,
+            server::NO_VALID_VMI
+        )
+    );
+    let r = c
+        .kill_virtual_machine(VmiRequest {
+            vmi: vmi_typed("uid-1", "v1", "VirtualMachineInstance"),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.message,
+        format!(
+            r#"{}: apiVersion: "v1" is not kubevirt.io/v1"#,
+            server::NO_VALID_VMI
+        )
+    );
     assert_eq!(
         fake.calls.load(Ordering::SeqCst),
         0,
         "refused requests never reach the handler"
     );
+    // With the right TypeMeta (an object of the informer's initial list),
+    // as without it.
+    let r = c
+        .kill_virtual_machine(VmiRequest {
+            vmi: vmi_typed("uid-1", "kubevirt.io/v1", "VirtualMachineInstance"),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.success, "{}", r.message);
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 1);
 
     // Features not built yet say so; cancel says what virt-handler matches.
     let r = c

@@ -374,14 +374,13 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
 }
 
 /// The VMI a command carries, from the domain: its name, namespace and
-/// UID (the launcher checks the UID).
+/// UID (the launcher checks the UID). Without `kind` and `apiVersion`, as
+/// virt-handler sends the VMIs of its informer (kubevirt-facts §11.1).
 fn vmi_of(dom: &Value) -> Vmi {
     let uid = dom["Spec"]["Metadata"]["KubeVirt"]["UID"]
         .as_str()
         .unwrap_or("");
     let vmi = json!({
-        "apiVersion": "kubevirt.io/v1",
-        "kind": "VirtualMachineInstance",
         "metadata": {"name": dom["ObjectMeta"]["name"], "namespace": dom["ObjectMeta"]["namespace"], "uid": uid}
     });
     Vmi {

@@ -1818,8 +1818,29 @@ fn run_domain(
         config_disk_fs: flags.config_disk_fs.into(),
         events: Some(vmi_events),
     };
-    let mut manager = LibvirtDomainManager::new(connector.clone(), ctx.clone(), prepare)
-        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let id = Identity::of(vmi);
+    let cache = Arc::new(DomainCache::default());
+    // KubeVirt's metadata cache: a change (a memory dump starting or
+    // ending, the grace period, a shutdown request) drops the cached domain
+    // and reaches virt-handler through the event bridge as a MODIFIED domain.
+    let metadata = {
+        let (cache, to_bridge, domain) = (Arc::clone(&cache), to_bridge.clone(), id.domain_name());
+        Arc::new(virtwrap::metadata::MetadataCache::new(Box::new(
+            move || {
+                cache.invalidate();
+                to_bridge(virtwrap::events::DomainEvent::MetadataUpdated {
+                    domain: domain.clone(),
+                });
+            },
+        )))
+    };
+    let mut manager = LibvirtDomainManager::new(
+        connector.clone(),
+        ctx.clone(),
+        prepare,
+        Arc::clone(&metadata),
+    )
+    .map_err(|e| LauncherError::Runtime(e.to_string()))?;
     // In a pod, the VMI virt-handler syncs brings its interfaces: phase 2
     // (host facts, DHCP) runs then, in the pod's network namespace where
     // virt-handler's phase 1 made the bridge and tap.
@@ -1846,23 +1867,7 @@ fn run_domain(
     }
     let manager = Arc::new(manager);
     tracing::info!(ms = ms(started), "libvirt ready");
-    let id = Identity::of(vmi);
     let share = PathBuf::from(&flags.kubevirt_share_dir);
-    let cache = Arc::new(DomainCache::default());
-    // KubeVirt's metadata cache: a change (a memory dump starting or
-    // ending) drops the cached domain and reaches virt-handler through the
-    // event bridge as a MODIFIED domain.
-    let metadata = {
-        let (cache, to_bridge, domain) = (Arc::clone(&cache), to_bridge.clone(), id.domain_name());
-        Arc::new(virtwrap::metadata::MetadataCache::new(Box::new(
-            move || {
-                cache.invalidate();
-                to_bridge(virtwrap::events::DomainEvent::MetadataUpdated {
-                    domain: domain.clone(),
-                });
-            },
-        )))
-    };
     // The guest agent: its own connection and poller thread; what it learns
     // reaches virt-handler through the event bridge.
     let agent = {

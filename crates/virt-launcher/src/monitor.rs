@@ -43,7 +43,9 @@ fn to_pid(pid: u32) -> Pid {
 }
 
 /// Watches the domain's QEMU until it exits. On the first termination
-/// signal the guest gets an ACPI shutdown request; when it is still running
+/// signal the runtime metadata is marked for graceful shutdown (what
+/// virt-handler watches for) and the guest gets a shutdown request (guest
+/// agent or ACPI, libvirt's choice); when it is still running
 /// `grace` later it is killed. While libvirt has the guest paused for a
 /// memory dump the request waits: it is asked again every tick and goes
 /// out as soon as libvirt resumes the guest after the dump (a paused guest
@@ -66,7 +68,7 @@ pub fn watch(
     let start = Instant::now();
     let mut pid = None;
     let mut shutdown_at: Option<Instant> = None;
-    // The ACPI request waits for a memory dump to end (see above).
+    // The shutdown request waits for a memory dump to end (see above).
     let mut deferred = false;
     let mut killed = false;
     loop {
@@ -87,6 +89,7 @@ pub fn watch(
                 "termination signal: shutting the guest down"
             );
             shutdown_at = Some(Instant::now());
+            manager.mark_graceful_shutdown();
             deferred = request_shutdown(vmi, manager, false);
         } else if deferred && !killed {
             deferred = request_shutdown(vmi, manager, true);
@@ -126,7 +129,7 @@ pub fn watch(
     }
 }
 
-/// Sends the ACPI shutdown request; true when it must be asked again (the
+/// Sends the shutdown request; true when it must be asked again (the
 /// guest is paused for a memory dump). `again`: this is a retry (logged
 /// only when it goes out).
 fn request_shutdown(
@@ -137,19 +140,19 @@ fn request_shutdown(
     match manager.signal_shutdown_vmi(vmi) {
         Ok(ShutdownRequest::DeferredForDump) => {
             if !again {
-                tracing::info!("guest paused for a memory dump: ACPI shutdown sent when it ends");
+                tracing::info!("guest paused for a memory dump: shutdown requested when it ends");
             }
             true
         }
         Ok(ShutdownRequest::Sent) => {
             if again {
-                tracing::info!("memory dump over: ACPI shutdown sent");
+                tracing::info!("memory dump over: shutdown requested");
             }
             false
         }
-        Ok(ShutdownRequest::NotRunning) => false,
+        Ok(ShutdownRequest::Paused | ShutdownRequest::NotRunning) => false,
         Err(e) => {
-            tracing::warn!("ACPI shutdown request failed: {e}");
+            tracing::warn!("shutdown request failed: {e}");
             false
         }
     }

@@ -54,10 +54,7 @@ impl Identity {
     }
 }
 
-/// Current time as Kubernetes writes timestamps (RFC 3339, seconds, UTC).
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
+pub use virtwrap::metadata::now_rfc3339;
 
 /// The domain as KubeVirt's api.Domain JSON, `None` when it does not exist;
 /// `Spec.Metadata.KubeVirt` carries `metadata` (KubeVirt's metadata cache).
@@ -409,7 +406,7 @@ impl Handler for LauncherHandler {
     }
 
     fn qemu_version(&self) -> Result<String, String> {
-        self.manager.qemu_version().map_err(msg)
+        self.manager.qemu_version()
     }
 
     fn dirty_rate_mbs(&self) -> Result<i64, String> {

@@ -16,6 +16,7 @@ pub mod metadata;
 pub mod state;
 pub mod stats;
 pub mod supervisor;
+pub mod version;
 
 pub use manager::{
     DomainManager, DomainStatus, LibvirtDomainManager, ManagerError, ShutdownRequest,

@@ -90,8 +90,10 @@ pub trait DomainManager: Send + Sync {
     /// # Errors
     /// [`ManagerError::Libvirt`].
     fn delete_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
-    /// Asks the guest to shut down (ACPI power button) when it runs; says
-    /// whether the request went out (see [`ShutdownRequest`]).
+    /// Asks the guest to shut down when it runs (libvirt's default
+    /// method, as KubeVirt's SignalShutdownVMI: the guest agent when
+    /// connected, else the ACPI power button); says whether the request
+    /// went out (see [`ShutdownRequest`]).
     ///
     /// # Errors
     /// [`ManagerError::Libvirt`].
@@ -132,8 +134,14 @@ pub enum ShutdownRequest {
     /// ask again then (a paused guest cannot act on the button, and a
     /// shutdown call would wait for the dump's job lock).
     DeferredForDump,
+    /// Not sent: the domain is paused (by the user, or by libvirt for
+    /// another reason than a dump). libvirt refuses a shutdown request for
+    /// a paused domain ("domain is not running") and the guest could not
+    /// act on it; the request counts as made, so that the grace period
+    /// runs and ends in a kill.
+    Paused,
     /// Nothing to do: no such domain, or it is neither running nor paused
-    /// for a dump (shut off, paused by the user, ...).
+    /// (shut off, shutting down, crashed).
     NotRunning,
 }
 
@@ -182,6 +190,11 @@ pub struct LibvirtDomainManager {
     user_paused: Mutex<std::collections::BTreeSet<String>>,
     /// The last dirty-rate result (KubeVirt's `domainDirtyRateStatsCache`).
     dirty_rate: crate::dirtyrate::DirtyRateCache,
+    /// KubeVirt's runtime metadata: the sync writes the grace period, the
+    /// shutdown request its time.
+    metadata: std::sync::Arc<crate::metadata::MetadataCache>,
+    /// GetQemuVersion's answer, probed once when the manager is made.
+    qemu_version: std::sync::Arc<crate::version::QemuVersion>,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -229,7 +242,8 @@ const ACTIVE: [u32; 5] = [
 
 impl LibvirtDomainManager {
     /// A manager converting with `ctx` (its `prepared` part is filled on
-    /// each sync) and preparing volumes with `prepare`.
+    /// each sync), preparing volumes with `prepare` and keeping the
+    /// grace-period record in `metadata`.
     ///
     /// # Errors
     /// [`crate::connection::ConnectError`] when the first connection fails.
@@ -237,8 +251,10 @@ impl LibvirtDomainManager {
         connector: Connector,
         ctx: ConvertContext,
         prepare: PrepareOptions,
+        metadata: std::sync::Arc<crate::metadata::MetadataCache>,
     ) -> Result<Self, crate::connection::ConnectError> {
         let conn = connector.connect()?;
+        let qemu_version = crate::version::QemuVersion::probe(connector.clone());
         Ok(LibvirtDomainManager {
             conn: Mutex::new(conn),
             connector,
@@ -248,6 +264,8 @@ impl LibvirtDomainManager {
             sriov: None,
             user_paused: Mutex::default(),
             dirty_rate: crate::dirtyrate::DirtyRateCache::default(),
+            metadata,
+            qemu_version,
         })
     }
 
@@ -669,18 +687,52 @@ impl LibvirtDomainManager {
         })
     }
 
-    /// libvirt's version as KubeVirt's GetQemuVersion reports it (`QEMU 10.0.2`).
+    /// KubeVirt's MarkGracefulShutdownVMI, on the launcher's first
+    /// termination signal: `GracePeriod.MarkedForGracefulShutdown` in the
+    /// runtime metadata, which virt-handler answers with
+    /// ShutdownVirtualMachine (its `hasGracefulShutdownTrigger`).
+    pub fn mark_graceful_shutdown(&self) {
+        self.metadata.mark_graceful_shutdown();
+    }
+
+    /// The libvirt side of [`DomainManager::signal_shutdown_vmi`].
+    fn request_shutdown(
+        &self,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<ShutdownRequest, ManagerError> {
+        self.with_conn(|conn| {
+
+            let Some(d) = Self::lookup(conn, vmi)? else {
+                return Ok(ShutdownRequest::NotRunning);
+            };
+            let (st, reason) = d.get_state()?;
+            if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
+                // KubeVirt's flags: libvirt's choice, i.e. the guest agent's
+                // guest-shutdown when the agent is connected, else (or when
+                // the agent fails) the ACPI power button.
+                d.shutdown_flags(sys::VIR_DOMAIN_SHUTDOWN_DEFAULT)?;
+                tracing::info!(domain = %vmi.domain_name(), "sent shutdown request (guest agent or ACPI)");
+                return Ok(ShutdownRequest::Sent);
+            }
+            if paused_for_dump(st, reason) {
+                return Ok(ShutdownRequest::DeferredForDump);
+            }
+            if st == sys::VIR_DOMAIN_PAUSED {
+                return Ok(ShutdownRequest::Paused);
+            }
+            Ok(ShutdownRequest::NotRunning)
+        })
+    }
+
+    /// libvirt's version as KubeVirt's GetQemuVersion reports it (`QEMU
+    /// 10.0.2`), from the probe made when the manager was created (see
+    /// [`crate::version`]); waits up to [`crate::version::WAIT`] for a
+    /// probe still running.
     ///
     /// # Errors
-    /// [`ManagerError::Libvirt`].
-    pub fn qemu_version(&self) -> Result<String, ManagerError> {
-        let v = self.with_conn(|c| Ok(c.get_hyp_version()?))?;
-        Ok(format!(
-            "QEMU {}.{}.{}",
-            v / 1_000_000,
-            (v % 1_000_000) / 1000,
-            v % 1000
-        ))
+    /// The probe's libvirt error, or the probe is still running.
+    pub fn qemu_version(&self) -> Result<String, String> {
+        self.qemu_version.get(crate::version::WAIT)
     }
 }
 
@@ -780,6 +832,11 @@ impl DomainManager for LibvirtDomainManager {
             tracing::info!(domain = %name, paused = flags != 0, "domain started");
             Ok(())
         })?;
+        // KubeVirt records the UID and grace period at define and keeps the
+        // grace period in step with the VMI on every sync.
+        self.metadata.update(|m| m.uid = Some(vmi.uid().to_owned()));
+        self.metadata
+            .set_grace_period_seconds(vmi.grace_period_seconds());
         Ok(spec)
     }
 
@@ -823,21 +880,14 @@ impl DomainManager for LibvirtDomainManager {
         &self,
         vmi: &VirtualMachineInstance,
     ) -> Result<ShutdownRequest, ManagerError> {
-        self.with_conn(|conn| {
-            let Some(d) = Self::lookup(conn, vmi)? else {
-                return Ok(ShutdownRequest::NotRunning);
-            };
-            let (st, reason) = d.get_state()?;
-            if st == sys::VIR_DOMAIN_RUNNING || st == sys::VIR_DOMAIN_BLOCKED {
-                d.shutdown_flags(sys::VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)?;
-                tracing::info!(domain = %vmi.domain_name(), "sent ACPI shutdown");
-                return Ok(ShutdownRequest::Sent);
-            }
-            if paused_for_dump(st, reason) {
-                return Ok(ShutdownRequest::DeferredForDump);
-            }
-            Ok(ShutdownRequest::NotRunning)
-        })
+        let r = self.request_shutdown(vmi)?;
+        if r != ShutdownRequest::NotRunning {
+            // The grace period runs from the first request (KubeVirt's
+            // DeletionTimestamp), whether or not the guest can act on it yet.
+            self.metadata
+                .record_shutdown_request(crate::metadata::now_rfc3339);
+        }
+        Ok(r)
     }
 
     fn pause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {

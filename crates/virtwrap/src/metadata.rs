@@ -11,7 +11,14 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use domain::kubevirt_json::RuntimeMetadata;
+use domain::kubevirt_json::{GracePeriod, RuntimeMetadata};
+
+/// The current time as Kubernetes writes `metav1.Time` (RFC 3339, whole
+/// seconds, UTC: `2026-12-01T10:00:00Z`), the form of every timestamp in
+/// the metadata.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
 
 /// Called after a change, outside the cache's lock.
 pub type ChangeNotifier = Box<dyn Fn() + Send + Sync>;
@@ -57,6 +64,46 @@ impl MetadataCache {
             (self.changed)();
         }
     }
+
+    /// Sets `GracePeriod.DeletionGracePeriodSeconds` to `seconds` (the
+    /// VMI's `terminationGracePeriodSeconds`, default 30), keeping what
+    /// the rest of the record says. KubeVirt writes it when it defines the
+    /// domain and on every SyncVMI (`syncGracePeriod`); virt-handler reads
+    /// it when the VMI it holds has no grace period of its own.
+    pub fn set_grace_period_seconds(&self, seconds: i64) {
+        self.update(|m| {
+            m.grace_period
+                .get_or_insert_with(GracePeriod::default)
+                .deletion_grace_period_seconds = seconds;
+        });
+    }
+
+    /// Records that the guest was asked to shut down: sets
+    /// `GracePeriod.DeletionTimestamp` to `now()` (RFC 3339) the first time
+    /// only, as KubeVirt's SignalShutdownVMI does. virt-handler's
+    /// `hasGracePeriodExpired` counts the grace period from it and, once
+    /// it has passed, sends KillVirtualMachine; without it virt-handler
+    /// re-sends ShutdownVirtualMachine every 5 s and never kills.
+    pub fn record_shutdown_request(&self, now: impl FnOnce() -> String) {
+        self.update(|m| {
+            let g = m.grace_period.get_or_insert_with(GracePeriod::default);
+            if g.deletion_timestamp.is_none() {
+                g.deletion_timestamp = Some(now());
+            }
+        });
+    }
+
+    /// Sets `GracePeriod.MarkedForGracefulShutdown` (KubeVirt's
+    /// MarkGracefulShutdownVMI, on the launcher's first termination
+    /// signal): virt-handler's `hasGracefulShutdownTrigger` then shuts the
+    /// VMI down (ShutdownVirtualMachine, then the grace period).
+    pub fn mark_graceful_shutdown(&self) {
+        self.update(|m| {
+            m.grace_period
+                .get_or_insert_with(GracePeriod::default)
+                .marked_for_graceful_shutdown = Some(true);
+        });
+    }
 }
 
 #[cfg(test)]
@@ -89,5 +136,41 @@ mod tests {
         });
         assert_eq!(n.load(Ordering::SeqCst), 2);
         assert!(c.snapshot().memory_dump.unwrap().completed);
+    }
+
+    /// KubeVirt's grace-period record: seconds on every sync, the
+    /// shutdown request's time once, the termination signal's mark; each
+    /// keeps the others, and only a change notifies.
+    #[test]
+    fn grace_period_record() {
+        let n = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&n);
+        let c = MetadataCache::new(Box::new(move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }));
+        c.set_grace_period_seconds(30);
+        c.set_grace_period_seconds(30);
+        assert_eq!(n.load(Ordering::SeqCst), 1);
+        c.record_shutdown_request(|| "2026-12-01T10:00:00Z".into());
+        c.record_shutdown_request(|| "2026-12-01T10:00:05Z".into());
+        assert_eq!(n.load(Ordering::SeqCst), 2, "the first request only");
+        c.mark_graceful_shutdown();
+        c.mark_graceful_shutdown();
+        assert_eq!(n.load(Ordering::SeqCst), 3);
+        c.set_grace_period_seconds(5);
+        assert_eq!(
+            c.snapshot().grace_period,
+            Some(GracePeriod {
+                deletion_grace_period_seconds: 5,
+                deletion_timestamp: Some("2026-12-01T10:00:00Z".into()),
+                marked_for_graceful_shutdown: Some(true),
+            })
+        );
+        // A signal before the first sync: the mark alone.
+        let c = MetadataCache::new(Box::new(|| {}));
+        c.mark_graceful_shutdown();
+        let g = c.snapshot().grace_period.unwrap();
+        assert_eq!(g.marked_for_graceful_shutdown, Some(true));
+        assert_eq!(g.deletion_timestamp, None);
     }
 }

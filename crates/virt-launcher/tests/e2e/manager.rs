@@ -17,6 +17,7 @@ fn pause_unpause_list_and_kill() {
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let qemu = l.qemu_pid().expect("qemu pid");
     let vmi = api::load_vmi(yaml.as_bytes(), Arch::Amd64).unwrap();
+    let metadata = std::sync::Arc::new(virtwrap::metadata::MetadataCache::new(Box::new(|| {})));
     let m = LibvirtDomainManager::new(
         Connector {
             daemon: "libvirtd".into(),
@@ -25,6 +26,7 @@ fn pause_unpause_list_and_kill() {
         },
         ConvertContext::new(Arch::Amd64, VirtType::Qemu),
         storage::PrepareOptions::default(),
+        std::sync::Arc::clone(&metadata),
     )
     .expect("connect to the launcher's daemon");
 
@@ -53,6 +55,22 @@ fn pause_unpause_list_and_kill() {
     let d = &m.list_all_domains().unwrap()[0];
     assert_eq!((d.state, d.reason), ("Paused", "User"));
     m.pause_vmi(&vmi).unwrap(); // idempotent
+                                // A shutdown request for a paused guest is not sent (libvirt refuses
+                                // it, the guest could not act on it) but starts the grace period.
+    assert_eq!(
+        m.signal_shutdown_vmi(&vmi).unwrap(),
+        virtwrap::ShutdownRequest::Paused
+    );
+    let recorded = metadata.snapshot().grace_period.unwrap();
+    assert!(recorded.deletion_timestamp.is_some(), "{recorded:?}");
+    std::thread::sleep(Duration::from_millis(1100));
+    m.signal_shutdown_vmi(&vmi).unwrap();
+    assert_eq!(
+        metadata.snapshot().grace_period.unwrap(),
+        recorded,
+        "only the first request is recorded"
+    );
+    assert_eq!(l.domstate(), "paused (user)");
     m.unpause_vmi(&vmi).unwrap();
     assert!(l.domstate().starts_with("running"), "{}", l.domstate());
 
@@ -61,7 +79,10 @@ fn pause_unpause_list_and_kill() {
     let other = api::load_vmi(guest_vmi("other", "virtio").as_bytes(), Arch::Amd64).unwrap();
     m.kill_vmi(&other).unwrap();
     m.delete_vmi(&other).unwrap();
-    m.signal_shutdown_vmi(&other).unwrap();
+    assert_eq!(
+        m.signal_shutdown_vmi(&other).unwrap(),
+        virtwrap::ShutdownRequest::NotRunning
+    );
     let e = m.pause_vmi(&other).unwrap_err().to_string();
     assert!(e.contains("Message='Domain not found.'"), "{e}");
 
