@@ -5,6 +5,7 @@
 
 pub mod arch;
 pub mod defaults;
+pub mod doc;
 pub mod error;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;

@@ -45,9 +45,9 @@ pub fn from_slice(bytes: &[u8]) -> Result<VirtualMachineInstance, LoadError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     check_nesting(text)?;
     let value: Value = if text.trim_start().starts_with('{') {
-        serde_json::from_str(text).map_err(|e| LoadError::Syntax(e.to_string()))?
+        crate::doc::json(text)?
     } else {
-        serde_yaml_ng::from_str(text).map_err(|e| LoadError::Syntax(e.to_string()))?
+        crate::doc::yaml(text)?
     };
     from_value(value)
 }
@@ -58,13 +58,32 @@ pub fn from_slice(bytes: &[u8]) -> Result<VirtualMachineInstance, LoadError> {
 pub const MAX_NESTING: usize = 256;
 
 /// Refuses documents nested deeper than [`MAX_NESTING`] before parsing
-/// them. Counts brackets outside quoted strings; block (indented) nesting
-/// is bounded by the input size limit instead.
+/// them. Counts flow brackets outside quoted scalars and comments, lexing
+/// as YAML does where it decides what a quote or `#` is (a hand-written
+/// scan because the parsers offer no early stop, and the point is to stop
+/// before the parser's quadratic work): a quote opens a scalar only at the
+/// start of a token (after white space, the start of a line, `[`, `{`,
+/// `,`, or the `:` that follows a quoted key); elsewhere (`it's`) it is a
+/// plain character. `#` starts a comment at the start of a line or after
+/// white space, up to the end of the line. Block (indented) nesting is
+/// bounded by the input size limit instead.
 fn check_nesting(text: &str) -> Result<(), LoadError> {
     let (mut depth, mut max) = (0usize, 0usize);
     let mut quote: Option<char> = None;
     let mut escaped = false;
+    let mut comment = false;
+    // The previous character, and whether it closed a quoted scalar.
+    let mut prev = '\n';
+    let mut after_quote = false;
+    let mut colon_after_quote = false;
     for c in text.chars() {
+        if comment {
+            if c == '\n' {
+                comment = false;
+            }
+            prev = c;
+            continue;
+        }
         match quote {
             Some(q) => {
                 if escaped {
@@ -73,18 +92,30 @@ fn check_nesting(text: &str) -> Result<(), LoadError> {
                     escaped = true;
                 } else if c == q {
                     quote = None;
+                    prev = c;
+                    after_quote = true;
+                    continue;
                 }
             }
-            None => match c {
-                '"' | '\'' => quote = Some(c),
-                '[' | '{' => {
-                    depth += 1;
-                    max = max.max(depth);
+            None => {
+                let token_start = prev.is_whitespace()
+                    || matches!(prev, '[' | '{' | ',')
+                    || (prev == ':' && colon_after_quote);
+                match c {
+                    '"' | '\'' if token_start => quote = Some(c),
+                    '#' if prev.is_whitespace() => comment = true,
+                    '[' | '{' => {
+                        depth += 1;
+                        max = max.max(depth);
+                    }
+                    ']' | '}' => depth = depth.saturating_sub(1),
+                    _ => {}
                 }
-                ']' | '}' => depth = depth.saturating_sub(1),
-                _ => {}
-            },
+                colon_after_quote = c == ':' && (after_quote || matches!(prev, ']' | '}'));
+            }
         }
+        after_quote = false;
+        prev = c;
         if max > MAX_NESTING {
             return Err(LoadError::Syntax(format!(
                 "nested deeper than {MAX_NESTING} levels"
@@ -114,7 +145,7 @@ pub fn from_command_json(bytes: &[u8]) -> Result<VirtualMachineInstance, LoadErr
     let text =
         std::str::from_utf8(bytes).map_err(|e| LoadError::Syntax(format!("not UTF-8: {e}")))?;
     check_nesting(text)?;
-    let value: Value = serde_json::from_str(text).map_err(|e| LoadError::Syntax(e.to_string()))?;
+    let value = crate::doc::json(text)?;
     let Value::Object(obj) = &value else {
         return Err(FieldError::new("", "document is not an object").into());
     };
@@ -304,6 +335,30 @@ mod tests {
         );
         let quoted = format!("{HEAD}metadata2: \"{}\"\n", "[".repeat(300));
         assert!(from_slice(quoted.as_bytes()).is_ok());
+        let quoted = format!("{HEAD}metadata2: ['{}', \"x\"]\n", "{".repeat(300));
+        assert!(from_slice(quoted.as_bytes()).is_ok());
+        // Issue 19: an apostrophe in a comment or a plain scalar hid the
+        // nesting after it (a 200 KB nested flow sequence took 79 s).
+        for prefix in ["# it's\n", "note: it's here\n", "a: x'y\n"] {
+            let deep = format!(
+                "{HEAD}{prefix}spec: {}{}\n",
+                "[".repeat(300),
+                "]".repeat(300)
+            );
+            assert_eq!(
+                err(&deep),
+                "malformed document: nested deeper than 256 levels",
+                "{prefix:?}"
+            );
+        }
+        // A comment's brackets do not count; a '#' inside a word is no comment.
+        let commented = format!("{HEAD}# {}\nspec: {{}}\n", "[".repeat(300));
+        assert!(from_slice(commented.as_bytes()).is_ok());
+        let json = format!(
+            "{{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\",\"metadata\":{{\"name\":\"a\"}},\"x\":\"{}\"}}",
+            "[".repeat(300)
+        );
+        assert!(from_slice(json.as_bytes()).is_ok());
     }
 
     /// virt-handler's VMIs (informer objects from a watch) carry no
