@@ -327,6 +327,21 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
         }
     }
 
+    // KubeVirt: validateInterfaceBootOrder, one set with the disks' (an
+    // order of 0 is the converter's error, as for every interface field).
+    for (i, iface) in spec.domain.devices.interfaces.iter().enumerate() {
+        let Some(order) = iface.boot_order.filter(|o| *o > 0) else {
+            continue;
+        };
+        let path = format!("spec.domain.devices.interfaces[{i}].bootOrder");
+        if !boot_orders.insert(order) {
+            errs.push(FieldError::new(
+                path,
+                format!("boot order {order} is used by another device"),
+            ));
+        }
+    }
+
     if let Some(mem) = &spec.domain.memory {
         if let Some(g) = &mem.guest {
             match g.to_bytes() {
@@ -669,6 +684,16 @@ mod tests {
             ["spec.domain.memory.guest: 0 must be greater than 0"]
         );
         assert!(mem("1M", "2M", "1").is_empty());
+    }
+
+    /// KubeVirt checks boot orders across disks and interfaces together.
+    #[test]
+    fn interface_boot_orders_share_the_disks_set() {
+        let e = errors(&format!("{H}metadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      disks:\n      - {{name: v, bootOrder: 1}}\n      interfaces:\n      - {{name: default, masquerade: {{}}, bootOrder: 1}}\n      - {{name: red, bridge: {{}}, bootOrder: 0}}\n  volumes:\n  - name: v\n    containerDisk: {{image: x}}\n"));
+        assert_eq!(
+            e,
+            ["spec.domain.devices.interfaces[0].bootOrder: boot order 1 is used by another device"]
+        );
     }
 
     /// Found by the structured fuzz target: the product of three u32
