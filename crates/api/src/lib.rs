@@ -1,5 +1,6 @@
 //! KubeVirt API types for virt-launcher: the `kubevirt.io/v1`
 //! VirtualMachineInstance ([`vmi`]), Kubernetes quantities ([`quantity`]),
+//! names and what KubeVirt derives from them ([`names`]),
 //! architectures ([`arch`]), decoding with field paths in errors ([`load`]),
 //! KubeVirt's defaulting ([`defaults`]) and semantic validation ([`validate`]).
 
@@ -11,6 +12,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod load;
 pub mod mac;
+pub mod names;
 pub mod quantity;
 pub mod validate;
 pub mod vmi;

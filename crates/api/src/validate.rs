@@ -7,27 +7,37 @@
 use std::collections::HashSet;
 
 use crate::error::FieldError;
+use crate::names::{dns1123_label, dns1123_subdomain, MAX_LABEL_LEN, MAX_SUBDOMAIN_LEN};
 use crate::vmi::VirtualMachineInstance;
 
 /// Most vCPUs accepted: KubeVirt's own ceiling for CPU hot-plug (512);
 /// more makes QEMU take minutes to fail, or a TCG guest unusable.
 pub const MAX_VCPUS: u64 = 512;
 
-/// Longest VMI name KubeVirt admits (a DNS-1123 subdomain is 253; KubeVirt
-/// caps VMI names at 63 because they become pod and host names).
-pub const MAX_NAME_LEN: usize = 63;
+/// KubeVirt's floor for `resources.requests.memory`, 1M (10^6 bytes), in
+/// thousandths of a byte ([`crate::Quantity::milli_value`]).
+const MIN_MEMORY_REQUEST_MILLI: i64 = 1_000_000_000;
 
-/// Returns every problem found, in field order (empty = valid).
-pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
+/// Longest disk serial KubeVirt admits, in characters (`maxStrLen`).
+pub const MAX_SERIAL_LEN: usize = 256;
+
+/// Checks the identity alone (`metadata.name`, `namespace`, `uid`), as a
+/// pod-mode launcher can before virt-handler sends the VMI: a name libvirt
+/// cannot hold is refused later, by SyncVirtualMachine, where virt-handler
+/// reports it on the VMI.
+pub fn identity(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let meta = &vmi.metadata;
     if meta.name.is_empty() {
         errs.push(FieldError::new("metadata.name", "required"));
-    } else if let Err(m) = dns1123_subdomain(&meta.name, MAX_NAME_LEN) {
-        errs.push(FieldError::new(
-            "metadata.name",
-            format!("{:?} {m}", meta.name),
-        ));
+    } else if let Err(m) = dns1123_subdomain(&meta.name) {
+        // A name too long is not repeated: the count says enough.
+        let msg = if meta.name.len() > MAX_SUBDOMAIN_LEN {
+            m
+        } else {
+            format!("{:?} {m}", meta.name)
+        };
+        errs.push(FieldError::new("metadata.name", msg));
     }
     if let Some(ns) = &meta.namespace {
         if let Err(m) = dns1123_label(ns) {
@@ -42,6 +52,28 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
             errs.push(FieldError::new(
                 "metadata.uid",
                 format!("{uid:?} must be 1-64 letters, digits or '-'"),
+            ));
+        }
+    }
+    errs
+}
+
+/// Returns every problem found, in field order (empty = valid): the
+/// identity ([`identity`]), the files libvirt names after it
+/// ([`crate::names::check_libvirt_files`]), then the spec.
+pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
+    let mut errs = identity(vmi);
+    if errs.is_empty() {
+        if let Err(e) = crate::names::check_libvirt_files(vmi) {
+            errs.push(e);
+        }
+        let h = vmi.hostname();
+        if spec_hostname_unset(vmi) && h.ends_with('-') {
+            // KubeVirt admits such a name, but its pod gets this hostname,
+            // which Kubernetes refuses: the VMI never starts there.
+            errs.push(FieldError::new(
+                "metadata.name",
+                format!("the guest hostname KubeVirt derives from it (its first dot-separated part cut to {MAX_LABEL_LEN} characters) is {h:?}, which ends with '-' and is not a DNS-1123 label, so Kubernetes refuses KubeVirt's pod: set spec.hostname"),
             ));
         }
     }
@@ -69,7 +101,7 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
                 .secret
                 .as_ref()
                 .map_or("", |s| s.secret_name.as_str());
-            if let Err(m) = dns1123_subdomain(name, 253) {
+            if let Err(m) = dns1123_subdomain(name) {
                 errs.push(FieldError::new(
                     format!("{path}.sshPublicKey.source.secret.secretName"),
                     format!("{name:?} {m}"),
@@ -169,9 +201,33 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
         }
     }
     let res = &spec.domain.resources;
+    // KubeVirt: validateMemoryRequestsNegativeOrNull and
+    // validateMemoryLimitsNegativeOrNull (1M is decimal: 10^6 bytes).
+    for (kind, q) in [
+        ("requests", res.requests.get("memory")),
+        ("limits", res.limits.get("memory")),
+    ] {
+        let Some(q) = q else { continue };
+        let field = format!("spec.domain.resources.{kind}.memory");
+        if q.is_negative() && !q.is_zero() {
+            errs.push(FieldError::new(
+                field,
+                format!("{q} must be greater than or equal to 0"),
+            ));
+        } else if kind == "requests"
+            && !q.is_zero()
+            && q.milli_value().is_ok_and(|m| m < MIN_MEMORY_REQUEST_MILLI)
+        {
+            errs.push(FieldError::new(
+                field,
+                format!("{q} must be greater than or equal to 1M"),
+            ));
+        }
+    }
     if let (Some(req), Some(lim)) = (res.requests.get("memory"), res.limits.get("memory")) {
         if let (Ok(r), Ok(l)) = (req.to_bytes(), lim.to_bytes()) {
-            if r > l {
+            // KubeVirt compares only against a limit that is set (> 0).
+            if l > 0 && r > l {
                 errs.push(FieldError::new(
                     "spec.domain.resources.requests.memory",
                     format!("{req} is greater than spec.domain.resources.limits.memory ({lim})"),
@@ -207,6 +263,14 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
     let mut boot_orders = HashSet::new();
     for (i, d) in spec.domain.devices.disks.iter().enumerate() {
         let path = format!("spec.domain.devices.disks[{i}]");
+        // KubeVirt: validateDiskNameAsContainerName (a disk's name can
+        // become a container's).
+        if let Err(m) = dns1123_label(&d.name) {
+            errs.push(FieldError::new(
+                format!("{path}.name"),
+                format!("{:?} {m}", d.name),
+            ));
+        }
         if !disk_names.insert(d.name.as_str()) {
             errs.push(FieldError::new(
                 format!("{path}.name"),
@@ -240,27 +304,53 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
                 ));
             }
         }
-        if let Some(serial) = &d.serial {
-            if serial.is_empty()
-                || !serial
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        if let Some(serial) = d.serial.as_deref().filter(|s| !s.is_empty()) {
+            // KubeVirt: validateSerialNumValue and validateSerialNumLength;
+            // empty is unset there.
+            if !serial
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.+-".contains(&b))
             {
                 errs.push(FieldError::new(
                     format!("{path}.serial"),
-                    format!("{serial:?} must be letters, digits, '-', '_' or '.'"),
+                    format!("{serial:?} must be made up of the characters [A-Za-z0-9_.+-]"),
+                ));
+            } else if serial.len() > MAX_SERIAL_LEN {
+                errs.push(FieldError::new(
+                    format!("{path}.serial"),
+                    format!(
+                        "must have at most {MAX_SERIAL_LEN} characters, not {}",
+                        serial.len()
+                    ),
                 ));
             }
+        }
+    }
+
+    // KubeVirt: validateInterfaceBootOrder, one set with the disks' (an
+    // order of 0 is the converter's error, as for every interface field).
+    for (i, iface) in spec.domain.devices.interfaces.iter().enumerate() {
+        let Some(order) = iface.boot_order.filter(|o| *o > 0) else {
+            continue;
+        };
+        let path = format!("spec.domain.devices.interfaces[{i}].bootOrder");
+        if !boot_orders.insert(order) {
+            errs.push(FieldError::new(
+                path,
+                format!("boot order {order} is used by another device"),
+            ));
         }
     }
 
     if let Some(mem) = &spec.domain.memory {
         if let Some(g) = &mem.guest {
             match g.to_bytes() {
-                Ok(b) if b >= 1 << 20 => {}
-                Ok(b) => errs.push(FieldError::new(
+                // KubeVirt sets no floor here (its 1M is on requests);
+                // libvirt refuses a domain without memory.
+                Ok(b) if b >= 1 => {}
+                Ok(_) => errs.push(FieldError::new(
                     "spec.domain.memory.guest",
-                    format!("{b} bytes is below the 1Mi minimum"),
+                    format!("{g} must be greater than 0"),
                 )),
                 Err(e) => errs.push(FieldError::new("spec.domain.memory.guest", e.to_string())),
             }
@@ -302,34 +392,10 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
     errs
 }
 
-/// RFC 1123 label: 1-63 of `[a-z0-9-]`, alphanumeric at both ends.
-fn dns1123_label(s: &str) -> Result<(), &'static str> {
-    if s.is_empty() || s.len() > 63 {
-        return Err("must be 1-63 characters");
-    }
-    let b = s.as_bytes();
-    let ok = b
-        .iter()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-';
-    if ok {
-        Ok(())
-    } else {
-        Err("must be lower-case letters, digits and '-', starting and ending alphanumeric")
-    }
-}
-
-/// RFC 1123 subdomain: dot-separated labels, at most `max` characters.
-fn dns1123_subdomain(s: &str, max: usize) -> Result<(), &'static str> {
-    if s.len() > max {
-        return Err("is too long");
-    }
-    if s.split('.').all(|l| dns1123_label(l).is_ok()) {
-        Ok(())
-    } else {
-        Err("must be a DNS-1123 name: lower-case letters, digits, '-' and '.'")
-    }
+/// Whether the guest's hostname comes from the name (`spec.hostname` unset
+/// or empty).
+fn spec_hostname_unset(vmi: &VirtualMachineInstance) -> bool {
+    vmi.spec.hostname.as_deref().is_none_or(str::is_empty)
 }
 
 /// Names that become file names (volumes): letters, digits, `-`, `_`, `.`,
@@ -373,7 +439,7 @@ mod tests {
         );
         let e = errors(&format!("{H}metadata: {{name: ../etc}}\n"));
         assert!(
-            e[0].starts_with("metadata.name: \"../etc\" must be a DNS-1123 name"),
+            e[0].starts_with("metadata.name: \"../etc\" must be a DNS-1123 subdomain"),
             "{e:?}"
         );
         let e = errors(&format!(
@@ -381,8 +447,119 @@ mod tests {
         ));
         assert!(e[0].starts_with("metadata.namespace: \"A_B\""), "{e:?}");
         assert!(e[1].starts_with("metadata.uid: \"../x\""), "{e:?}");
-        let long = "a".repeat(64);
-        assert!(errors(&format!("{H}metadata: {{name: {long}}}\n"))[0].contains("too long"));
+        let long = "a".repeat(254);
+        assert_eq!(
+            errors(&format!("{H}metadata: {{name: {long}}}\n")),
+            ["metadata.name: must be 1-253 characters (a DNS-1123 subdomain), not 254"]
+        );
+        let e = errors(&format!(
+            "{H}metadata: {{name: a, namespace: {}}}\n",
+            "n".repeat(64)
+        ));
+        assert!(e[0].starts_with("metadata.namespace: \"nnn"), "{e:?}");
+        assert!(
+            e[0].ends_with("must be 1-63 characters (a DNS-1123 label), not 64"),
+            "{e:?}"
+        );
+    }
+
+    /// KubeVirt admits any DNS-1123 subdomain; its parts are not labels of
+    /// at most 63 (issue 13: a 72-character name was refused).
+    #[test]
+    fn names_beyond_63_characters_are_valid() {
+        for name in [
+            "a".repeat(72),
+            "a".repeat(150),
+            format!("{}.{}.{}", "a".repeat(100), "b".repeat(70), "c".repeat(60)),
+            "a".repeat(239),
+        ] {
+            let e = errors(&format!("{H}metadata: {{name: {name}}}\n"));
+            assert!(e.is_empty(), "{name}: {e:?}");
+        }
+    }
+
+    /// The longest names libvirt holds, measured with libvirt 11.3: the
+    /// domain's definition `<namespace>_<name>.xml.new` (all domains),
+    /// swtpm's log `<namespace>_<name>-swtpm.log` (a TPM) and the EFI
+    /// variables `<name>_VARS.fd.new` (EFI) must fit in 255 bytes.
+    #[test]
+    fn names_libvirt_cannot_hold_are_refused_in_one_line() {
+        let doc = |ns: &str, n: usize, extra: &str| {
+            format!(
+                "{H}metadata: {{name: {}, namespace: {ns}}}\nspec:\n  domain:\n    memory: {{guest: 64Mi}}\n{extra}",
+                "a".repeat(n)
+            )
+        };
+        // BIOS, namespace "default": 239 fit (domain name 247 bytes), 240 do not.
+        assert!(errors(&doc("default", 239, "")).is_empty());
+        assert_eq!(
+            errors(&doc("default", 240, "")),
+            ["metadata.name: 240 characters are too long for libvirt: it stores the domain definition in /etc/libvirt/qemu/<namespace>_<name>.xml.new, whose name would be 256 bytes, of which 8 are the namespace's (\"default\" and '_'), over the file name limit of 255 bytes; at most 239 characters fit in namespace \"default\""]
+        );
+        // The namespace's share counts: 63 characters leave 183.
+        let ns = "n".repeat(63);
+        assert!(errors(&doc(&ns, 183, "")).is_empty());
+        let e = errors(&doc(&ns, 184, ""));
+        assert!(e[0].ends_with("at most 183 characters fit in namespace \"nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn\""), "{e:?}");
+        // A TPM: swtpm's log, 2 bytes more than the definition.
+        let tpm = "    devices: {tpm: {}}\n";
+        assert!(errors(&doc("a", 243, tpm)).is_empty());
+        let e = errors(&doc("a", 244, tpm));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].starts_with("metadata.name: 244 characters are too long for libvirt: it stores swtpm's log (the VMI has a TPM) in /var/log/swtpm/libvirt/qemu/<namespace>_<name>-swtpm.log, whose name would be 256 bytes"), "{e:?}");
+        // A disabled TPM writes no log.
+        assert!(errors(&doc("a", 244, "    devices: {tpm: {enabled: false}}\n")).is_empty());
+        // EFI: the variables are named after the name alone.
+        let efi = "    firmware: {bootloader: {efi: {secureBoot: false}}}\n";
+        assert!(errors(&doc("a", 243, efi)).is_empty());
+        assert_eq!(
+            errors(&doc("a", 244, efi)),
+            ["metadata.name: 244 characters are too long for libvirt: it stores the EFI variables (the VMI boots EFI) in /var/lib/libvirt/qemu/nvram/<name>_VARS.fd.new, whose name would be 256 bytes, over the file name limit of 255 bytes; at most 243 characters fit"]
+        );
+        assert!(errors(&doc("a", 244, "    firmware: {bootloader: {bios: {}}}\n")).is_empty());
+    }
+
+    #[test]
+    fn arm64_boots_efi_by_default() {
+        let doc = format!("{H}metadata: {{name: {}, namespace: a}}\n", "a".repeat(244));
+        let mut vmi = crate::load::from_slice(doc.as_bytes()).unwrap();
+        crate::defaults::apply(&mut vmi, crate::arch::Arch::Arm64);
+        let e = validate(&vmi);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(e[0].message.contains("_VARS.fd.new"), "{e:?}");
+        let mut amd = crate::load::from_slice(doc.as_bytes()).unwrap();
+        crate::defaults::apply(&mut amd, crate::arch::Arch::Amd64);
+        assert!(validate(&amd).is_empty());
+    }
+
+    /// KubeVirt's hostname is the first part cut to 63; cut there, it may
+    /// end with '-', which Kubernetes refuses as KubeVirt's pod's hostname.
+    #[test]
+    fn a_derived_hostname_ending_with_a_dash_is_refused_unless_spec_hostname_is_set() {
+        let name = format!("{}-{}", "a".repeat(62), "b".repeat(20));
+        let e = errors(&format!("{H}metadata: {{name: {name}}}\n"));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with(&format!("metadata.name: the guest hostname KubeVirt derives from it (its first dot-separated part cut to 63 characters) is \"{}-\"", "a".repeat(62))),
+            "{e:?}"
+        );
+        assert!(e[0].ends_with("set spec.hostname"), "{e:?}");
+        let e = errors(&format!(
+            "{H}metadata: {{name: {name}}}\nspec: {{hostname: h}}\n"
+        ));
+        assert!(e.is_empty(), "{e:?}");
+    }
+
+    /// The identity alone, as a pod-mode launcher checks its flags: a name
+    /// libvirt cannot hold is left to SyncVirtualMachine.
+    #[test]
+    fn identity_leaves_libvirt_limits_to_the_sync() {
+        let mut vmi = VirtualMachineInstance::default();
+        vmi.metadata.name = "a".repeat(253);
+        assert!(identity(&vmi).is_empty());
+        assert!(validate(&vmi)[0].message.contains("too long for libvirt"));
+        vmi.metadata.name = "A".into();
+        assert_eq!(identity(&vmi).len(), 1);
     }
 
     #[test]
@@ -446,6 +623,77 @@ mod tests {
             "{H}metadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: \"1e40\"}}\n"
         ));
         assert_eq!(e, ["spec.domain.memory.guest: 1e40 is too large"]);
+    }
+
+    /// Limits as KubeVirt v1.6.6's admission sets them
+    /// (vmi-create-admitter.go).
+    #[test]
+    fn disk_names_serials_and_memory_follow_kubevirts_admission() {
+        let disk = |name: &str, serial: &str| {
+            errors(&format!("{H}metadata: {{name: a}}\nspec:\n  domain:\n    devices:\n      disks:\n      - name: {name}\n        serial: \"{serial}\"\n  volumes:\n  - name: {name}\n    containerDisk: {{image: x}}\n"))
+        };
+        // Disk names are DNS-1123 labels (validateDiskNameAsContainerName).
+        assert!(disk("data-1", "").is_empty());
+        let e = disk("Data_1", "");
+        assert_eq!(
+            e,
+            [
+                r#"spec.domain.devices.disks[0].name: "Data_1" must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending alphanumeric"#
+            ]
+        );
+        let e = disk(&"d".repeat(64), "");
+        let e = &e[1..]; // and as a volume name (spec.volumes[0].name)
+        assert!(
+            e[0].starts_with("spec.domain.devices.disks[0].name: \"ddd"),
+            "{e:?}"
+        );
+        assert!(
+            e[0].ends_with("must be 1-63 characters (a DNS-1123 label), not 64"),
+            "{e:?}"
+        );
+        // Serials: [A-Za-z0-9_.+-], at most 256; empty is unset.
+        assert!(disk("d", "A+b_c.d-1").is_empty());
+        assert!(disk("d", &"s".repeat(256)).is_empty());
+        assert_eq!(
+            disk("d", &"s".repeat(257)),
+            ["spec.domain.devices.disks[0].serial: must have at most 256 characters, not 257"]
+        );
+        assert_eq!(
+            disk("d", "a b"),
+            [
+                r#"spec.domain.devices.disks[0].serial: "a b" must be made up of the characters [A-Za-z0-9_.+-]"#
+            ]
+        );
+        // Memory: requests at least 1M (decimal), none negative; no floor
+        // on guest but zero.
+        let mem = |requests: &str, limits: &str, guest: &str| {
+            errors(&format!("{H}metadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: \"{guest}\"}}\n    resources:\n      requests: {{memory: \"{requests}\"}}\n      limits: {{memory: \"{limits}\"}}\n"))
+        };
+        assert!(mem("1M", "2M", "1M").is_empty());
+        assert!(mem("1M", "0", "512Ki").is_empty());
+        assert_eq!(
+            mem("999999", "2M", "1M"),
+            ["spec.domain.resources.requests.memory: 999999 must be greater than or equal to 1M"]
+        );
+        assert_eq!(
+            mem("1M", "-1", "1M"),
+            ["spec.domain.resources.limits.memory: -1 must be greater than or equal to 0"]
+        );
+        assert_eq!(
+            mem("1M", "2M", "0"),
+            ["spec.domain.memory.guest: 0 must be greater than 0"]
+        );
+        assert!(mem("1M", "2M", "1").is_empty());
+    }
+
+    /// KubeVirt checks boot orders across disks and interfaces together.
+    #[test]
+    fn interface_boot_orders_share_the_disks_set() {
+        let e = errors(&format!("{H}metadata: {{name: a}}\nspec:\n  domain:\n    memory: {{guest: 64Mi}}\n    devices:\n      disks:\n      - {{name: v, bootOrder: 1}}\n      interfaces:\n      - {{name: default, masquerade: {{}}, bootOrder: 1}}\n      - {{name: red, bridge: {{}}, bootOrder: 0}}\n  volumes:\n  - name: v\n    containerDisk: {{image: x}}\n"));
+        assert_eq!(
+            e,
+            ["spec.domain.devices.interfaces[0].bootOrder: boot order 1 is used by another device"]
+        );
     }
 
     /// Found by the structured fuzz target: the product of three u32

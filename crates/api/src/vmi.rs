@@ -1323,6 +1323,13 @@ impl VirtualMachineInstance {
         format!("{}_{}", self.namespace(), self.metadata.name)
     }
 
+    /// The guest's hostname as KubeVirt derives it: `spec.hostname`, else
+    /// the name's first dot-separated part cut to 63 bytes
+    /// ([`crate::names::hostname`], KubeVirt's `dns.SanitizeHostname`).
+    pub fn hostname(&self) -> String {
+        crate::names::hostname(&self.metadata.name, self.spec.hostname.as_deref())
+    }
+
     /// Grace period in seconds (`terminationGracePeriodSeconds`, default 30).
     pub fn grace_period_seconds(&self) -> i64 {
         self.spec

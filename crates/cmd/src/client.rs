@@ -41,12 +41,44 @@ pub async fn unix_channel_tracked(
             let path = path.clone();
             let spinner = std::sync::Arc::clone(&spinner);
             async move {
-                Ok::<_, std::io::Error>(TokioIo::new(
-                    spinner.track(UnixStream::connect(path).await?),
-                ))
+                Ok::<_, std::io::Error>(TokioIo::new(spinner.track(connect_unix(&path).await?)))
             }
         }))
         .await
+}
+
+/// Longest Unix socket path `connect(2)` takes (`sun_path` is 108 bytes
+/// with its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// Connects to the Unix socket at `path`, also when the path is longer
+/// than [`MAX_SOCKET_PATH`] (a launcher's state directory named after a long
+/// `<namespace>_<name>`): the socket's directory is opened and the socket
+/// reached as `/proc/self/fd/<fd>/<name>`, which is short.
+///
+/// # Errors
+/// The error of opening the directory or of connecting.
+pub async fn connect_unix(path: &Path) -> std::io::Result<UnixStream> {
+    use std::os::unix::ffi::OsStrExt;
+    if path.as_os_str().as_bytes().len() <= MAX_SOCKET_PATH {
+        return UnixStream::connect(path).await;
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return UnixStream::connect(path).await;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    // Held open until the connection is made.
+    let handle = std::fs::File::open(dir)?;
+    let short = Path::new("/proc/self/fd")
+        .join(std::os::fd::AsRawFd::as_raw_fd(&handle).to_string())
+        .join(name);
+    let stream = UnixStream::connect(&short).await;
+    drop(handle);
+    stream
 }
 
 /// The innermost error of `e`'s source chain, as text: what went wrong at
@@ -120,5 +152,37 @@ impl Client {
         Ok(Client {
             cmd: CmdClient::new(ch),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A socket whose path is longer than `sun_path` (a state directory
+    /// named after a long VMI name) is still reached.
+    #[tokio::test]
+    async fn a_socket_path_over_107_bytes_is_reached_through_its_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deep = tmp.path().join("d".repeat(120)).join("sockets");
+        std::fs::create_dir_all(&deep).unwrap();
+        let path = deep.join("launcher-sock");
+        assert!(path.as_os_str().len() > MAX_SOCKET_PATH);
+        // Bound the same way: through the directory's descriptor.
+        let dir = std::fs::File::open(&deep).unwrap();
+        let short = format!(
+            "/proc/self/fd/{}/launcher-sock",
+            std::os::fd::AsRawFd::as_raw_fd(&dir)
+        );
+        let listener = tokio::net::UnixListener::bind(&short).unwrap();
+        drop(dir);
+        assert!(UnixStream::connect(&path).await.is_err());
+        let (client, server) = tokio::join!(connect_unix(&path), listener.accept());
+        client.unwrap();
+        server.unwrap();
+        // A missing socket is the connect error, not a panic.
+        let missing = deep.join("none");
+        let e = connect_unix(&missing).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
     }
 }

@@ -448,7 +448,8 @@ pub fn convert(
                 bus: Some(bus.as_str().into()),
                 tray: d.cdrom.as_ref().and_then(|c| c.tray.clone()),
             },
-            serial: d.serial.clone(),
+            // KubeVirt writes no <serial> for an empty one.
+            serial: d.serial.clone().filter(|s| !s.is_empty()),
             boot: d.boot_order.map(|order| BootOrder { order }),
             alias: Some(crate::user_alias(&format!("{path}.name"), &d.name)?),
             ..Disk::default()
@@ -790,6 +791,28 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+    }
+
+    /// KubeVirt admits serials of `[A-Za-z0-9_.+-]` up to 256 characters,
+    /// and an empty one is unset: no `<serial>`.
+    #[test]
+    fn serials_as_kubevirt_admits_them() {
+        let d = conv(
+            "      - {name: a, serial: \"\", disk: {bus: virtio}}\n",
+            PVC,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(d.devices.disk[0].serial, None);
+        let long = format!("A+b_c.d-{}", "s".repeat(248));
+        let d = conv(
+            &format!("      - {{name: a, serial: \"{long}\", disk: {{bus: virtio}}}}\n"),
+            PVC,
+            &[],
+        )
+        .unwrap();
+        let x = d.to_xml().unwrap();
+        assert!(x.contains(&format!("<serial>{long}</serial>")), "{x}");
     }
 
     #[test]

@@ -281,6 +281,82 @@ fn case_008_socket_paths_depend_on_the_uid_only() {
     assert!(e.contains("over the 107-byte limit"), "{e}");
 }
 
+/// Case 008 with the longest names KubeVirt admits and libvirt holds: a
+/// 182-character name with dots in the case's 62-character namespace (a
+/// 245-byte domain name, the most with a TPM), booting EFI with a TPM. Every Unix socket in the
+/// XML stays keyed by the UID; the file names libvirt derives are those
+/// `api::names` budgets for.
+#[test]
+fn case_008_longest_names_keep_sockets_short_and_files_within_budget() {
+    let name = format!("{}.{}.{}", "a".repeat(150), "b".repeat(20), "c".repeat(10));
+    assert_eq!(name.len(), 182);
+    let doc = data("cases/008-long-vmi-name-socket-paths.yaml")
+        .replace(
+            "aaa123456789012345678901234567890123456789012345678901234567890",
+            &name,
+        )
+        .replace(
+            "    resources:\n",
+            "    firmware: {bootloader: {efi: {secureBoot: false}}}\n    resources:\n",
+        )
+        .replace("      disks:\n", "      tpm: {}\n      disks:\n");
+    let v = vmi(&doc, Arch::Amd64);
+    assert_eq!(
+        api::names::libvirt_files(&v),
+        [
+            api::names::LibvirtFile::Definition,
+            api::names::LibvirtFile::SwtpmLog,
+            api::names::LibvirtFile::Nvram
+        ]
+    );
+    let d = convert(&v, &ConvertContext::new(Arch::Amd64, VirtType::Kvm)).unwrap();
+    assert_eq!(d.name.len(), 245);
+    assert_eq!(d.name, v.domain_name());
+    // The EFI variables are named as api::names budgets them.
+    let nvram = d.os.nvram.as_ref().unwrap().path.clone();
+    let file = nvram.rsplit('/').next().unwrap();
+    assert_eq!(
+        format!("{file}.new"),
+        api::names::LibvirtFile::Nvram.file_name(&d.name, &name)
+    );
+    assert!(
+        nvram.starts_with(api::names::LibvirtFile::Nvram.dir()),
+        "{nvram}"
+    );
+    // Every socket path in the XML: the UID's directory, never the name.
+    let xml = d.to_xml().unwrap();
+    let mut sockets = 0;
+    for attr in ["path='", "socket='", "path=\"", "socket=\""] {
+        for part in xml.split(attr).skip(1) {
+            let value = &part[..part.find(['\'', '"']).unwrap()];
+            if value.contains("virt-serial0") && !value.ends_with("-log")
+                || value.ends_with("virt-vnc")
+            {
+                sockets += 1;
+                assert!(value.len() <= 107, "{value}");
+                assert!(
+                    value.contains("4c2f3a5e-9a0b-4d8e-8c61-0123456789ab"),
+                    "{value}"
+                );
+            }
+            assert!(!value.contains(&name) || value == nvram, "{value}");
+        }
+    }
+    assert_eq!(sockets, 2, "{xml}");
+    // The guest agent's channel: libvirt picks its socket (in the domain's
+    // short-named channel directory), the XML names none.
+    let agent = d
+        .devices
+        .channel
+        .iter()
+        .find(|c| c.target.name.as_deref() == Some("org.qemu.guest_agent.0"))
+        .unwrap();
+    assert!(
+        agent.source.as_ref().is_none_or(|s| s.path.is_none()),
+        "{xml}"
+    );
+}
+
 #[test]
 fn case_014_memory_is_exact_bytes() {
     for (q, bytes) in [

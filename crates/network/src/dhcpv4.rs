@@ -149,19 +149,6 @@ pub fn encode_search_domains(domains: &[String]) -> Result<Vec<u8>, DhcpError> {
     Ok(out)
 }
 
-/// The guest hostname as KubeVirt derives the pod's: `spec.hostname` if
-/// set, else the VMI name up to its first `.`, cut to 63 characters
-/// (`dns.SanitizeHostname`).
-pub fn hostname_for(vmi_name: &str, spec_hostname: Option<&str>) -> String {
-    match spec_hostname {
-        Some(h) if !h.is_empty() => h.to_string(),
-        _ => {
-            let first = vmi_name.split('.').next().unwrap_or_default();
-            first.chars().take(MAX_LABEL).collect()
-        }
-    }
-}
-
 /// The DHCP magic cookie (RFC 2131 §3) at bytes 236..240.
 pub const MAGIC_COOKIE: [u8; 4] = [99, 130, 83, 99];
 

@@ -21,9 +21,7 @@ use std::thread::JoinHandle;
 use api::VirtualMachineInstance;
 use converter::interfaces::{bridge_name, tap_name, InterfaceHost};
 
-use crate::dhcpv4::{
-    hostname_for, parse_resolv_conf, DhcpV4Config, ExtraOptions, ServerOptions, LEASE_SECONDS,
-};
+use crate::dhcpv4::{parse_resolv_conf, DhcpV4Config, ExtraOptions, ServerOptions, LEASE_SECONDS};
 use crate::dhcpv6::{DhcpV6Config, ServerV6};
 use crate::phase1::PodLink;
 use crate::plan::masquerade_plans;
@@ -195,7 +193,7 @@ pub fn prepare(
             dns: rc.nameservers.clone(),
             search: rc.search.clone(),
             subdomain: vmi.spec.subdomain.clone().unwrap_or_default(),
-            hostname: hostname_for(&vmi.metadata.name, vmi.spec.hostname.as_deref()),
+            hostname: vmi.hostname(),
             mtu,
             routes: Vec::new(),
             lease_seconds: LEASE_SECONDS,
@@ -255,7 +253,7 @@ pub fn check_spec(vmi: &VirtualMachineInstance) -> Result<(), String> {
             dns: Vec::new(),
             search: Vec::new(),
             subdomain: vmi.spec.subdomain.clone().unwrap_or_default(),
-            hostname: hostname_for(&vmi.metadata.name, vmi.spec.hostname.as_deref()),
+            hostname: vmi.hostname(),
             mtu: 1500,
             routes: Vec::new(),
             lease_seconds: LEASE_SECONDS,
@@ -386,7 +384,7 @@ fn bridge(
         dns: rc.nameservers.clone(),
         search: rc.search.clone(),
         subdomain: vmi.spec.subdomain.clone().unwrap_or_default(),
-        hostname: hostname_for(&vmi.metadata.name, vmi.spec.hostname.as_deref()),
+        hostname: vmi.hostname(),
         mtu,
         routes,
         lease_seconds: LEASE_SECONDS,
@@ -571,6 +569,23 @@ spec:
         assert_eq!(c.server_ip, std::net::Ipv4Addr::new(10, 11, 0, 1));
         assert_eq!(c.hostname, "testvm1");
         assert_eq!(c.mtu, 1450);
+        // A name longer than a label: KubeVirt's hostname, its first part
+        // cut to 63, is what the DHCP server sends (and it builds).
+        let long = format!("{}{}.example", "h".repeat(63), "x".repeat(87));
+        let p2 = prepare(
+            &vmi(&VMI.replace("testvm1.example", &long)),
+            Path::new("/nonexistent"),
+            resolv,
+            &link,
+            &no_udn,
+        )
+        .unwrap();
+        let long_opts = &p2.dhcp[0].1;
+        assert_eq!(long_opts.config.hostname, "h".repeat(63));
+        assert_eq!(
+            long_opts.options().get(OptionCode::Hostname),
+            Some(&DhcpOption::Hostname("h".repeat(63)))
+        );
         assert_eq!(c.client_mac, [0x0a, 0x58, 0, 0, 0, 5]);
         assert_eq!(
             opts.options().get(OptionCode::DomainName),

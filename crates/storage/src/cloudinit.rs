@@ -338,16 +338,6 @@ pub fn read(
     }))
 }
 
-/// KubeVirt's `dns.SanitizeHostname`: `spec.hostname`, else the VMI name up
-/// to its first `.`, at most 63 characters.
-pub fn hostname(vmi: &VirtualMachineInstance) -> String {
-    if let Some(h) = vmi.spec.hostname.as_deref().filter(|h| !h.is_empty()) {
-        return h.to_owned();
-    }
-    let name = vmi.metadata.name.split('.').next().unwrap_or("");
-    name.chars().take(63).collect()
-}
-
 #[derive(Serialize)]
 struct NoCloudMeta<'a> {
     #[serde(rename = "instance-type", skip_serializing_if = "str::is_empty")]
@@ -586,7 +576,7 @@ pub fn meta_data_with_devices(
         .as_ref()
         .and_then(|f| f.uuid.as_deref())
         .unwrap_or("");
-    let host = hostname(vmi);
+    let host = vmi.hostname();
     let json = match kind {
         DataSource::NoCloud => serde_json::to_string(&NoCloudMeta {
             instance_type,

@@ -340,17 +340,26 @@ fn config_drive_devices_list_tagged_interfaces_from_the_defined_domain() {
 #[test]
 fn hostname_is_spec_hostname_else_the_name_before_its_first_dot() {
     let mut v = vmi("  - name: c\n    cloudInitNoCloud: {userData: x}\n");
+    let meta = |v: &api::VirtualMachineInstance, kind| {
+        String::from_utf8(cloudinit::meta_data(v, kind, &BTreeMap::new())).unwrap()
+    };
     v.metadata.name = "web.example.com".into();
-    assert_eq!(cloudinit::hostname(&v), "web");
-    let md = String::from_utf8(cloudinit::meta_data(
-        &v,
-        cloudinit::DataSource::NoCloud,
-        &BTreeMap::new(),
-    ))
-    .unwrap();
+    let md = meta(&v, cloudinit::DataSource::NoCloud);
     assert!(md.ends_with(r#","local-hostname":"web"}"#), "{md}");
+    // A name longer than a label (KubeVirt admits up to 253): its first
+    // part cut to 63, in both kinds of meta-data.
+    v.metadata.name = format!("{}{}.b.c", "h".repeat(63), "x".repeat(87));
+    let want = "h".repeat(63);
+    let md = meta(&v, cloudinit::DataSource::NoCloud);
+    assert!(
+        md.ends_with(&format!(r#","local-hostname":"{want}"}}"#)),
+        "{md}"
+    );
+    let md = meta(&v, cloudinit::DataSource::ConfigDrive);
+    assert!(md.contains(&format!(r#""hostname":"{want}""#)), "{md}");
     v.spec.hostname = Some("h1".into());
-    assert_eq!(cloudinit::hostname(&v), "h1");
+    let md = meta(&v, cloudinit::DataSource::NoCloud);
+    assert!(md.ends_with(r#","local-hostname":"h1"}"#), "{md}");
 }
 
 #[test]

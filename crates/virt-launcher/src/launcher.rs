@@ -677,7 +677,9 @@ pub fn identity_from_flags(flags: &LauncherFlags) -> Result<VirtualMachineInstan
     vmi.metadata.name.clone_from(&flags.name);
     vmi.metadata.namespace = Some(flags.namespace.clone());
     vmi.metadata.uid = Some(flags.uid.clone());
-    if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
+    // The identity only: a name libvirt cannot hold is refused by
+    // SyncVirtualMachine, where virt-handler reports it on the VMI.
+    if let Some(e) = api::validate::identity(&vmi).into_iter().next() {
         return Err(LauncherError::Input(e.to_string()));
     }
     Ok(vmi)

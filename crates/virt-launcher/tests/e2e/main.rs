@@ -20,6 +20,7 @@ mod harness;
 mod lifecycle;
 mod manager;
 mod memory_dump;
+mod names;
 mod network;
 mod protocol;
 mod volumes;
