@@ -621,9 +621,10 @@ const LAYOUT: Layout = Layout {
     ],
 };
 
-/// Reads, defaults and validates the VMI, applies identity flags, and
-/// converts it once without touching the host, so unsupported or invalid
-/// input is refused before anything starts.
+/// Reads, defaults and validates the VMI and applies identity flags.
+/// `cluster`: standalone (`run`), also the defaults KubeVirt's cluster
+/// would have applied ([`api::cluster`]); `None` in a pod, where the VMI
+/// arrives defaulted. Returns what those added.
 ///
 /// # Errors
 /// [`LauncherError::Input`] naming the field.
@@ -631,8 +632,16 @@ pub fn load(
     bytes: &[u8],
     flags: &LauncherFlags,
     arch: Arch,
-) -> Result<VirtualMachineInstance, LauncherError> {
-    let mut vmi = api::load_vmi(bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
+    cluster: Option<&api::cluster::ClusterDefaults>,
+) -> Result<(VirtualMachineInstance, api::cluster::Applied), LauncherError> {
+    let input = |e: api::load::LoadError| LauncherError::Input(e.to_string());
+    let (mut vmi, applied) = match cluster {
+        Some(c) => api::load_standalone(bytes, arch, c).map_err(input)?,
+        None => (
+            api::load_vmi(bytes, arch).map_err(input)?,
+            api::cluster::Applied::default(),
+        ),
+    };
     if !flags.uid.is_empty() {
         vmi.metadata.uid = Some(flags.uid.clone());
     }
@@ -653,7 +662,7 @@ pub fn load(
     if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
         return Err(LauncherError::Input(e.to_string()));
     }
-    Ok(vmi)
+    Ok((vmi, applied))
 }
 
 /// The VMI identity from `--name`, `--namespace` and `--uid` (pod mode,
