@@ -325,6 +325,11 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     // the pod it needs is played without being asked for (see README,
     // Networking). Interfaces the manifest names need --setup-pod-network.
     let setup_pod_network = args.setup_pod_network || applied.default_pod_interface;
+    if applied.default_pod_interface && !args.setup_pod_network {
+        tracing::info!(
+            "the VMI names no network: KubeVirt's default interface (bridge binding on the pod network) gets a pod network stand-in, as with --setup-pod-network (autoattachPodInterface: false runs it without a NIC)"
+        );
+    }
     if !setup_pod_network {
         launcher::refuse_networks_without_pod(&vmi)?;
     }

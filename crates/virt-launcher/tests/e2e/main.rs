@@ -21,5 +21,6 @@ mod lifecycle;
 mod manager;
 mod memory_dump;
 mod network;
+mod parity;
 mod protocol;
 mod volumes;
