@@ -325,11 +325,6 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     // the pod it needs is played without being asked for (see README,
     // Networking). Interfaces the manifest names need --setup-pod-network.
     let setup_pod_network = args.setup_pod_network || applied.default_pod_interface;
-    if applied.default_pod_interface && !args.setup_pod_network {
-        tracing::info!(
-            "the VMI names no network: KubeVirt's default interface (bridge binding on the pod network) gets a pod network stand-in, as with --setup-pod-network (autoattachPodInterface: false runs it without a NIC)"
-        );
-    }
     if !setup_pod_network {
         launcher::refuse_networks_without_pod(&vmi)?;
     }
@@ -344,6 +339,7 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
         setup_pod_network,
+        default_pod_interface: applied.default_pod_interface,
         backend_storage: args.backend_storage.clone(),
         network_info: args.network_info.clone(),
     };
@@ -385,6 +381,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
         setup_pod_network: false,
+        default_pod_interface: false,
         backend_storage: None,
         network_info: None,
     };

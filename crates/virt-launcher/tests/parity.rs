@@ -246,7 +246,11 @@ fn every_reference_input_is_unchanged() {
     let mut changed = Vec::new();
     let mut checked = 0;
     for (name, (path, hash)) in &recorded {
-        let rel = path.strip_prefix(repo()).unwrap_or(path).display().to_string();
+        let rel = path
+            .strip_prefix(repo())
+            .unwrap_or(path)
+            .display()
+            .to_string();
         // A reference's VMI, or a host fact it was converted with
         // (`<vmi>.network-info.json`).
         let used = refs.contains(name)
