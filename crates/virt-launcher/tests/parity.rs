@@ -476,3 +476,91 @@ fn the_convert_command_agrees_with_the_references() {
         "{err}"
     );
 }
+
+/// `v` without what Go's `omitempty` leaves out (null, false, 0, "", at
+/// any depth): absent and empty are the same to the converter.
+fn omit_empty(v: &serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    match v {
+        Value::Null | Value::Bool(false) => None,
+        Value::Number(n) if n.as_f64() == Some(0.0) => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::Object(m) => Some(Value::Object(
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), omit_empty(v)?)))
+                .collect(),
+        )),
+        Value::Array(a) => Some(Value::Array(
+            a.iter()
+                .map(|v| omit_empty(v).unwrap_or(Value::Null))
+                .collect(),
+        )),
+        v => Some(v.clone()),
+    }
+}
+
+/// The standalone defaults are KubeVirt's: the VMI `convert` converts
+/// has the fields KubeVirt's defaulting gave the reference's VMI
+/// (`<name>.vmi.json`), for the fields conversion reads that defaulting
+/// sets: architecture, machine type, CPU topology, model and maximum,
+/// guest memory and its maximum, firmware UUID and serial, UID,
+/// interfaces and networks.
+#[test]
+fn standalone_defaults_match_kubevirts_defaulted_vmi() {
+    let recorded = recorded_inputs();
+    let pointers = [
+        "/metadata/uid",
+        "/spec/architecture",
+        "/spec/domain/machine/type",
+        "/spec/domain/cpu/sockets",
+        "/spec/domain/cpu/cores",
+        "/spec/domain/cpu/threads",
+        "/spec/domain/cpu/maxSockets",
+        "/spec/domain/cpu/model",
+        "/spec/domain/memory/guest",
+        "/spec/domain/memory/maxGuest",
+        "/spec/domain/firmware/uuid",
+        "/spec/domain/firmware/serial",
+        "/spec/domain/devices/interfaces",
+        "/spec/networks",
+    ];
+    let mut report = Vec::new();
+    let mut compared = 0;
+    for strategy in [VmRolloutStrategy::Stage, VmRolloutStrategy::LiveUpdate] {
+        for name in references(strategy_dir(strategy)) {
+            let (input, _) = &recorded[&name];
+            let theirs: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(
+                    reference_dir()
+                        .join(strategy_dir(strategy))
+                        .join(format!("{name}.vmi.json")),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+            let cluster = ClusterDefaults {
+                vm_rollout_strategy: strategy,
+            };
+            let (mut vmi, _) =
+                api::load_standalone(&std::fs::read(input).unwrap(), Arch::Amd64, &cluster)
+                    .unwrap();
+            api::defaults::fill_missing_uid(&mut vmi);
+            let ours = serde_json::to_value(&vmi).unwrap();
+            for p in pointers {
+                let (a, b) = (
+                    ours.pointer(p).and_then(omit_empty),
+                    theirs.pointer(p).and_then(omit_empty),
+                );
+                compared += 1;
+                if a != b {
+                    report.push(format!(
+                        "{}/{name} {p}: ours {a:?}, KubeVirt's {b:?}",
+                        strategy_dir(strategy)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(compared >= 74 * 14, "only {compared} fields compared");
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}
