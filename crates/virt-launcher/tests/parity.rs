@@ -564,3 +564,58 @@ fn standalone_defaults_match_kubevirts_defaulted_vmi() {
     assert!(compared >= 74 * 14, "only {compared} fields compared");
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
+
+/// A VirtualMachine gets the VM mutator's firmware serial (derived, so a
+/// re-run keeps it), written as KubeVirt writes `firmware.serial`: the
+/// SMBIOS system serial; a VMI gets none.
+#[test]
+fn a_virtual_machine_gets_a_stable_firmware_serial() {
+    let dir = tempfile::tempdir().unwrap();
+    let vm = dir.path().join("vm.yaml");
+    std::fs::write(
+        &vm,
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: vm1, namespace: ns}\nspec:\n  template:\n    spec:\n      domain:\n        memory: {guest: 64Mi}\n",
+    )
+    .unwrap();
+    let serial = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
+            .arg("convert")
+            .arg(&vm)
+            .args(["--arch", "amd64", "--allow-emulation"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let xml = String::from_utf8(out.stdout).unwrap();
+        xml.split("<entry name=\"serial\">")
+            .nth(1)
+            .and_then(|s| s.split('<').next())
+            .unwrap_or_else(|| panic!("no SMBIOS serial in {xml}"))
+            .to_owned()
+    };
+    let first = serial();
+    assert!(uuid_like(&first), "{first}");
+    assert_eq!(serial(), first);
+    let vmi = repo().join("tests/data/examples/vmi-sata.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
+        .arg("convert")
+        .arg(&vmi)
+        .args(["--arch", "amd64", "--allow-emulation"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("<entry name=\"serial\">"));
+}
+
+fn uuid_like(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
+}
