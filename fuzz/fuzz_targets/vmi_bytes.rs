@@ -1,5 +1,6 @@
-//! Arbitrary bytes → the launcher's decoder (`api::load_vmi`: YAML or JSON,
-//! VMI or VirtualMachine, defaults, validation) for each of the four
+//! Arbitrary bytes → the launcher's standalone decoder (`api::load_standalone`,
+//! as `convert` and `run` use it: YAML or JSON, VMI or VirtualMachine,
+//! defaults, KubeVirt's default cluster's defaults, validation) for each of the four
 //! architectures → converter → domain XML → parsed back (see the crate's
 //! `check`). Seeds: `fuzz/seeds/vmi_bytes` (the VMIs of tests/data as YAML
 //! and JSON).
@@ -16,7 +17,8 @@ fuzz_target!(|data: &[u8]| {
     // The launcher refuses files above 16 MiB before decoding; libFuzzer's
     // inputs stay far below.
     for arch in ARCHES {
-        let Ok(mut vmi) = api::load_vmi(data, arch) else {
+        let cluster = api::cluster::ClusterDefaults::default();
+        let Ok((mut vmi, _)) = api::load_standalone(data, arch, &cluster) else {
             continue;
         };
         api::defaults::fill_missing_uid(&mut vmi);

@@ -55,6 +55,7 @@ struct Facts {
     balloon_period: u32,
     serial_console_log: bool,
     free_page_reporting: bool,
+    bochs_for_efi_guests: bool,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -253,6 +254,7 @@ fn context(f: Facts) -> ConvertContext {
     ctx.mem_balloon_stats_period = f.balloon_period;
     ctx.serial_console_log = f.serial_console_log;
     ctx.free_page_reporting = f.free_page_reporting;
+    ctx.bochs_for_efi_guests = f.bochs_for_efi_guests;
     ctx
 }
 

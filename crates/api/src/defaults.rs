@@ -140,8 +140,7 @@ pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
         .get_or_insert_with(Default::default);
     if firmware.uuid.as_deref().is_none_or(str::is_empty) {
         let key = format!("kubevirt.io/v1/namespaces/{ns}/virtualmachineinstances/{name}");
-        firmware.uuid =
-            Some(uuid::Uuid::new_v5(&FIRMWARE_UUID_NAMESPACE, key.as_bytes()).to_string());
+        firmware.uuid = Some(derived_uuid(&key));
     }
     vmi.spec
         .termination_grace_period_seconds
@@ -229,9 +228,15 @@ pub fn fill_missing_uid(vmi: &mut VirtualMachineInstance) {
             vmi.namespace(),
             vmi.metadata.name
         );
-        vmi.metadata.uid =
-            Some(uuid::Uuid::new_v5(&FIRMWARE_UUID_NAMESPACE, key.as_bytes()).to_string());
+        vmi.metadata.uid = Some(derived_uuid(&key));
     }
+}
+
+/// The UUID (version 5, URL namespace) standalone mode derives from `key`
+/// where KubeVirt would pick a random one: firmware UUIDs, UIDs, a VM's
+/// firmware serial. Keys are `kubevirt.io/v1/namespaces/<ns>/<resource>/<name>[/<what>]`.
+pub fn derived_uuid(key: &str) -> String {
+    uuid::Uuid::new_v5(&FIRMWARE_UUID_NAMESPACE, key.as_bytes()).to_string()
 }
 
 #[cfg(test)]

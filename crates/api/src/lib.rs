@@ -5,6 +5,7 @@
 //! KubeVirt's defaulting ([`defaults`]) and semantic validation ([`validate`]).
 
 pub mod arch;
+pub mod cluster;
 pub mod defaults;
 pub mod doc;
 pub mod error;
@@ -30,6 +31,29 @@ pub use vmi::VirtualMachineInstance;
 pub fn load_vmi(bytes: &[u8], arch: Arch) -> Result<VirtualMachineInstance, load::LoadError> {
     let mut vmi = load::from_slice(bytes)?;
     defaults::apply(&mut vmi, arch);
+    check(vmi)
+}
+
+/// Like [`load_vmi`], for a VMI run without a cluster (`convert`, `run`):
+/// also applies what KubeVirt's cluster would have added before the
+/// launcher sees the VMI ([`cluster::apply`]) under `cluster`'s settings,
+/// and says what it added.
+///
+/// # Errors
+/// As [`load_vmi`].
+pub fn load_standalone(
+    bytes: &[u8],
+    arch: Arch,
+    cluster: &cluster::ClusterDefaults,
+) -> Result<(VirtualMachineInstance, cluster::Applied), load::LoadError> {
+    let (mut vmi, kind) = load::from_slice_with_kind(bytes)?;
+    defaults::apply(&mut vmi, arch);
+    let applied = cluster::apply(&mut vmi, arch, kind == load::Kind::VirtualMachine, cluster);
+    Ok((check(vmi)?, applied))
+}
+
+/// Validates a defaulted VMI, joining every error.
+fn check(vmi: VirtualMachineInstance) -> Result<VirtualMachineInstance, load::LoadError> {
     let errs = validate::validate(&vmi);
     if errs.is_empty() {
         Ok(vmi)

@@ -40,6 +40,25 @@ impl From<FieldError> for LoadError {
 /// Defaults and semantic checks are separate steps ([`crate::defaults`],
 /// [`crate::validate`]).
 pub fn from_slice(bytes: &[u8]) -> Result<VirtualMachineInstance, LoadError> {
+    from_slice_with_kind(bytes).map(|(vmi, _)| vmi)
+}
+
+/// The kind of object a manifest held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A `VirtualMachineInstance`.
+    VirtualMachineInstance,
+    /// A `VirtualMachine`, whose template became the VMI (the VM mutator's
+    /// defaults apply to it, see [`crate::cluster`]).
+    VirtualMachine,
+}
+
+/// Like [`from_slice`], and says whether the manifest was a VMI or a
+/// VirtualMachine.
+///
+/// # Errors
+/// As [`from_slice`].
+pub fn from_slice_with_kind(bytes: &[u8]) -> Result<(VirtualMachineInstance, Kind), LoadError> {
     let text =
         std::str::from_utf8(bytes).map_err(|e| LoadError::Syntax(format!("not UTF-8: {e}")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -49,7 +68,12 @@ pub fn from_slice(bytes: &[u8]) -> Result<VirtualMachineInstance, LoadError> {
     } else {
         crate::doc::yaml(text)?
     };
-    from_value(value)
+    let kind = if value.get("kind").and_then(Value::as_str) == Some("VirtualMachine") {
+        Kind::VirtualMachine
+    } else {
+        Kind::VirtualMachineInstance
+    };
+    Ok((from_value(value)?, kind))
 }
 
 /// Deepest flow nesting (`[[[`, `{{{`) accepted. The YAML parser's time

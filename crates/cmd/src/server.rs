@@ -51,6 +51,10 @@ pub struct SyncOptions {
     pub free_page_reporting_disabled: bool,
     /// Cluster: serial console log disabled.
     pub serial_console_log_disabled: bool,
+    /// Cluster: EFI guests get the Bochs display
+    /// (`ClusterConfig.BochsDisplayForEFIGuests`; false without a
+    /// ClusterConfig, as KubeVirt's launcher reads it).
+    pub bochs_display_for_efi_guests: bool,
     /// Cluster: the ExpandDisks feature gate (`ClusterConfig.ExpandDisksEnabled`,
     /// or the deprecated top-level `ExpandDisksEnabled` of older handlers).
     pub expand_disks_enabled: bool,
@@ -313,6 +317,10 @@ fn sync_options(req: &VmiRequest) -> SyncOptions {
             .cluster_config
             .as_ref()
             .is_some_and(|c| c.serial_console_log_disabled),
+        bochs_display_for_efi_guests: o
+            .cluster_config
+            .as_ref()
+            .is_some_and(|c| c.bochs_display_for_efi_guests),
         #[allow(deprecated)]
         expand_disks_enabled: match &o.cluster_config {
             Some(c) => c.expand_disks_enabled,

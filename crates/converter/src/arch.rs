@@ -31,6 +31,12 @@ pub struct ArchCaps {
     pub usb_unsupported: bool,
     /// Video model of the autoattached graphics device.
     pub video_model: &'static str,
+    /// Default video model of a guest that boots EFI (a `bootloader.efi`
+    /// it names), when the cluster's Bochs display for EFI guests is on
+    /// ([`crate::ConvertContext::bochs_for_efi_guests`]): `bochs`, without
+    /// `vram`, on amd64 (KubeVirt's `AddGraphicsDevice`); `None`: the
+    /// usual [`ArchCaps::video_model`].
+    pub efi_video_model: Option<&'static str>,
     /// Tablet and keyboard added with graphics (arm64: usb; s390x: virtio keyboard).
     pub graphics_inputs: &'static [(&'static str, &'static str)],
     /// Name of virtio device models (`virtio-non-transitional`, s390x `virtio`).
@@ -77,6 +83,7 @@ const AMD64: ArchCaps = ArchCaps {
     usb_always: false,
     usb_unsupported: false,
     video_model: "vga",
+    efi_video_model: Some("bochs"),
     graphics_inputs: &[],
     virtio_model: "virtio-non-transitional",
     efi_default: false,
@@ -103,6 +110,7 @@ const ARM64: ArchCaps = ArchCaps {
     usb_always: true,
     usb_unsupported: false,
     video_model: "virtio",
+    efi_video_model: None,
     graphics_inputs: &[("tablet", "usb"), ("keyboard", "usb")],
     virtio_model: "virtio-non-transitional",
     efi_default: true,
@@ -129,6 +137,7 @@ const PPC64LE: ArchCaps = ArchCaps {
     usb_always: true,
     usb_unsupported: false,
     video_model: "vga",
+    efi_video_model: None,
     graphics_inputs: &[],
     virtio_model: "virtio-non-transitional",
     efi_default: false,
@@ -150,6 +159,7 @@ const S390X: ArchCaps = ArchCaps {
     usb_always: false,
     usb_unsupported: true,
     video_model: "virtio",
+    efi_video_model: None,
     graphics_inputs: &[("keyboard", "virtio")],
     virtio_model: "virtio",
     efi_default: false,

@@ -104,7 +104,7 @@ fn check_dedicated_resources(vmi: &VirtualMachineInstance) -> Result<(), Convert
 ///   vCPU count);
 /// - I/O threads: with `supplementalPool`, thread t on the CPU after the
 ///   vCPUs (and the emulator's) plus t−1; with an isolated emulator thread,
-///   on the emulator's CPUs; with at least as many threads as vCPUs, thread
+///   thread 1 only, on the emulator's CPUs; with at least as many threads as vCPUs, thread
 ///   t on the CPU of vCPU (t−1) mod vCPUs; otherwise each thread on its own
 ///   contiguous slice of the vCPUs' CPUs.
 ///
@@ -193,7 +193,9 @@ pub fn convert(
                 .map(u32::to_string)
                 .collect()
         } else if emulator > 0 {
-            vec![list(emulator_cpus); n as usize]
+            // KubeVirt pins I/O thread 1 only, next to the emulator
+            // thread; the others float over the pod's CPUs.
+            vec![list(emulator_cpus)]
         } else if n >= vcpus {
             (0..n as usize)
                 .map(|t| vcpu_cpus[t % v.max(1)].to_string())
@@ -319,6 +321,31 @@ mod tests {
             (t.iothreadpin[0].iothread, t.iothreadpin[0].cpuset.as_str()),
             (1, "4")
         );
+    }
+
+    /// KubeVirt v1.6.6 `FormatDomainIOThreadPin`: with an isolated
+    /// emulator thread only I/O thread 1 is pinned (to the emulator's CPU),
+    /// however many threads a dedicated disk adds.
+    #[test]
+    fn isolated_emulator_thread_pins_only_iothread_1() {
+        let d = conv(
+            "    ioThreadsPolicy: shared
+    cpu: {cores: 2, dedicatedCpuPlacement: true, isolateEmulatorThread: true}
+    devices:
+      disks:
+      - {name: a, dedicatedIOThread: true, disk: {bus: virtio}}
+      - {name: b, disk: {bus: virtio}}
+  volumes:
+  - {name: a, containerDisk: {image: x}}
+  - {name: b, containerDisk: {image: x}}
+",
+            Some("2-4"),
+        )
+        .unwrap();
+        assert_eq!(d.iothreads, Some(2));
+        let t = d.cputune.as_ref().unwrap();
+        assert_eq!(t.emulatorpin.as_ref().unwrap().cpuset, "4");
+        assert_eq!(iothread_pins(t), [(1, "4".to_owned())]);
     }
 
     #[test]

@@ -16,6 +16,9 @@ use crate::{ConvertContext, ConvertError};
 pub const GUEST_AGENT_CHANNEL: &str = "org.qemu.guest_agent.0";
 /// Longest Unix socket path (`sun_path` is 108 bytes with the NUL).
 pub const MAX_SOCKET_PATH: usize = 107;
+/// The vsock device's model on every architecture and with
+/// `useVirtioTransitional` (KubeVirt forces virtio 1.0 for vhost-vsock).
+pub const VSOCK_MODEL: &str = "virtio-non-transitional";
 /// Annotation that turns free page reporting off.
 pub const FREE_PAGE_REPORTING_DISABLED: &str = "kubevirt.io/free-page-reporting-disabled";
 
@@ -133,11 +136,22 @@ pub fn convert(
             }
             None => caps.video_model,
         };
+        // KubeVirt: an EFI guest's default display is Bochs on amd64 (the
+        // cluster's BochsDisplayForEFIGuests, on by default), without vram.
+        let efi_default =
+            spec.video.is_none() && ctx.bochs_for_efi_guests && crate::os::names_efi(vmi);
+        let (model, vram) = match caps.efi_video_model.filter(|_| efi_default) {
+            Some(m) => (m, None),
+            None => (
+                model,
+                matches!(model, "vga" | "cirrus" | "bochs").then_some(VIDEO_VRAM_KIB),
+            ),
+        };
         dev.video.push(Video {
             model: VideoModel {
                 model_type: model.into(),
                 heads: Some(1),
-                vram: matches!(model, "vga" | "cirrus" | "bochs").then_some(VIDEO_VRAM_KIB),
+                vram,
             },
         });
         for (kind, bus) in caps.graphics_inputs {
@@ -203,12 +217,8 @@ pub fn convert(
         ),
         ..Controller::default()
     });
-    dev.controller.push(Controller {
-        controller_type: "virtio-serial".into(),
-        index: "0".into(),
-        model: Some(virtio.into()),
-        ..Controller::default()
-    });
+    // KubeVirt's order: usb, scsi, then virtio-serial (libvirt gives PCI
+    // slots in this order, so it is guest-visible).
     let scsi_disk = disks
         .iter()
         .any(|d| d.target.bus.as_deref() == Some(Bus::Scsi.as_str()));
@@ -229,6 +239,14 @@ pub fn convert(
     }
 
     if spec.autoattach_serial_console != Some(false) {
+        // With the serial console only, as KubeVirt: without it libvirt
+        // adds the controller the guest agent channel needs itself.
+        dev.controller.push(Controller {
+            controller_type: "virtio-serial".into(),
+            index: "0".into(),
+            model: Some(virtio.into()),
+            ..Controller::default()
+        });
         let log = ctx.serial_console_log && spec.log_serial_console != Some(false);
         dev.serial.push(Serial {
             serial_type: "unix".into(),
@@ -367,7 +385,9 @@ pub fn convert(
     }
     if let Some(cid) = vsock_cid(vmi)? {
         dev.vsock = Some(Vsock {
-            model: Some(virtio.into()),
+            // Always virtio 1.0, whatever useVirtioTransitional says, as
+            // KubeVirt: QEMU's vhost-vsock-pci has no legacy mode.
+            model: Some(VSOCK_MODEL.into()),
             cid: VsockCid {
                 auto: "no".into(),
                 address: cid,
@@ -592,15 +612,16 @@ mod tests {
             "status: {vsockCID: 7}\n",
             Arch::Amd64,
         );
+        // vhost-vsock is always virtio 1.0 (KubeVirt forces it).
         assert!(
             x.contains(
-                "<vsock model=\"virtio-transitional\">\n      <cid auto=\"no\" address=\"7\"/>"
+                "<vsock model=\"virtio-non-transitional\">\n      <cid auto=\"no\" address=\"7\"/>"
             ),
             "{x}"
         );
         assert!(x.contains("<source mode=\"bind\" path=\"/var/run/kubevirt-private/downwardmetrics-channel/downwardmetrics.sock\"/>\n      <target type=\"virtio\" name=\"org.github.vhostmd.1\"/>"), "{x}");
         assert!(x.contains("<model type=\"virtio\" heads=\"1\"/>"), "{x}");
-        assert!(!x.contains("non-transitional"), "{x}");
+        assert_eq!(x.matches("non-transitional").count(), 1, "{x}");
         assert!(x.contains("<rng model=\"virtio-transitional\">"), "{x}");
         assert!(
             x.contains("<memballoon model=\"virtio-transitional\""),
@@ -621,6 +642,63 @@ mod tests {
             err("      rng: {}\n", "status: {vsockCID: 2}\n", Arch::Amd64),
             "status.vsockCID: 2 is not a CID from 3 to 4294967294"
         );
+    }
+
+    /// KubeVirt v1.6.6 `AddGraphicsDevice`: an amd64 guest naming an EFI
+    /// boot loader gets the Bochs display (no vram) while the cluster's
+    /// BochsDisplayForEFIGuests is on; a video type of its own, BIOS,
+    /// the option off, or another architecture keep the usual model.
+    #[test]
+    fn efi_guests_get_the_bochs_display_on_amd64() {
+        let efi = "    firmware:\n      bootloader: {efi: {secureBoot: false}}\n";
+        let x = xml("      disks: []\n", efi, Arch::Amd64);
+        assert!(x.contains("<model type=\"bochs\" heads=\"1\"/>"), "{x}");
+        let x = xml("      video: {type: vga}\n", efi, Arch::Amd64);
+        assert!(
+            x.contains("<model type=\"vga\" heads=\"1\" vram=\"16384\"/>"),
+            "{x}"
+        );
+        let x = xml("      disks: []\n", "", Arch::Amd64);
+        assert!(
+            x.contains("<model type=\"vga\" heads=\"1\" vram=\"16384\"/>"),
+            "{x}"
+        );
+        let x = xml("      disks: []\n", efi, Arch::Arm64);
+        assert!(x.contains("<model type=\"virtio\" heads=\"1\"/>"), "{x}");
+        let doc = format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: d, uid: u1}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n{efi}");
+        let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+        let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+        ctx.bochs_for_efi_guests = false;
+        let x = convert(&v, &ctx).unwrap().to_xml().unwrap();
+        assert!(
+            x.contains("<model type=\"vga\" heads=\"1\" vram=\"16384\"/>"),
+            "{x}"
+        );
+    }
+
+    /// Controllers in KubeVirt's order (usb, scsi, virtio-serial: libvirt
+    /// gives PCI slots in that order); without the serial console no
+    /// virtio-serial controller is written (libvirt adds the one the guest
+    /// agent channel needs, as for KubeVirt's domain).
+    #[test]
+    fn controllers_in_kubevirts_order_and_virtio_serial_with_the_console() {
+        let order = |devices: &str| -> Vec<String> {
+            conv(devices, "", Arch::Amd64)
+                .unwrap()
+                .devices
+                .controller
+                .iter()
+                .map(|c| c.controller_type.clone())
+                .collect()
+        };
+        assert_eq!(order("      disks: []\n"), ["usb", "scsi", "virtio-serial"]);
+        assert_eq!(
+            order("      autoattachSerialConsole: false\n"),
+            ["usb", "scsi"]
+        );
+        let x = xml("      autoattachSerialConsole: false\n", "", Arch::Amd64);
+        assert!(x.contains("org.qemu.guest_agent.0"), "{x}");
+        assert!(!x.contains("<serial"), "{x}");
     }
 
     #[test]

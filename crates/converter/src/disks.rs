@@ -320,9 +320,11 @@ pub fn locate(
             return Ok(VolumeLocation {
                 disk_type: "block",
                 format: ImageFormat::Raw,
+                // KubeVirt also writes `name='<volume>'`, which libvirt's
+                // schema has only for network disks (virt-xml-validate
+                // refuses it here) and its parser ignores.
                 source: DiskSource {
                     dev: Some(format!("/dev/{}", v.name)),
-                    name: Some(v.name.clone()),
                     ..DiskSource::default()
                 },
                 backing: None,
@@ -364,13 +366,17 @@ pub fn locate(
 
 /// Converts every disk, in spec order.
 ///
-/// Names: the first free `vdX` / `sdX` per prefix in spec order. SCSI disks
-/// get `<address type='drive' controller='0' bus='0' unit=N>` with N the
-/// index of their name. Driver: `qemu`, the source's format, the disk's
-/// cache (else the probed one), io, `error_policy` (default `stop`),
-/// `discard='unmap'` for disks and luns except preallocated volumes
-/// ([`ConvertContext::volumes_discard_ignore`]). `<readonly/>` for read-only disks, CD-ROMs
-/// (default) and read-only PVCs; `<shareable/>` forces cache `none`.
+/// Names: the first free `vdX` / `sdX` per prefix in spec order. SCSI
+/// disks and LUNs (not CD-ROMs) get `<address type='drive' controller='0'
+/// bus='0' unit=N>` with N the index of their name. Driver: `qemu`, the
+/// source's format, the disk's cache (else the probed one), io,
+/// `error_policy` (default `stop`), `discard='unmap'` for disks and luns
+/// except preallocated volumes ([`ConvertContext::volumes_discard_ignore`])
+/// and the downwardMetrics disk, whose driver KubeVirt keeps bare (no
+/// discard, queues, cache or io of its own). `<readonly/>` for read-only
+/// disks, CD-ROMs (default) and read-only PVCs (mounted read-only, where a
+/// writable disk could not be opened: a deliberate difference from
+/// KubeVirt, see the parity test); `<shareable/>` forces cache `none`.
 ///
 /// # Errors
 /// [`ConvertError::Invalid`] for KubeVirt's admission rules: CD-ROM on
@@ -510,7 +516,10 @@ pub fn convert(
                 physical_block_size: Some(custom.physical),
             });
         }
-        if bus == Bus::Scsi {
+        // KubeVirt places SCSI disks and LUNs on the controller by the
+        // index of their name; libvirt places SCSI CD-ROMs itself (from the
+        // same name, as long as the units fit one controller).
+        if bus == Bus::Scsi && device != "cdrom" {
             disk.address = Some(Address {
                 address_type: "drive".into(),
                 controller: Some("0".into()),
@@ -544,6 +553,19 @@ pub fn convert(
             },
             ..DiskDriver::default()
         };
+        // KubeVirt replaces a downwardMetrics disk's driver with a bare
+        // one (qemu, raw): no discard, no queues, none of the disk's own
+        // cache or io settings (the launcher's probes still apply).
+        let metrics = volumes
+            .get(d.name.as_str())
+            .is_some_and(|(_, v)| v.downward_metrics.is_some());
+        if metrics {
+            driver.io = ctx
+                .prepared
+                .native_io
+                .contains(&d.name)
+                .then(|| "native".into());
+        }
         match volumes.get(d.name.as_str()) {
             Some((vi, v)) => {
                 let mut loc = locate(ctx, vmi, *vi, v)?;
@@ -579,6 +601,7 @@ pub fn convert(
                 let own_image =
                     v.container_disk.is_some() || v.empty_disk.is_some() || v.ephemeral.is_some();
                 if (device == "disk" || device == "lun")
+                    && !metrics
                     && (own_image || !ctx.volumes_discard_ignore.contains(&v.name))
                 {
                     driver.discard = Some("unmap".into());
@@ -605,6 +628,7 @@ pub fn convert(
         }
         let cache = d
             .cache
+            .filter(|_| !metrics)
             .or_else(|| ctx.prepared.cache_modes.get(&d.name).copied());
         if d.shareable == Some(true) {
             if cache.is_some_and(|c| c != CacheMode::None) && d.cache.is_some() {
@@ -618,7 +642,7 @@ pub fn convert(
         } else {
             driver.cache = cache.map(|c| cache_str(c).into());
         }
-        if multi_queue && bus == Bus::Virtio {
+        if multi_queue && bus == Bus::Virtio && !metrics {
             driver.queues = Some(vcpus.max(1));
         }
         if readonly {
@@ -847,7 +871,7 @@ mod tests {
         .unwrap();
         let x = d.to_xml().unwrap();
         assert!(x.contains("<disk type=\"block\" device=\"lun\">"), "{x}");
-        assert!(x.contains("<source dev=\"/dev/a\" name=\"a\">\n        <reservations managed=\"no\">\n          <source type=\"unix\" path=\"/var/run/kubevirt/daemons/pr/pr-helper.sock\" mode=\"client\"/>"), "{x}");
+        assert!(x.contains("<source dev=\"/dev/a\">\n        <reservations managed=\"no\">\n          <source type=\"unix\" path=\"/var/run/kubevirt/daemons/pr/pr-helper.sock\" mode=\"client\"/>"), "{x}");
         assert!(x.contains("<target dev=\"sda\" bus=\"scsi\"/>"), "{x}");
         let e = conv("      - {name: a, lun: {bus: scsi}}\n", PVC, &[])
             .unwrap_err()

@@ -227,6 +227,11 @@ pub struct ConvertContext {
     pub serial_console_log: bool,
     /// Free page reporting allowed by the cluster (default true).
     pub free_page_reporting: bool,
+    /// The cluster's Bochs display for EFI guests (virt-handler's
+    /// `ClusterConfig.BochsDisplayForEFIGuests`, on unless the cluster
+    /// enables `VGADisplayForEFIGuests`): an amd64 guest that names an EFI
+    /// boot loader and no video type gets `<model type='bochs'/>`.
+    pub bochs_for_efi_guests: bool,
     /// Volumes whose disks get no `discard='unmap'`: preallocated or
     /// thick-provisioned claims (virt-handler's
     /// `VirtualMachineOptions.PreallocatedVolumes`, KubeVirt's
@@ -278,6 +283,7 @@ impl ConvertContext {
             mem_balloon_stats_period: 10,
             serial_console_log: true,
             free_page_reporting: true,
+            bochs_for_efi_guests: true,
             volumes_discard_ignore: std::collections::BTreeSet::new(),
             expand_disks_enabled: false,
             prepared: Prepared::default(),
@@ -313,11 +319,14 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
 
     let mut mem = memory::convert(vmi)?;
     let mut cpu = cpu::convert(vmi, ctx)?;
+    // Every vCPU the domain may have (`maxSockets` with CPU hot-plug), and
+    // those online at boot, which KubeVirt sizes queues by.
     let vcpus = cpu.vcpu.count;
-    let mut disks = disks::convert(vmi, ctx, vcpus)?;
+    let online = cpu.current;
+    let mut disks = disks::convert(vmi, ctx, online)?;
     let mut dev = devices::convert(vmi, ctx, &disks)?;
     dev.filesystem = filesystems::convert(vmi)?;
-    let iothreads = iothreads::apply(vmi, vcpus, &mut disks, &mut dev.controller)?;
+    let iothreads = iothreads::apply(vmi, online, &mut disks, &mut dev.controller)?;
     let cputune = cputune::convert(vmi, ctx, cpu.current, iothreads)?;
     let numa = numa::convert(
         vmi,
@@ -343,7 +352,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
             }],
         });
     }
-    let interface = interfaces::convert(vmi, ctx, vcpus)?;
+    let interface = interfaces::convert(vmi, ctx, online)?;
     let hostdev = sriov::convert(vmi, ctx)?;
     sriov::check_guest_addresses(vmi)?;
     let dom = Domain {

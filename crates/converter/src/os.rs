@@ -23,6 +23,17 @@ pub fn firmware_uuid(vmi: &VirtualMachineInstance) -> Option<&str> {
         .filter(|u| !u.is_empty())
 }
 
+/// Whether the VMI names an EFI boot loader (`firmware.bootloader.efi`,
+/// KubeVirt's `IsBootloaderEFI`), whatever the architecture's default.
+pub fn names_efi(vmi: &VirtualMachineInstance) -> bool {
+    vmi.spec
+        .domain
+        .firmware
+        .as_ref()
+        .and_then(|f| f.bootloader.as_ref())
+        .is_some_and(|b| b.efi.is_some())
+}
+
 /// Which EFI variant a VMI boots with, if any: `Some(secure_boot)`.
 /// arm64 boots EFI (without secure boot) when no boot loader is named.
 pub fn efi(vmi: &VirtualMachineInstance, caps: &ArchCaps) -> Option<bool> {

@@ -12,6 +12,14 @@
 //! `kubevirt.io/pci-interface-slot-count` − #interfaces): libvirt gives each
 //! a root port, the placeholders are then removed and their ports stay
 //! empty; the free ports appended after that are D − P.
+//!
+//! Without placeholders (P = 0: a VMI without interfaces) KubeVirt never
+//! reads libvirt's addressed definition back: it appends the D ports to
+//! the converted spec itself, which has no PCI controllers yet, so they
+//! are ports 1..D and libvirt puts the devices on them as on ports of its
+//! own ([`with_root_ports`]). Checked against KubeVirt's procedure on real
+//! libvirt by the e2e test `parity`: the converter benchmark's VMI without
+//! a NIC ends with 4 root ports, all used, not 8.
 
 use api::{Arch, VirtualMachineInstance};
 use domain::{Domain, Interface, InterfaceTarget, Model};
@@ -186,6 +194,35 @@ pub fn remove_placeholders(inactive_xml: &str) -> Result<String, ConvertError> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// `dom` (as converted, no addresses yet) with `count` `<controller
+/// type='pci' model='pcie-root-port'>` appended, indices after its highest
+/// PCI controller index (so from 1), never above 31: KubeVirt's define of
+/// a VMI without placeholder interfaces.
+pub fn with_root_ports(dom: &Domain, count: u32) -> Domain {
+    let max = dom
+        .devices
+        .controller
+        .iter()
+        .filter(|c| c.controller_type == "pci")
+        .filter_map(|c| c.index.parse::<u32>().ok())
+        .max()
+        .unwrap_or(0);
+    let mut out = dom.clone();
+    out.devices
+        .controller
+        .extend(
+            (max + 1..=MAX_PCI_INDEX)
+                .take(count as usize)
+                .map(|i| domain::Controller {
+                    controller_type: "pci".into(),
+                    index: i.to_string(),
+                    model: Some("pcie-root-port".into()),
+                    ..domain::Controller::default()
+                }),
+        );
+    out
 }
 
 /// Whether KubeVirt reserves hot-plug ports for this VMI: amd64 or arm64
@@ -372,6 +409,40 @@ mod tests {
         assert_eq!(
             remove_placeholders(libvirt.split("    <interface").next().unwrap()).unwrap(),
             libvirt.split("    <interface").next().unwrap()
+        );
+    }
+
+    #[test]
+    fn without_placeholders_the_ports_join_the_converted_spec_from_index_1() {
+        let (v, d) = dom("128Mi", "      disks:\n      - {name: a, disk: {bus: virtio}}\n  volumes:\n  - {name: a, emptyDisk: {capacity: 1Gi}}\n", Arch::Amd64, ", annotations: {}");
+        // usb, scsi, virtio-serial, the disk, the balloon: D = 3, P = 0.
+        assert_eq!(pci_devices(&d), 5);
+        assert_eq!(placeholder_count(&v, Arch::Amd64, &d).unwrap(), 0);
+        let n = free_ports_wanted(&v, Arch::Amd64, &d);
+        assert_eq!(n, 3);
+        let with = with_root_ports(&d, n);
+        let ports: Vec<(&str, Option<&str>)> = with
+            .devices
+            .controller
+            .iter()
+            .filter(|c| c.controller_type == "pci")
+            .map(|c| (c.index.as_str(), c.model.as_deref()))
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                ("1", Some("pcie-root-port")),
+                ("2", Some("pcie-root-port")),
+                ("3", Some("pcie-root-port"))
+            ]
+        );
+        assert_eq!(
+            with.devices.controller.len(),
+            d.devices.controller.len() + 3
+        );
+        assert_eq!(
+            with_root_ports(&d, 40).devices.controller.len(),
+            d.devices.controller.len() + 31
         );
     }
 

@@ -116,8 +116,8 @@ fn defaults_mirror_kubevirts_golden_domain() {
         models,
         [
             ("usb", "none"),
-            ("virtio-serial", "virtio-non-transitional"),
-            ("scsi", "virtio-non-transitional")
+            ("scsi", "virtio-non-transitional"),
+            ("virtio-serial", "virtio-non-transitional")
         ]
     );
     let b = d.devices.memballoon.as_ref().unwrap();
@@ -1850,4 +1850,51 @@ fn sriov_bad_input_is_refused_by_field() {
         assert_eq!(e, want);
         assert_eq!(e.lines().count(), 1);
     }
+}
+
+/// KubeVirt replaces a downwardMetrics disk's driver with a bare one: no
+/// discard, no multi-queue, none of the disk's own cache (issue 21).
+#[test]
+fn downward_metrics_disk_driver_is_bare_as_kubevirts() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: m, uid: u1}\nspec:\n  domain:\n    memory: {guest: 128Mi}\n    devices:\n      blockMultiQueue: true\n      disks:\n      - {name: metrics, cache: writethrough, disk: {bus: virtio}}\n      - {name: data, cache: writethrough, disk: {bus: virtio}}\n  volumes:\n  - {name: metrics, downwardMetrics: {}}\n  - {name: data, emptyDisk: {capacity: 1Gi}}\n";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    let m = disk(&d, "metrics").driver.as_ref().unwrap();
+    assert_eq!(
+        (m.discard.as_deref(), m.queues, m.cache.as_deref()),
+        (None, None, None)
+    );
+    assert_eq!(m.error_policy.as_deref(), Some("stop"));
+    assert!(disk(&d, "metrics").readonly.is_some());
+    let x = disk(&d, "data").driver.as_ref().unwrap();
+    assert_eq!(
+        (x.discard.as_deref(), x.queues, x.cache.as_deref()),
+        (Some("unmap"), Some(1), Some("writethrough"))
+    );
+}
+
+/// KubeVirt addresses SCSI disks and LUNs on the controller; SCSI CD-ROMs
+/// are left to libvirt (issue 21).
+#[test]
+fn scsi_cdroms_are_left_to_libvirt_to_address() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: s, uid: u1}\nspec:\n  domain:\n    memory: {guest: 128Mi}\n    devices:\n      disks:\n      - {name: a, disk: {bus: scsi}}\n      - {name: b, cdrom: {bus: scsi}}\n  volumes:\n  - {name: a, emptyDisk: {capacity: 1Gi}}\n  - {name: b, emptyDisk: {capacity: 1Gi}}\n";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    let a = disk(&d, "a").address.as_ref().unwrap();
+    assert_eq!(
+        (a.address_type.as_str(), a.unit.as_deref()),
+        ("drive", Some("0"))
+    );
+    assert_eq!(disk(&d, "b").target.dev, "sdb");
+    assert!(disk(&d, "b").address.is_none());
+}
+
+/// With CPU hot-plug, queues follow the vCPUs online at boot, not the
+/// maximum (KubeVirt's `CalculateRequestedVCPUs`; issue 21).
+#[test]
+fn queues_follow_the_vcpus_online_at_boot() {
+    let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: q, uid: u1}\nspec:\n  domain:\n    cpu: {sockets: 2, cores: 1, threads: 1, maxSockets: 8}\n    memory: {guest: 128Mi}\n    devices:\n      blockMultiQueue: true\n      networkInterfaceMultiqueue: true\n      disks:\n      - {name: a, disk: {bus: virtio}}\n      interfaces:\n      - {name: default, masquerade: {}}\n  networks:\n  - {name: default, pod: {}}\n  volumes:\n  - {name: a, emptyDisk: {capacity: 1Gi}}\n";
+    let d = conv(doc, Arch::Amd64).unwrap();
+    assert_eq!(d.vcpu.count, 8);
+    assert_eq!(disk(&d, "a").driver.as_ref().unwrap().queues, Some(2));
+    let x = d.to_xml().unwrap();
+    assert!(x.contains("<driver name=\"vhost\" queues=\"2\"/>"), "{x}");
 }

@@ -142,6 +142,24 @@ pub fn preallocated_volumes(
     Ok(out)
 }
 
+/// The volumes whose claim status says `volumeMode: Block`: the claims
+/// virt-handler hands a pod as the device `/dev/<volume>` (what `convert`
+/// assumes for them, having no pod to look into).
+///
+/// # Errors
+/// [`StorageError::Volume`] for a status field that does not parse.
+pub fn block_mode_volumes(
+    vmi: &VirtualMachineInstance,
+) -> Result<std::collections::BTreeSet<String>, StorageError> {
+    let mut out = std::collections::BTreeSet::new();
+    for v in &vmi.spec.volumes {
+        if info(vmi, &v.name)?.is_some_and(|i| i.volume_mode.as_deref() == Some("Block")) {
+            out.insert(v.name.clone());
+        }
+    }
+    Ok(out)
+}
+
 /// The size of the image KubeVirt creates for a claim (the requests when
 /// smaller than the capacity), aligned down to 1 MiB.
 ///

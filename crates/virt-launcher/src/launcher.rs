@@ -118,6 +118,10 @@ pub struct RuntimeSettings {
     /// Standalone: build the pod network in a fresh network namespace
     /// (`--setup-pod-network`) and run network phase 2 on it.
     pub setup_pod_network: bool,
+    /// Standalone: the pod network is built for KubeVirt's default
+    /// interface, which the VMI got for naming no network (logged once
+    /// the input is known to be good).
+    pub default_pod_interface: bool,
     /// Standalone: KubeVirt's backend storage (`--backend-storage`), the
     /// directory that keeps EFI variables and TPM state across runs.
     pub backend_storage: Option<PathBuf>,
@@ -621,9 +625,10 @@ const LAYOUT: Layout = Layout {
     ],
 };
 
-/// Reads, defaults and validates the VMI, applies identity flags, and
-/// converts it once without touching the host, so unsupported or invalid
-/// input is refused before anything starts.
+/// Reads, defaults and validates the VMI and applies identity flags.
+/// `cluster`: standalone (`run`), also the defaults KubeVirt's cluster
+/// would have applied ([`api::cluster`]); `None` in a pod, where the VMI
+/// arrives defaulted. Returns what those added.
 ///
 /// # Errors
 /// [`LauncherError::Input`] naming the field.
@@ -631,8 +636,16 @@ pub fn load(
     bytes: &[u8],
     flags: &LauncherFlags,
     arch: Arch,
-) -> Result<VirtualMachineInstance, LauncherError> {
-    let mut vmi = api::load_vmi(bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
+    cluster: Option<&api::cluster::ClusterDefaults>,
+) -> Result<(VirtualMachineInstance, api::cluster::Applied), LauncherError> {
+    let input = |e: api::load::LoadError| LauncherError::Input(e.to_string());
+    let (mut vmi, applied) = match cluster {
+        Some(c) => api::load_standalone(bytes, arch, c).map_err(input)?,
+        None => (
+            api::load_vmi(bytes, arch).map_err(input)?,
+            api::cluster::Applied::default(),
+        ),
+    };
     if !flags.uid.is_empty() {
         vmi.metadata.uid = Some(flags.uid.clone());
     }
@@ -653,7 +666,7 @@ pub fn load(
     if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
         return Err(LauncherError::Input(e.to_string()));
     }
-    Ok(vmi)
+    Ok((vmi, applied))
 }
 
 /// The VMI identity from `--name`, `--namespace` and `--uid` (pod mode,
@@ -852,21 +865,12 @@ pub fn run_vmi(
         storage::cloudinit::check_inline(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
         network::phase2::check_spec(vmi).map_err(LauncherError::Input)?;
     }
-    // Network phase 1 (standalone stand-in) and phase 2, once the spec is
-    // known to convert.
+    // Network phase 2 in a pod, once the spec is known to convert (the
+    // standalone stand-in of phase 1 comes after the input checks below).
     let mut dhcp = Vec::new();
     let mut dhcp6 = Vec::new();
     let mut bridge_caches = Vec::new();
-    if settings.setup_pod_network {
-        match setup_pod_network(vmi)? {
-            PodSetup::Ready(phase2) => {
-                ctx.prepared.interfaces = phase2.hosts;
-                dhcp = phase2.dhcp;
-                dhcp6 = phase2.dhcp6;
-            }
-            PodSetup::BridgeCaches(caches) => bridge_caches = caches,
-        }
-    } else if settings.mode == Mode::Pod && sync {
+    if settings.mode == Mode::Pod && sync {
         // In a pod, virt-handler's phase 1 made eth0, k6t-eth0 and tap0.
         let live = vmi
             .spec
@@ -918,6 +922,23 @@ pub fn run_vmi(
             .map_err(|e| LauncherError::Input(e.to_string()))?;
     }
     log_emulation(flags, &ctx);
+    // The standalone pod, once the input is known to be good (nothing is
+    // built for input that is refused).
+    if settings.setup_pod_network {
+        if settings.default_pod_interface {
+            tracing::info!(
+                "the VMI names no network: KubeVirt's default interface (bridge binding on the pod network) gets a pod network stand-in, as with --setup-pod-network (autoattachPodInterface: false runs it without a NIC)"
+            );
+        }
+        match setup_pod_network(vmi)? {
+            PodSetup::Ready(phase2) => {
+                ctx.prepared.interfaces = phase2.hosts;
+                dhcp = phase2.dhcp;
+                dhcp6 = phase2.dhcp6;
+            }
+            PodSetup::BridgeCaches(caches) => bridge_caches = caches,
+        }
+    }
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
     })?;

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use api::cluster::{ClusterDefaults, VmRolloutStrategy};
 use api::Arch;
 use clap::{Args, Parser, Subcommand};
 use converter::ConvertContext;
@@ -94,6 +95,12 @@ struct ConvertArgs {
     /// interface's VF, `{"interfaces":[{"network":NAME,"deviceInfo":{"pci":{"pci-address":"dddd:bb:ss.f"}}}]}`.
     #[arg(long)]
     network_info: Option<PathBuf>,
+    /// KubeVirt's VM rollout strategy of the cluster this VMI would run in
+    /// (`vmRolloutStrategy`): LiveUpdate (KubeVirt's default) prepares CPU
+    /// and memory hot-plug (maxSockets = 4 × sockets; maxGuest = 4 ×
+    /// guest from 1 GiB), Stage does not.
+    #[arg(long, default_value = "LiveUpdate", value_parser = parse_rollout_strategy)]
+    vm_rollout_strategy: VmRolloutStrategy,
 }
 
 #[derive(Args, Debug)]
@@ -144,6 +151,10 @@ struct RunArgs {
     /// and NAT; the VM runs attached inside it, with the launcher's DHCP.
     #[arg(long)]
     setup_pod_network: bool,
+    /// KubeVirt's VM rollout strategy of the cluster this VMI would run in
+    /// (see `convert --help`): LiveUpdate (default) or Stage.
+    #[arg(long, default_value = "LiveUpdate", value_parser = parse_rollout_strategy)]
+    vm_rollout_strategy: VmRolloutStrategy,
     /// KubeVirt's network-info downward API file giving the host PCI
     /// address of each SR-IOV interface's VF (see `convert --help`). The
     /// VF must exist on this host, bound to vfio-pci: it is passed through
@@ -152,6 +163,11 @@ struct RunArgs {
     network_info: Option<PathBuf>,
     #[command(flatten)]
     flags: LauncherFlags,
+}
+
+fn parse_rollout_strategy(s: &str) -> Result<VmRolloutStrategy, String> {
+    s.parse()
+        .map_err(|e: api::cluster::UnknownRolloutStrategy| e.to_string())
 }
 
 fn parse_container_disk(s: &str) -> Result<(String, PathBuf), String> {
@@ -215,7 +231,11 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
         None => host,
     };
     let bytes = read_input(&args.file)?;
-    let mut vmi = api::load_vmi(&bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
+    let cluster = ClusterDefaults {
+        vm_rollout_strategy: args.vm_rollout_strategy,
+    };
+    let (mut vmi, _) = api::load_standalone(&bytes, arch, &cluster)
+        .map_err(|e| LauncherError::Input(e.to_string()))?;
     api::defaults::fill_missing_uid(&mut vmi);
     // The XML is for a host of `arch`; this host's /dev/kvm only tells for its own arch.
     let kvm = arch != host || std::path::Path::new("/dev/kvm").exists();
@@ -228,6 +248,12 @@ fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
         // Firmware files are a fact of this host only.
         ctx.ovmf_files = Some(launcher::dir_files(&ctx.paths.ovmf_dir));
     }
+    // The claim facts virt-handler reports in the VMI's status: preallocated
+    // claims get no discard (as in `run`), block-mode claims are the
+    // device virt-handler would give the pod.
+    let status = |e: storage::StorageError| LauncherError::Input(e.to_string());
+    ctx.volumes_discard_ignore = storage::pvc::preallocated_volumes(&vmi).map_err(status)?;
+    ctx.prepared.block_volumes = storage::pvc::block_mode_volumes(&vmi).map_err(status)?;
     if let Some(file) = &args.network_info {
         let info = network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
             .map_err(|e| LauncherError::Input(format!("--network-info {e}")))?;
@@ -281,7 +307,10 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         None => Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?,
     };
     let bytes = read_input(&args.file)?;
-    let vmi = launcher::load(&bytes, &args.flags, arch)?;
+    let cluster = ClusterDefaults {
+        vm_rollout_strategy: args.vm_rollout_strategy,
+    };
+    let (vmi, applied) = launcher::load(&bytes, &args.flags, arch, Some(&cluster))?;
     // Standalone, the guest's architecture is the user's choice: a spec
     // naming another one is input to correct, not a host fault.
     if let Some(want) = vmi.spec.architecture.as_deref() {
@@ -292,7 +321,11 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
             )));
         }
     }
-    if !args.setup_pod_network {
+    // KubeVirt's default interface, on a VMI that asked for no network:
+    // the pod it needs is played without being asked for (see README,
+    // Networking). Interfaces the manifest names need --setup-pod-network.
+    let setup_pod_network = args.setup_pod_network || applied.default_pod_interface;
+    if !setup_pod_network {
         launcher::refuse_networks_without_pod(&vmi)?;
     }
     let settings = RuntimeSettings {
@@ -305,7 +338,8 @@ fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         access_credentials: args.access_credentials.clone(),
         keep_state: args.flags.keep_state,
         cache_dir: args.flags.libvirt_cache_dir.clone(),
-        setup_pod_network: args.setup_pod_network,
+        setup_pod_network,
+        default_pod_interface: applied.default_pod_interface,
         backend_storage: args.backend_storage.clone(),
         network_info: args.network_info.clone(),
     };
@@ -333,7 +367,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
     launcher::install_signal_handlers()?;
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let (vmi, sync) = match std::env::var("STANDALONE_VMI") {
-        Ok(doc) => (launcher::load(doc.as_bytes(), flags, arch)?, true),
+        Ok(doc) => (launcher::load(doc.as_bytes(), flags, arch, None)?.0, true),
         Err(_) => (launcher::identity_from_flags(flags)?, false),
     };
     let settings = RuntimeSettings {
@@ -347,6 +381,7 @@ fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
         keep_state: flags.keep_state,
         cache_dir: flags.libvirt_cache_dir.clone(),
         setup_pod_network: false,
+        default_pod_interface: false,
         backend_storage: None,
         network_info: None,
     };

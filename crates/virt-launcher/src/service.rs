@@ -288,6 +288,7 @@ impl Handler for LauncherHandler {
             ctx.mem_balloon_stats_period = opts.mem_balloon_stats_period;
             ctx.free_page_reporting = !opts.free_page_reporting_disabled;
             ctx.serial_console_log = !opts.serial_console_log_disabled;
+            ctx.bochs_for_efi_guests = opts.bochs_display_for_efi_guests;
             ctx.volumes_discard_ignore = opts.preallocated_volumes.iter().cloned().collect();
             ctx.expand_disks_enabled = opts.expand_disks_enabled;
         });

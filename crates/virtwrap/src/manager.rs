@@ -761,18 +761,30 @@ impl DomainManager for LibvirtDomainManager {
             .arch;
         let free_ports = converter::pci_ports::free_ports_wanted(vmi, arch, &spec);
         let placeholders = converter::pci_ports::placeholder_count(vmi, arch, &spec)?;
+        // KubeVirt's define: with placeholder interfaces, once as
+        // converted with them (their root ports stay for NIC hot-plug),
+        // then again without them and with the free PCIe root ports
+        // appended to libvirt's addressed definition; without, once with
+        // the ports appended to the converted spec itself (ports 1..E,
+        // which libvirt fills with devices: see converter::pci_ports).
         let first_xml = if placeholders > 0 {
             converter::pci_ports::with_placeholders(vmi, arch, &spec, placeholders).to_xml()?
+        } else if free_ports > 0 {
+            converter::pci_ports::with_root_ports(&spec, free_ports).to_xml()?
         } else {
             xml.clone()
         };
-        // KubeVirt's define: once as converted (with placeholder
-        // interfaces, whose root ports stay for NIC hot-plug), then again
-        // without the placeholders and with the free PCIe root ports
-        // appended to libvirt's addressed definition.
         let define = |conn: &Connect| -> Result<VirtDomain, ManagerError> {
+            if free_ports > 0 || placeholders > 0 {
+                tracing::info!(
+                    domain = %vmi.domain_name(),
+                    "Allocating {placeholders} placeholder interfaces and {free_ports} direct controllers for hotplug (memory={} unit={})",
+                    spec.memory.value,
+                    spec.memory.unit
+                );
+            }
             let d = VirtDomain::define_xml(conn, &first_xml)?;
-            if free_ports == 0 && placeholders == 0 {
+            if placeholders == 0 {
                 return Ok(d);
             }
             let inactive = d.get_xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
@@ -782,9 +794,7 @@ impl DomainManager for LibvirtDomainManager {
                 inactive
             };
             let with_ports = converter::pci_ports::add_root_ports(&without, free_ports)?;
-            let d = VirtDomain::define_xml(conn, &with_ports)?;
-            tracing::debug!(domain = %vmi.domain_name(), placeholders, free_ports, "reserved PCIe root ports for hot-plug");
-            Ok(d)
+            Ok(VirtDomain::define_xml(conn, &with_ports)?)
         };
         let flags = if starts_paused(vmi) {
             sys::VIR_DOMAIN_START_PAUSED

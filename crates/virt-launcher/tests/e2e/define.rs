@@ -26,7 +26,7 @@ const LIBVIRT_LIMITS: &[(&str, &str, &str, &str)] = &[];
 
 /// A launcher whose libvirtd the test borrows: the test guest, started
 /// paused, so the daemon is up and no guest runs.
-fn lend_daemon(name: &str) -> Launcher {
+pub(crate) fn lend_daemon(name: &str) -> Launcher {
     let yaml = guest_vmi(name, "virtio").replace("spec:\n", "spec:\n  startStrategy: Paused\n");
     let l = Launcher::start(&yaml, &Opts::default());
     let start = Instant::now();
@@ -47,7 +47,7 @@ fn lend_daemon(name: &str) -> Launcher {
 /// Ends the lent launcher: its paused guest cannot answer an ACPI
 /// shutdown (SIGTERM would wait out the grace period), so the domain is
 /// destroyed, and the launcher exits cleanly once its guest is gone.
-fn stop(mut l: Launcher) {
+pub(crate) fn stop(mut l: Launcher) {
     let (ok, msg) = l.virsh(&["destroy", &l.domain]);
     assert!(ok, "destroy {}: {msg}", l.domain);
     let st = l.wait_exit(Duration::from_secs(60));
@@ -88,19 +88,19 @@ fn host_facts(file: &Path) -> Vec<String> {
 }
 
 /// What defining one converted VMI gave.
-struct Defined {
+pub(crate) struct Defined {
     /// File name of the VMI.
-    file: String,
+    pub(crate) file: String,
     /// `virsh dumpxml --inactive` of the defined domain: libvirt's view,
     /// with the emulator, machine and addresses it chose.
-    xml: String,
+    pub(crate) xml: String,
 }
 
 /// Converts every input with `convert ARGS` and defines each result in
 /// `l`'s libvirtd (then undefines it). Inputs refused by field (exit 2)
 /// are skipped, as the convert tests cover them; a domain libvirt refuses
 /// fails the test unless [`LIBVIRT_LIMITS`] names it, with its error.
-fn define_all(l: &Launcher, arch: &str, args: &[&str]) -> Vec<Defined> {
+pub(crate) fn define_all(l: &Launcher, arch: &str, args: &[&str]) -> Vec<Defined> {
     let mut defined = Vec::new();
     for p in inputs() {
         let file = p.file_name().unwrap().to_string_lossy().into_owned();

@@ -729,7 +729,8 @@ impl Drop for Launcher {
     }
 }
 
-/// A VMI manifest booting the test guest from a containerDisk.
+/// A VMI manifest booting the test guest from a containerDisk, without a
+/// network (`autoattachPodInterface: false`: no default pod interface).
 pub fn guest_vmi(name: &str, bus: &str) -> String {
     format!(
         "apiVersion: kubevirt.io/v1
@@ -743,6 +744,7 @@ spec:
     cpu: {{cores: 1}}
     memory: {{guest: 128Mi}}
     devices:
+      autoattachPodInterface: false
       rng: {{}}
       disks:
       - name: containerdisk

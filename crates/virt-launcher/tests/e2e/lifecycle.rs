@@ -339,7 +339,7 @@ fn leaves_no_qemu_behind_even_for_domains_it_did_not_start() {
     let intruder = l.dir.path().join("intruder.yaml");
     std::fs::write(
         &intruder,
-        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: intruder, namespace: e2e}\nspec:\n  domain:\n    memory: {guest: 32Mi}\n    devices: {autoattachGraphicsDevice: false, autoattachSerialConsole: false}\n",
+        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: intruder, namespace: e2e}\nspec:\n  domain:\n    memory: {guest: 32Mi}\n    devices: {autoattachGraphicsDevice: false, autoattachSerialConsole: false, autoattachPodInterface: false}\n",
     )
     .unwrap();
     let out = std::process::Command::new(crate::harness::launcher_bin())

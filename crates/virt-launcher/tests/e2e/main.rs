@@ -22,5 +22,6 @@ mod manager;
 mod memory_dump;
 mod names;
 mod network;
+mod parity;
 mod protocol;
 mod volumes;
