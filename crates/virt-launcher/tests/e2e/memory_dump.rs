@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::harness::{
     guest_vmi, launcher_bin, processes_mentioning, Launcher, Opts, BOOT_TIMEOUT, POD_WRAPPER,
 };
-use crate::protocol::{fake_handler, vmi_json_of};
+use crate::protocol::{virt_handler, vmi_json_of};
 
 /// The guest's memory (`guest_vmi`: `memory.guest: 128Mi`).
 const GUEST_MEMORY: u64 = 128 << 20;
@@ -102,7 +102,7 @@ fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails(
     let file = "memdump-memvol-20250101-000000.memory.dump";
     let vmi = vmi_json_of(&l, &yaml);
     let serial = l.serial_log_path();
-    let h = fake_handler(
+    let h = virt_handler(
         &l,
         &vmi,
         &[
