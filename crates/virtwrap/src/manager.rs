@@ -174,7 +174,17 @@ impl Connector {
 /// [`DomainManager`] on a libvirt connection. When the daemon restarts
 /// (the supervisor restarts a dead one), the next call reconnects.
 pub struct LibvirtDomainManager {
+    /// The current connection. Callers take a reference of their own
+    /// ([`Self::connection`]) and call libvirt without holding this lock,
+    /// so a slow call (a guest-agent shutdown waits up to 60 s for the
+    /// guest) never holds up the others.
     conn: Mutex<Connect>,
+    /// KubeVirt's `domainModifyLock`: SyncVMI, Pause, Unpause and the
+    /// shutdown request change the domain one at a time. Reads (GetDomain,
+    /// the notifications), Kill and Delete do not wait for it, as in
+    /// KubeVirt: virt-handler's KillVirtualMachine must get through while a
+    /// shutdown request still waits for the guest.
+    modify: Mutex<()>,
     connector: Connector,
     ctx: Mutex<ConvertContext>,
     prepare: PrepareOptions,
@@ -257,6 +267,7 @@ impl LibvirtDomainManager {
         let qemu_version = crate::version::QemuVersion::probe(connector.clone());
         Ok(LibvirtDomainManager {
             conn: Mutex::new(conn),
+            modify: Mutex::new(()),
             connector,
             ctx: Mutex::new(ctx),
             prepare,
@@ -447,28 +458,44 @@ impl LibvirtDomainManager {
         }
     }
 
-    /// Runs `op` on the connection; when it fails because the connection
-    /// broke (the daemon died and was restarted), reconnects and runs it
-    /// once more. KubeVirt reconnects on the same error codes.
-    fn with_conn<T>(
-        &self,
-        op: impl Fn(&Connect) -> Result<T, ManagerError>,
-    ) -> Result<T, ManagerError> {
+    /// A reference of its own to the current connection, reconnecting
+    /// first when it is dead; the lock is held only for that. Close it
+    /// after use (the binding's references are counted, not dropped).
+    fn connection(&self) -> Connect {
         let mut guard = self.lock();
         if !guard.is_alive().unwrap_or(false) {
             self.reconnect(&mut guard);
         }
-        match op(&guard) {
-            // A failed call marks a broken connection dead; other errors with
-            // these codes (a QEMU that failed to start) are not retried.
-            Err(ManagerError::Libvirt { code, .. })
-                if CONNECTION_ERRORS.contains(&code) && !guard.is_alive().unwrap_or(false) =>
-            {
-                self.reconnect(&mut guard);
-                op(&guard)
+        guard.clone()
+    }
+
+    /// Holds [`Self::modify`] (KubeVirt's `domainModifyLock`).
+    fn modifying(&self) -> MutexGuard<'_, ()> {
+        self.modify
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `op` on a reference to the connection; when it fails because
+    /// the connection broke (the daemon died and was restarted), runs it
+    /// once more on a new one. KubeVirt reconnects on the same error codes.
+    fn with_conn<T>(
+        &self,
+        op: impl Fn(&Connect) -> Result<T, ManagerError>,
+    ) -> Result<T, ManagerError> {
+        let mut conn = self.connection();
+        let mut res = op(&conn);
+        // A failed call marks a broken connection dead; other errors with
+        // these codes (a QEMU that failed to start) are not retried.
+        if let Err(ManagerError::Libvirt { code, .. }) = &res {
+            if CONNECTION_ERRORS.contains(code) && !conn.is_alive().unwrap_or(false) {
+                let _ = conn.close();
+                conn = self.connection();
+                res = op(&conn);
             }
-            other => other,
         }
+        let _ = conn.close();
+        res
     }
 
     /// The domain of `vmi`, `None` when libvirt does not know it.
@@ -738,6 +765,7 @@ impl LibvirtDomainManager {
 
 impl DomainManager for LibvirtDomainManager {
     fn sync_vmi(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
+        let _modifying = self.modifying();
         let active = self.with_conn(|conn| {
             Ok(match Self::lookup(conn, vmi)? {
                 Some(d) => ACTIVE.contains(&d.get_state()?.0),
@@ -880,6 +908,7 @@ impl DomainManager for LibvirtDomainManager {
         &self,
         vmi: &VirtualMachineInstance,
     ) -> Result<ShutdownRequest, ManagerError> {
+        let _modifying = self.modifying();
         let r = self.request_shutdown(vmi)?;
         if r != ShutdownRequest::NotRunning {
             // The grace period runs from the first request (KubeVirt's
@@ -891,6 +920,7 @@ impl DomainManager for LibvirtDomainManager {
     }
 
     fn pause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let _modifying = self.modifying();
         self.with_conn(|conn| {
             let d = Self::lookup(conn, vmi)?.ok_or_else(not_found)?;
             let (st, _) = d.get_state()?;
@@ -904,6 +934,7 @@ impl DomainManager for LibvirtDomainManager {
     }
 
     fn unpause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let _modifying = self.modifying();
         self.with_conn(|conn| {
             let d = Self::lookup(conn, vmi)?.ok_or_else(not_found)?;
             let (st, _) = d.get_state()?;

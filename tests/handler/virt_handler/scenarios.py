@@ -307,10 +307,10 @@ def stop_ignored(h):
 def stop_by_sigterm(h):
     """The pod is deleted: kubelet's SIGTERM to the launcher (sent by the
     test) marks the domain for graceful shutdown; the controller reacts
-    with ShutdownVirtualMachine. The guest refuses the first requests (its
-    shutdown command waits for /run/allow-shutdown); a probe sync must keep
-    both records; then the guest is let go and powers off on the next
-    re-sent Shutdown."""
+    with ShutdownVirtualMachine, re-sent every 5 s at most. The guest
+    ignores the power button for a while after the first press (the
+    test's user-data); meanwhile a probe sync must keep both records; then
+    a re-sent Shutdown powers it off."""
     n = len(h.notify.events)
     out("READY-FOR-SIGTERM")
     marked, i = h.wait_event(lambda e: e[0] == "MODIFIED" and e[1]
@@ -329,22 +329,46 @@ def stop_by_sigterm(h):
     if not before.get("DeletionTimestamp") or before.get("MarkedForGracefulShutdown") is not True:
         raise Failure(f"GetDomain after Shutdown: {before}")
     # Probe: a SyncVirtualMachine now keeps both records.
-    n = len(h.notify.events)
+    t_sync = time.time()
     c = h.client()
     c.sync_virtual_machine(vmimod.marshal(h.vmi()), h.ctrl.options(h.vmi()))
     after = grace(h.get_domain("after a later sync"))
     if after != before:
         raise Failure(f"a sync changed the grace-period record: {before} -> {after}")
-    ev, _ = h.wait_event(lambda e: e[0] == "MODIFIED" and e[1], "an event after the sync", 30, n)
-    if grace(ev[1]).get("DeletionTimestamp") != before["DeletionTimestamp"] or \
-            grace(ev[1]).get("MarkedForGracefulShutdown") is not True:
-        raise Failure(f"the event after the sync: {grace(ev[1])}")
-    code, _ = c.exec(h.dom_name, "/bin/touch", ["/run/allow-shutdown"], 10)
-    if code != 0:
-        raise Failure(f"allowing the guest's shutdown: exit {code}")
     h.wait_event(status_is("Shutoff", "Shutdown"), "Shutoff/Shutdown", 120, n)
     h.wait_vmi(h.phase("Succeeded"), "VMI phase Succeeded", 60)
-    out("RECORDS " + json.dumps({"before": before, "after": after}))
+    later = [grace(d) for t, d, _, at in h.notify.events
+             if at > t_sync and d and not d["ObjectMeta"].get("deletionTimestamp")]
+    if not later or any(g.get("DeletionTimestamp") != before["DeletionTimestamp"]
+                        or g.get("MarkedForGracefulShutdown") is not True for g in later):
+        raise Failure(f"the records in the events after the sync: {later}")
+    shutdowns = [c["start"] for c in h.calls("ShutdownVirtualMachine") if c["start"] >= t_marked]
+    out("RECORDS " + json.dumps({"before": before, "after": after, "eventsAfterSync": len(later),
+                                 "markedAt": t_marked, "shutdowns": shutdowns}))
+
+
+def stop_by_sigterm_stalled(h):
+    """SIGTERM while the guest's agent takes guest-shutdown and never
+    powers off: libvirt's agent shutdown then waits 60 s for the guest.
+    The launcher must still notify the mark at once, answer GetDomain,
+    and kill the guest when its own grace period ends."""
+    n = len(h.notify.events)
+    out("READY-FOR-SIGTERM")
+    _, i = h.wait_event(lambda e: e[0] == "MODIFIED" and e[1]
+                        and grace(e[1]).get("MarkedForGracefulShutdown") is True,
+                        "MarkedForGracefulShutdown", 60, n)
+    marked_at = h.notify.events[i][3]
+    # While the shutdown request waits for the guest.
+    time.sleep(2)
+    t = time.time()
+    d = h.get_domain("while a shutdown request waits")
+    latency = time.time() - t
+    if d["Status"]["Status"] != "Running":
+        raise Failure(f"GetDomain while a shutdown request waits: {d['Status']}")
+    e, _ = h.wait_event(status_is("Shutoff", "Destroyed"), "Shutoff/Destroyed", 120, n)
+    h.wait_vmi(h.phase("Failed"), "VMI phase Failed", 60)
+    out("STALLED " + json.dumps({"markedAt": marked_at, "getDomainAt": t, "getDomainSeconds": latency,
+                                 "destroyedAt": e[3]}))
 
 
 def memory_dumps(h):
@@ -384,13 +408,14 @@ def run(h):
                 time.sleep(1)
         if a.serial:
             h.wait_serial("GUEST-READY")
-            if a.stop != "delete-ignored":
+            if a.stop in ("delete",):
                 agent_checks(h)
         if a.resync_vmi:
             resync(h)
         if a.memory_dump:
             memory_dumps(h)
-        {"delete": stop_by_deletion, "delete-ignored": stop_ignored, "sigterm": stop_by_sigterm}[a.stop](h)
+        {"delete": stop_by_deletion, "delete-ignored": stop_ignored, "sigterm": stop_by_sigterm,
+         "sigterm-stalled": stop_by_sigterm_stalled}[a.stop](h)
     final, _ = h.wait_event(final_event, "final deletion", 120)
     if final[1]["Status"] != {**final[1]["Status"], "Status": "NoState", "Reason": "NonExistent"}:
         raise Failure(f"final status {final[1]['Status']}")
@@ -421,10 +446,13 @@ def parse(argv):
                     "(/var/run/kubevirt/hotplug-disks/<volume>/<file>); it must complete")
     ap.add_argument("--memory-dump-fail", help="then one in another memory dump volume too small for it")
     ap.add_argument("--owner-vm", action="store_true", help="the VMI belongs to a VirtualMachine")
-    ap.add_argument("--stop", choices=["delete", "delete-ignored", "sigterm"], default="delete",
+    ap.add_argument("--stop", choices=["delete", "delete-ignored", "sigterm", "sigterm-stalled"],
+                    default="delete",
                     help="how the VMI ends: deleted (the guest powers off), deleted while the guest "
-                    "ignores shutdown requests (killed after the grace period), or a SIGTERM to the "
-                    "launcher the test sends after READY-FOR-SIGTERM")
+                    "ignores shutdown requests (killed after the grace period), a SIGTERM to the "
+                    "launcher the test sends after READY-FOR-SIGTERM (the guest powers off on a "
+                    "re-sent Shutdown), or that SIGTERM while the guest's agent swallows shutdown "
+                    "requests (the launcher kills it at the end of its grace period)")
     return ap.parse_args(argv)
 
 

@@ -1,10 +1,10 @@
-//! KubeVirt's memory dump end to end: the fake virt-handler asks a real
-//! launcher in pod mode, with the real test guest under TCG, for
-//! VirtualMachineMemoryDump into a memory dump volume where virt-handler
-//! mounts it (`/var/run/kubevirt/hotplug-disks/<volume>/`, here the test's
-//! share directory), follows the dump's record in the MODIFIED
-//! notifications and GetDomain, then dumps into a volume too small for the
-//! dump (a 1 MiB tmpfs in the pod), which must fail. The file is checked
+//! KubeVirt's memory dump end to end: the virt-handler stand-in's
+//! controller asks a real launcher in pod mode, with the real test guest
+//! under TCG, for VirtualMachineMemoryDump into a memory dump volume where
+//! virt-handler mounts it (`/var/run/kubevirt/hotplug-disks/<volume>/`, here
+//! the test's share directory) on every sync until the dump's record in the
+//! MODIFIED notifications names the file, then dumps into a volume too small
+//! for the dump (a 1 MiB tmpfs in the pod), which must fail. The file is checked
 //! here: an ELF core whose loadable segments hold the guest's memory.
 //! Standalone: `ctl memorydump` anywhere, into a volume the host mounts
 //! after the launcher started (mount propagation), and a SIGTERM while
@@ -75,9 +75,11 @@ fn record(line: &str, prefix: &str) -> Value {
 #[test]
 fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails() {
     // As virt-handler syncs it during `virtctl memory-dump get`: with the
-    // memory dump volume (a hot-plugged claim, no disk).
+    // memory dump volumes (hot-plugged claims, no disk); `full` is the
+    // claim too small for a dump.
     let yaml = guest_vmi("memdump", "virtio")
-        + "  - name: memvol\n    memoryDump: {claimName: memvol-pvc, hotpluggable: true}\n";
+        + "  - name: memvol\n    memoryDump: {claimName: memvol-pvc, hotpluggable: true}\n"
+        + "  - name: full\n    memoryDump: {claimName: full-pvc, hotpluggable: true}\n";
     let mut l = Launcher::start_wrapped(
         &yaml,
         &Opts {

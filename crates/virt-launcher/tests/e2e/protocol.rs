@@ -21,7 +21,11 @@ pub(crate) fn vmi_json_of(l: &Launcher, yaml: &str) -> std::path::PathBuf {
 }
 
 /// Reads the handler's stdout until `marker`; returns what was read.
-fn wait_for_marker(stdout: &mut std::process::ChildStdout, marker: &str, l: &Launcher) -> String {
+pub(crate) fn wait_for_marker(
+    stdout: &mut std::process::ChildStdout,
+    marker: &str,
+    l: &Launcher,
+) -> String {
     let mut seen = String::new();
     let start = std::time::Instant::now();
     while !seen.contains(marker) {
@@ -72,7 +76,10 @@ pub(crate) fn handler_succeeded(h: std::process::Child, l: &Launcher) -> String 
         String::from_utf8_lossy(&out.stderr),
         l.log()
     );
-    eprintln!("virt-handler stand-in:\n{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "virt-handler stand-in:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     stdout
 }
 
