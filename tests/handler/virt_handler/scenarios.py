@@ -380,8 +380,42 @@ def memory_dumps(h):
     run_dumps(h, out, Failure)
 
 
+def probe_before_sync(h):
+    """Before virt-handler has synced anything: its domain informer's list
+    (listAllKnownDomains: a new client, GetDomain) and its dirty-rate
+    scraper (a new client per scrape, GetDomainDirtyRateStats), each
+    reporting what it would log."""
+    from .cmdclient import LauncherClient
+    sock = os.path.join(h.a.share, "sockets", "launcher-sock")
+    deadline = time.time() + 120
+    while not os.path.exists(sock):
+        if time.time() > deadline:
+            raise Failure(f"no {sock}")
+        time.sleep(0.1)
+    res = {}
+    c = LauncherClient(sock)
+    try:
+        d, exists = c.get_domain()
+        res["getDomainExists"] = exists
+        stats, exists = c.get_domain_stats()
+        res["getDomainStats"] = {"exists": exists, "stats": stats}
+    finally:
+        c.close()
+    c = LauncherClient(sock)
+    try:
+        res["dirtyRateMbs"] = c.get_domain_dirty_rate_stats()
+    except CmdError as e:
+        res["dirtyRateError"] = str(e)
+    finally:
+        c.close()
+    out("PROBE " + json.dumps(res))
+
+
 def run(h):
     a = h.a
+    if a.probe_before_sync:
+        probe_before_sync(h)
+        return
     start_and_check(h)
     pause_unpause(h)
     if a.crash:
@@ -446,6 +480,9 @@ def parse(argv):
                     "(/var/run/kubevirt/hotplug-disks/<volume>/<file>); it must complete")
     ap.add_argument("--memory-dump-fail", help="then one in another memory dump volume too small for it")
     ap.add_argument("--owner-vm", action="store_true", help="the VMI belongs to a VirtualMachine")
+    ap.add_argument("--probe-before-sync", action="store_true",
+                    help="only what virt-handler asks before its first sync (the domain list, a "
+                    "dirty-rate scrape); prints PROBE <json>")
     ap.add_argument("--stop", choices=["delete", "delete-ignored", "sigterm", "sigterm-stalled"],
                     default="delete",
                     help="how the VMI ends: deleted (the guest powers off), deleted while the guest "
