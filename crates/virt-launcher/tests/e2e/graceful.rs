@@ -62,11 +62,13 @@ fn a_deleted_vmi_whose_guest_ignores_shutdown_is_killed_after_the_recorded_grace
     let h = virt_handler(
         &l,
         &vmi,
+        // A VirtualMachine's VMI, deleted as `virtctl stop` deletes it.
         &[
             "--serial",
             serial.to_str().unwrap(),
             "--stop",
             "delete-ignored",
+            "--owner-vm",
         ],
     );
     let stdout = handler_succeeded(h, &l);

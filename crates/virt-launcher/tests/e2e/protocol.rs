@@ -1,4 +1,4 @@
-//! virt-handler's protocol end to end: a fake virt-handler written in
+//! virt-handler's protocol end to end: the virt-handler stand-in written in
 //! Python against the project's .proto files (no shared Rust types) drives
 //! a real launcher in pod mode, with a real guest.
 
@@ -83,6 +83,24 @@ pub(crate) fn handler_succeeded(h: std::process::Child, l: &Launcher) -> String 
     stdout
 }
 
+/// The stand-in's own logic (strict Go decoding, the informer object, the
+/// grace-period arithmetic, the phase mapping): its Python unit tests.
+#[test]
+fn stand_in_unit_tests() {
+    let out = Command::new("python3")
+        .args(["-m", "unittest", "discover", "-s"])
+        .arg(repo_root().join("tests/handler"))
+        .output()
+        .expect("python3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("\nOK"), "{err}");
+}
+
+/// The whole life of a VMI under the stand-in: its controller syncs the
+/// Scheduled VMI, the VMI runs, the answers decode into KubeVirt's types, a
+/// user pauses and unpauses it, the agent connects, then the VMI is deleted:
+/// Shutdown (repeated while the grace period runs), the guest powers off,
+/// DeleteVirtualMachine, the final notification.
 #[test]
 fn a_foreign_client_drives_sync_stats_pause_unpause_shutdown() {
     let yaml = guest_vmi("grpc", "virtio");
