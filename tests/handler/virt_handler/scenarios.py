@@ -200,6 +200,14 @@ def start_and_check(h):
         raise Failure("GetUsers: not a list")
     if not isinstance(c.get_filesystems()["items"], list):
         raise Failure("GetFilesystems: not a list")
+    # Probe: virt-handler's deleteVM for a domain it saw shut off in the
+    # notification of the define, read after the start (its sync races the
+    # notifications): the running domain must stay defined, or a later
+    # power-off or crash would read as "no such domain". The stop and crash
+    # scenarios then see Shutoff with its reason.
+    c.delete_domain(vmimod.marshal(h.vmi()))
+    if h.get_domain("after a DeleteVirtualMachine of the running domain")["Status"]["Status"] != "Running":
+        raise Failure("DeleteVirtualMachine stopped the running domain")
     # Probe: a command for another VMI's UID is refused.
     other = h.vmi()
     other["metadata"]["uid"] = "someone-else"
