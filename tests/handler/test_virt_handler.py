@@ -162,6 +162,47 @@ class Decisions(unittest.TestCase):
         # Without ACPI a destroyed domain succeeded.
         self.assertEqual(c.phase_for(domain("Shutoff", "Destroyed", grace, Features=None), vmi), "Succeeded")
 
+    def test_shutdown_loop(self):
+        """processVmShutdown with a recording client: Shutdown while the
+        grace period runs (requeued within 5 s), nothing while the domain is
+        ShuttingDown, Kill once expired."""
+        class Client:
+            def __init__(self):
+                self.calls = []
+
+            def shutdown_virtual_machine(self, _):
+                self.calls.append("Shutdown")
+
+            def kill_virtual_machine(self, _):
+                self.calls.append("Kill")
+
+        class Clients:
+            def __init__(self, c):
+                self.c = c
+
+            def get_verified(self, _vmi):
+                return self.c
+
+        client = Client()
+        c = Controller.__new__(Controller)
+        c.clients = Clients(client)
+        c.recorded = []
+        from virt_handler.controller import WorkQueue
+        c.queue = WorkQueue()
+        vmi = {"metadata": {"name": "vm", "namespace": "ns", "uid": UID}, "spec":
+               {"terminationGracePeriodSeconds": 5}, "status": {"phase": "Running"}}
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        grace = {"DeletionGracePeriodSeconds": 5}
+        c.process_shutdown(vmi, domain(grace=grace))  # nothing recorded yet
+        self.assertEqual(client.calls, ["Shutdown"])
+        self.assertLessEqual(c.queue.due - datetime.now().timestamp(), 5.01)
+        c.process_shutdown(vmi, domain("ShuttingDown", "User", dict(grace, DeletionTimestamp=now)))
+        self.assertEqual(client.calls, ["Shutdown"])
+        c.process_shutdown(vmi, domain(grace=dict(grace, DeletionTimestamp=now)))
+        self.assertEqual(client.calls, ["Shutdown", "Shutdown"])
+        c.process_shutdown(vmi, domain(grace=dict(grace, DeletionTimestamp="2000-01-01T00:00:00Z")))
+        self.assertEqual(client.calls, ["Shutdown", "Shutdown", "Kill"])
+
     def test_domain_checks(self):
         self.assertEqual(check_domain(domain(), "ns", "vm", UID), [])
         d = domain()
