@@ -2009,7 +2009,7 @@ fn run_domain(
             );
         }
     }
-    if let Err(e) = manager.delete_vmi(vmi) {
+    if let Err(e) = manager.undefine_vmi(vmi) {
         tracing::warn!("undefine: {e}");
     }
     // The undefine event makes the bridge send the final notification;

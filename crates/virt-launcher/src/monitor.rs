@@ -46,7 +46,9 @@ fn to_pid(pid: u32) -> Pid {
 /// signal the runtime metadata is marked for graceful shutdown (what
 /// virt-handler watches for) and the guest gets a shutdown request (guest
 /// agent or ACPI, libvirt's choice); when it is still running
-/// `grace` later it is killed. While libvirt has the guest paused for a
+/// `grace` later it is killed. The request is made on a thread of its own:
+/// libvirt's guest-agent shutdown waits up to 60 s for the guest to act,
+/// and neither the watch nor the kill at the end of `grace` waits for it. While libvirt has the guest paused for a
 /// memory dump the request waits: it is asked again every tick and goes
 /// out as soon as libvirt resumes the guest after the dump (a paused guest
 /// cannot act on it; the grace period keeps running meanwhile). A guest
@@ -65,13 +67,38 @@ pub fn watch(
     grace: Duration,
     qemu_timeout: Duration,
 ) -> Result<(), LauncherError> {
+    thread::scope(|scope| {
+        let ask = |again: bool| scope.spawn(move || request_shutdown(vmi, manager, again));
+        watch_with(vmi, manager, sup, signals, grace, qemu_timeout, ask)
+    })
+}
+
+/// [`watch`], with `ask(again)` starting a shutdown request whose result
+/// (ask again after a memory dump) is read once it has finished.
+#[allow(clippy::too_many_arguments)]
+fn watch_with<'s>(
+    vmi: &VirtualMachineInstance,
+    manager: &LibvirtDomainManager,
+    sup: &Supervisor,
+    signals: &AtomicUsize,
+    grace: Duration,
+    qemu_timeout: Duration,
+    ask: impl Fn(bool) -> thread::ScopedJoinHandle<'s, bool>,
+) -> Result<(), LauncherError> {
     let start = Instant::now();
     let mut pid = None;
     let mut shutdown_at: Option<Instant> = None;
     // The shutdown request waits for a memory dump to end (see above).
     let mut deferred = false;
+    let mut pending: Option<thread::ScopedJoinHandle<'s, bool>> = None;
     let mut killed = false;
     loop {
+        if pending
+            .as_ref()
+            .is_some_and(thread::ScopedJoinHandle::is_finished)
+        {
+            deferred = pending.take().is_some_and(|h| h.join().unwrap_or(false));
+        }
         if let Some(f) = sup.fatal(Duration::ZERO) {
             if let Some(p) = pid {
                 let _ = kill(to_pid(p), Signal::SIGKILL);
@@ -90,9 +117,10 @@ pub fn watch(
             );
             shutdown_at = Some(Instant::now());
             manager.mark_graceful_shutdown();
-            deferred = request_shutdown(vmi, manager, false);
-        } else if deferred && !killed {
-            deferred = request_shutdown(vmi, manager, true);
+            pending = Some(ask(false));
+        } else if deferred && !killed && pending.is_none() {
+            deferred = false;
+            pending = Some(ask(true));
         }
         if let Some(t) = shutdown_at {
             if !killed && t.elapsed() > grace {

@@ -98,6 +98,7 @@ fn status_json(
     agent: &AgentStore,
     metadata: &RuntimeMetadata,
 ) -> String {
+    let spec = &without_placeholders(spec);
     let (os, interfaces, fs_freeze_status) = agent.status_parts();
     let status = DomainStatus {
         status: state.to_owned(),
@@ -112,6 +113,27 @@ fn status_json(
     };
     kubevirt_json::domain_json_with_metadata(&id.meta(None), Some(spec), &status, metadata)
         .to_string()
+}
+
+/// `spec` without the placeholder interfaces of the first of the sync's
+/// two defines ([`converter::pci_ports::with_placeholders`]): a domain read
+/// between the two (a notification of the first define) lists them, and
+/// they are no device of the VMI. They have no alias, and virt-handler's
+/// netstat reads every interface's alias through its pointer: one in a
+/// notification would panic virt-handler (KubeVirt's launcher can send
+/// them in that window; found with the virt-handler stand-in).
+fn without_placeholders(spec: &domain::Domain) -> std::borrow::Cow<'_, domain::Domain> {
+    let placeholder = |i: &domain::Interface| {
+        i.target
+            .as_ref()
+            .is_some_and(|t| t.dev.starts_with(converter::pci_ports::PLACEHOLDER_PREFIX))
+    };
+    if !spec.devices.interface.iter().any(placeholder) {
+        return std::borrow::Cow::Borrowed(spec);
+    }
+    let mut s = spec.clone();
+    s.devices.interface.retain(|i| !placeholder(i));
+    std::borrow::Cow::Owned(s)
 }
 
 /// The final notification KubeVirt sends when the domain is gone: a
@@ -679,5 +701,38 @@ mod tests {
         let g = c.get().expect_err("still empty");
         c.set_if(g, None);
         assert_eq!(c.get(), Ok(None));
+    }
+
+    #[test]
+    fn placeholder_interfaces_of_the_first_define_are_never_reported() {
+        let xml = "<domain type='qemu'><name>ns_vm</name><memory unit='b'>1</memory><vcpu>1</vcpu><os><type>hvm</type></os><devices>\
+            <interface type='ethernet'><mac address='02:00:00:00:00:01'/><target dev='tap0' managed='no'/><model type='virtio-non-transitional'/><alias name='ua-default'/></interface>\
+            <interface type='ethernet'><mac address='52:54:00:00:00:02'/><target dev='placeholder-0' managed='no'/><model type='virtio-non-transitional'/></interface>\
+            </devices></domain>";
+        let spec = domain::Domain::from_xml(xml).unwrap();
+        assert_eq!(spec.devices.interface.len(), 2);
+        let kept = without_placeholders(&spec);
+        assert_eq!(kept.devices.interface.len(), 1);
+        assert_eq!(
+            kept.devices.interface[0].target.as_ref().unwrap().dev,
+            "tap0"
+        );
+        let id = Identity {
+            name: "vm".into(),
+            namespace: "ns".into(),
+            uid: "u".into(),
+        };
+        let json: serde_json::Value = serde_json::from_str(&status_json(
+            &id,
+            &spec,
+            "Running",
+            "Unknown",
+            &AgentStore::default(),
+            &RuntimeMetadata::default(),
+        ))
+        .unwrap();
+        let ifaces = json["Spec"]["Devices"]["Interfaces"].as_array().unwrap();
+        assert_eq!(ifaces.len(), 1, "{json}");
+        assert_eq!(ifaces[0]["Alias"]["Name"], "default", "{json}");
     }
 }

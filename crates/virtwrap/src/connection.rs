@@ -6,10 +6,13 @@
 //! connects as soon as it appears, still bounded by the same 15 s.
 
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use virt::connect::Connect;
+
+use crate::manager::ManagerError;
 
 /// KubeVirt's libvirt connection timeout.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -68,5 +71,103 @@ pub fn connect(
             });
         }
         thread::sleep(POLL);
+    }
+}
+
+/// How to (re)connect to the daemon.
+#[derive(Clone, Debug)]
+pub struct Connector {
+    /// Daemon name for logs.
+    pub daemon: String,
+    /// libvirt URI (`qemu:///system`).
+    pub uri: String,
+    /// The daemon's socket.
+    pub socket: std::path::PathBuf,
+}
+
+impl Connector {
+    /// Connects, waiting up to [`CONNECT_TIMEOUT`].
+    ///
+    /// # Errors
+    /// [`ConnectError`].
+    pub fn connect(&self) -> Result<Connect, ConnectError> {
+        connect(&self.daemon, &self.uri, &self.socket, CONNECT_TIMEOUT)
+    }
+}
+
+/// Error codes that mean the connection itself is gone (KubeVirt's list:
+/// INTERNAL_ERROR, INVALID_CONN, NO_MEMORY, SYSTEM_ERROR, RPC,
+/// AUTH_FAILED, AUTH_CANCELLED).
+const CONNECTION_ERRORS: [i32; 7] = [1, 3, 2, 38, 39, 45, 79];
+
+/// The domain manager's connection to its daemon, shared by every caller:
+/// each call takes a reference of its own ([`Shared::with`]) and calls
+/// libvirt without holding a lock, so a slow call (libvirt's guest-agent
+/// shutdown waits up to 60 s for the guest) holds up no other. When the
+/// daemon restarts, the next caller reconnects.
+pub struct Shared {
+    current: Mutex<Connect>,
+    connector: Connector,
+}
+
+impl Shared {
+    /// Shares `conn`, reconnecting with `connector`.
+    pub fn new(conn: Connect, connector: Connector) -> Shared {
+        Shared {
+            current: Mutex::new(conn),
+            connector,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connect> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn reconnect(&self, guard: &mut MutexGuard<'_, Connect>) {
+        tracing::warn!(daemon = %self.connector.daemon, "libvirt connection lost; reconnecting");
+        match self.connector.connect() {
+            Ok(c) => {
+                let mut old = std::mem::replace(&mut **guard, c);
+                let _ = old.close();
+                tracing::info!(daemon = %self.connector.daemon, "libvirt reconnected");
+            }
+            Err(e) => tracing::error!("{e}"),
+        }
+    }
+
+    /// A reference of its own to the current connection, reconnecting
+    /// first when it is dead; the lock is held only for that. Close it
+    /// after use (the binding counts references and never closes on drop).
+    fn reference(&self) -> Connect {
+        let mut guard = self.lock();
+        if !guard.is_alive().unwrap_or(false) {
+            self.reconnect(&mut guard);
+        }
+        guard.clone()
+    }
+
+    /// Runs `op` on a reference to the connection; when it fails because
+    /// the connection broke (the daemon died and was restarted), runs it
+    /// once more on a new one. KubeVirt reconnects on the same error codes.
+    ///
+    /// # Errors
+    /// `op`'s.
+    pub fn with<T>(
+        &self,
+        op: impl Fn(&Connect) -> Result<T, ManagerError>,
+    ) -> Result<T, ManagerError> {
+        let mut conn = self.reference();
+        let mut res = op(&conn);
+        // A failed call marks a broken connection dead; other errors with
+        // these codes (a QEMU that failed to start) are not retried.
+        if let Err(ManagerError::Libvirt { code, .. }) = &res {
+            if CONNECTION_ERRORS.contains(code) && !conn.is_alive().unwrap_or(false) {
+                let _ = conn.close();
+                conn = self.reference();
+                res = op(&conn);
+            }
+        }
+        let _ = conn.close();
+        res
     }
 }

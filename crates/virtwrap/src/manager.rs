@@ -85,7 +85,15 @@ pub trait DomainManager: Send + Sync {
     /// [`ManagerError::Libvirt`].
     fn kill_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError>;
     /// Undefines the domain, keeping its EFI variable store (KubeVirt's
-    /// `UNDEFINE_KEEP_NVRAM`).
+    /// `UNDEFINE_KEEP_NVRAM`). A domain that is still active (running,
+    /// paused, shutting down) is left defined: virt-handler asks for the
+    /// deletion of a domain it believes dead, and a request for a live one
+    /// comes from a stale view (a Shutoff notification of the define, read
+    /// after the start). KubeVirt undefines it anyway, which makes the
+    /// running domain transient: it then vanishes when QEMU ends, and a
+    /// later power-off or crash reads as "no such domain" (virt-handler
+    /// then fails the VMI). virt-handler asks again once the domain is shut
+    /// off, and then it is undefined.
     ///
     /// # Errors
     /// [`ManagerError::Libvirt`].
@@ -145,36 +153,19 @@ pub enum ShutdownRequest {
     NotRunning,
 }
 
-/// How to (re)connect to the daemon.
-#[derive(Clone, Debug)]
-pub struct Connector {
-    /// Daemon name for logs.
-    pub daemon: String,
-    /// libvirt URI (`qemu:///system`).
-    pub uri: String,
-    /// The daemon's socket.
-    pub socket: std::path::PathBuf,
-}
-
-impl Connector {
-    /// Connects, waiting up to [`crate::connection::CONNECT_TIMEOUT`].
-    ///
-    /// # Errors
-    /// [`crate::connection::ConnectError`].
-    pub fn connect(&self) -> Result<Connect, crate::connection::ConnectError> {
-        crate::connection::connect(
-            &self.daemon,
-            &self.uri,
-            &self.socket,
-            crate::connection::CONNECT_TIMEOUT,
-        )
-    }
-}
+pub use crate::connection::Connector;
 
 /// [`DomainManager`] on a libvirt connection. When the daemon restarts
 /// (the supervisor restarts a dead one), the next call reconnects.
 pub struct LibvirtDomainManager {
-    conn: Mutex<Connect>,
+    /// The connection, shared: each call takes a reference of its own.
+    conn: crate::connection::Shared,
+    /// KubeVirt's `domainModifyLock`: SyncVMI, Pause, Unpause and the
+    /// shutdown request change the domain one at a time. Reads (GetDomain,
+    /// the notifications), Kill and Delete do not wait for it, as in
+    /// KubeVirt: virt-handler's KillVirtualMachine must get through while a
+    /// shutdown request still waits for the guest.
+    modify: Mutex<()>,
     connector: Connector,
     ctx: Mutex<ConvertContext>,
     prepare: PrepareOptions,
@@ -227,11 +218,6 @@ pub type SriovAddresses = dyn Fn(&VirtualMachineInstance) -> Result<std::collect
     + Send
     + Sync;
 
-/// Error codes that mean the connection itself is gone (KubeVirt's list:
-/// INTERNAL_ERROR, INVALID_CONN, NO_MEMORY, SYSTEM_ERROR, RPC,
-/// AUTH_FAILED, AUTH_CANCELLED).
-const CONNECTION_ERRORS: [i32; 7] = [1, 3, 2, 38, 39, 45, 79];
-
 const ACTIVE: [u32; 5] = [
     sys::VIR_DOMAIN_RUNNING,
     sys::VIR_DOMAIN_BLOCKED,
@@ -256,7 +242,8 @@ impl LibvirtDomainManager {
         let conn = connector.connect()?;
         let qemu_version = crate::version::QemuVersion::probe(connector.clone());
         Ok(LibvirtDomainManager {
-            conn: Mutex::new(conn),
+            conn: crate::connection::Shared::new(conn, connector.clone()),
+            modify: Mutex::new(()),
             connector,
             ctx: Mutex::new(ctx),
             prepare,
@@ -429,46 +416,20 @@ impl LibvirtDomainManager {
         Ok(ctx.prepared.interfaces.clone())
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connect> {
-        self.conn
+    /// Holds [`Self::modify`] (KubeVirt's `domainModifyLock`).
+    fn modifying(&self) -> MutexGuard<'_, ()> {
+        self.modify
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn reconnect(&self, guard: &mut MutexGuard<'_, Connect>) {
-        tracing::warn!(daemon = %self.connector.daemon, "libvirt connection lost; reconnecting");
-        match self.connector.connect() {
-            Ok(c) => {
-                let mut old = std::mem::replace(&mut **guard, c);
-                let _ = old.close();
-                tracing::info!(daemon = %self.connector.daemon, "libvirt reconnected");
-            }
-            Err(e) => tracing::error!("{e}"),
-        }
-    }
-
-    /// Runs `op` on the connection; when it fails because the connection
-    /// broke (the daemon died and was restarted), reconnects and runs it
-    /// once more. KubeVirt reconnects on the same error codes.
+    /// Runs `op` on a reference of its own to the connection
+    /// ([`crate::connection::Shared::with`]).
     fn with_conn<T>(
         &self,
         op: impl Fn(&Connect) -> Result<T, ManagerError>,
     ) -> Result<T, ManagerError> {
-        let mut guard = self.lock();
-        if !guard.is_alive().unwrap_or(false) {
-            self.reconnect(&mut guard);
-        }
-        match op(&guard) {
-            // A failed call marks a broken connection dead; other errors with
-            // these codes (a QEMU that failed to start) are not retried.
-            Err(ManagerError::Libvirt { code, .. })
-                if CONNECTION_ERRORS.contains(&code) && !guard.is_alive().unwrap_or(false) =>
-            {
-                self.reconnect(&mut guard);
-                op(&guard)
-            }
-            other => other,
-        }
+        self.conn.with(op)
     }
 
     /// The domain of `vmi`, `None` when libvirt does not know it.
@@ -695,6 +656,52 @@ impl LibvirtDomainManager {
         self.metadata.mark_graceful_shutdown();
     }
 
+    /// Undefines the domain whatever its state (the launcher's own last
+    /// step, after the final kill: a domain libvirt still reports active
+    /// becomes transient and goes with its QEMU), keeping its EFI variable
+    /// store as KubeVirt does.
+    ///
+    /// # Errors
+    /// [`ManagerError::Libvirt`].
+    pub fn undefine_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        self.undefine(vmi, true)
+    }
+
+    /// [`DomainManager::delete_vmi`] (`even_active` false) and
+    /// [`Self::undefine_vmi`].
+    fn undefine(
+        &self,
+        vmi: &VirtualMachineInstance,
+        even_active: bool,
+    ) -> Result<(), ManagerError> {
+        self.with_conn(|conn| {
+            let Some(d) = Self::lookup(conn, vmi)? else {
+                return Ok(());
+            };
+            if !even_active {
+                let (st, _) = d.get_state()?;
+                if ACTIVE.contains(&st) {
+                    tracing::info!(
+                        domain = %vmi.domain_name(),
+                        state = state::lifecycle(st),
+                        "delete of a domain still active: left defined until it is shut off"
+                    );
+                    return Ok(());
+                }
+            }
+            // KubeVirt keeps the EFI variable store: with persistent EFI it
+            // is on the backend storage and must survive the domain.
+            match d.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_KEEP_NVRAM) {
+                Ok(()) => {
+                    tracing::info!(domain = %vmi.domain_name(), "domain undefined");
+                    Ok(())
+                }
+                Err(e) if e.code() == ErrorNumber::NoDomain => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+
     /// The libvirt side of [`DomainManager::signal_shutdown_vmi`].
     fn request_shutdown(
         &self,
@@ -738,6 +745,7 @@ impl LibvirtDomainManager {
 
 impl DomainManager for LibvirtDomainManager {
     fn sync_vmi(&self, vmi: &VirtualMachineInstance) -> Result<domain::Domain, ManagerError> {
+        let _modifying = self.modifying();
         let active = self.with_conn(|conn| {
             Ok(match Self::lookup(conn, vmi)? {
                 Some(d) => ACTIVE.contains(&d.get_state()?.0),
@@ -869,27 +877,14 @@ impl DomainManager for LibvirtDomainManager {
     }
 
     fn delete_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
-        self.with_conn(|conn| {
-            let Some(d) = Self::lookup(conn, vmi)? else {
-                return Ok(());
-            };
-            // KubeVirt keeps the EFI variable store: with persistent EFI it
-            // is on the backend storage and must survive the domain.
-            match d.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_KEEP_NVRAM) {
-                Ok(()) => {
-                    tracing::info!(domain = %vmi.domain_name(), "domain undefined");
-                    Ok(())
-                }
-                Err(e) if e.code() == ErrorNumber::NoDomain => Ok(()),
-                Err(e) => Err(e.into()),
-            }
-        })
+        self.undefine(vmi, false)
     }
 
     fn signal_shutdown_vmi(
         &self,
         vmi: &VirtualMachineInstance,
     ) -> Result<ShutdownRequest, ManagerError> {
+        let _modifying = self.modifying();
         let r = self.request_shutdown(vmi)?;
         if r != ShutdownRequest::NotRunning {
             // The grace period runs from the first request (KubeVirt's
@@ -901,6 +896,7 @@ impl DomainManager for LibvirtDomainManager {
     }
 
     fn pause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let _modifying = self.modifying();
         self.with_conn(|conn| {
             let d = Self::lookup(conn, vmi)?.ok_or_else(not_found)?;
             let (st, _) = d.get_state()?;
@@ -914,6 +910,7 @@ impl DomainManager for LibvirtDomainManager {
     }
 
     fn unpause_vmi(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        let _modifying = self.modifying();
         self.with_conn(|conn| {
             let d = Self::lookup(conn, vmi)?.ok_or_else(not_found)?;
             let (st, _) = d.get_state()?;

@@ -14,9 +14,13 @@ use std::time::{Duration, Instant};
 
 use crate::manager::{Connector, ManagerError};
 
-/// Longest a GetQemuVersion waits for the probe (virt-handler's client
-/// gives the call 5 s).
-pub const WAIT: Duration = Duration::from_secs(4);
+/// Longest a GetQemuVersion waits for the probe: virt-handler's client
+/// gives the call 5 s, and the answer must be back before that. On a fresh
+/// pod the probe took 3.9–4.1 s on the loaded 2-core test host
+/// (`bench/qemu_version.py`): with 4 s, two first calls in five failed
+/// that KubeVirt's launcher (which asks libvirt, blocking) would have
+/// answered.
+pub const WAIT: Duration = Duration::from_millis(4500);
 
 /// `QEMU <major>.<minor>.<micro>` from libvirt's version number
 /// (`major * 1_000_000 + minor * 1000 + micro`), as KubeVirt formats it.

@@ -103,10 +103,28 @@ fn dirty_rate_of_the_real_guest_rises_while_it_writes_memory() {
 }
 
 /// Before virt-handler's first SyncVMI the pod's launcher has no domain:
-/// the answer is KubeVirt's not-set message, at once (nothing to measure).
+/// the answer is KubeVirt's not-set message, at once (nothing to measure),
+/// as virt-handler's dirty-rate scraper (the stand-in) and `ctl` see it.
 #[test]
 fn dirty_rate_without_a_domain_is_not_set() {
-    let l = Launcher::start_pod_for_handler(&guest_vmi("dirtyratenone", "virtio"));
+    let yaml = guest_vmi("dirtyratenone", "virtio");
+    let l = Launcher::start_pod_for_handler(&yaml);
+    let vmi = crate::protocol::vmi_json_of(&l, &yaml);
+    let h = crate::protocol::virt_handler(&l, &vmi, &["--probe-before-sync"]);
+    let stdout = crate::protocol::handler_succeeded(h, &l);
+    let probe: Value = serde_json::from_str(
+        stdout
+            .lines()
+            .find_map(|s| s.strip_prefix("PROBE "))
+            .unwrap_or_else(|| panic!("no PROBE line: {stdout}")),
+    )
+    .unwrap();
+    assert_eq!(probe["getDomainExists"], false, "{probe}");
+    assert_eq!(
+        probe["dirtyRateError"],
+        "server error. command GetDomainDirtyRateStats failed: \"Dirty rate MegabytesPerSecondSet is false\"",
+        "{probe}"
+    );
     let sock = l.dir.path().join("share/sockets/launcher-sock");
     let start = Instant::now();
     while !sock.exists() {

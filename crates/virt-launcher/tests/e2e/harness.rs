@@ -105,7 +105,7 @@ pub struct Opts<'a> {
     pub container_disks: &'a [&'a str],
     /// Extra launcher arguments.
     pub args: &'a [&'a str],
-    /// Pod mode driven by a (fake) virt-handler: no VMI on the command
+    /// Pod mode driven by virt-handler (its stand-in): no VMI on the command
     /// line; the share directory is `<dir>/share` on the host.
     pub handler: bool,
     /// Pod mode: KubeVirt's command line (no subcommand) with the VMI in
@@ -290,7 +290,13 @@ impl Launcher {
                 .arg(doc["metadata"]["name"].as_str().unwrap_or(""));
             cmd.arg("--namespace")
                 .arg(doc["metadata"]["namespace"].as_str().unwrap_or("default"));
-            cmd.args(["--grace-period-seconds", "30"]);
+            // virt-controller passes the VMI's grace period (default 30 s)
+            // plus its 15 s kill margin (template.go).
+            let tgps = doc["spec"]["terminationGracePeriodSeconds"]
+                .as_i64()
+                .unwrap_or(30);
+            cmd.arg("--grace-period-seconds")
+                .arg((tgps + 15).to_string());
         } else if opts.pod {
             cmd.env("STANDALONE_VMI", yaml).env("POD_IMAGE", &image);
         } else {

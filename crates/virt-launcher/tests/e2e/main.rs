@@ -16,6 +16,7 @@ mod bad_input;
 mod define;
 mod dirtyrate;
 mod firmware;
+mod graceful;
 mod harness;
 mod lifecycle;
 mod manager;

@@ -1,10 +1,10 @@
-//! KubeVirt's memory dump end to end: the fake virt-handler asks a real
-//! launcher in pod mode, with the real test guest under TCG, for
-//! VirtualMachineMemoryDump into a memory dump volume where virt-handler
-//! mounts it (`/var/run/kubevirt/hotplug-disks/<volume>/`, here the test's
-//! share directory), follows the dump's record in the MODIFIED
-//! notifications and GetDomain, then dumps into a volume too small for the
-//! dump (a 1 MiB tmpfs in the pod), which must fail. The file is checked
+//! KubeVirt's memory dump end to end: the virt-handler stand-in's
+//! controller asks a real launcher in pod mode, with the real test guest
+//! under TCG, for VirtualMachineMemoryDump into a memory dump volume where
+//! virt-handler mounts it (`/var/run/kubevirt/hotplug-disks/<volume>/`, here
+//! the test's share directory) on every sync until the dump's record in the
+//! MODIFIED notifications names the file, then dumps into a volume too small
+//! for the dump (a 1 MiB tmpfs in the pod), which must fail. The file is checked
 //! here: an ELF core whose loadable segments hold the guest's memory.
 //! Standalone: `ctl memorydump` anywhere, into a volume the host mounts
 //! after the launcher started (mount propagation), and a SIGTERM while
@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::harness::{
     guest_vmi, launcher_bin, processes_mentioning, Launcher, Opts, BOOT_TIMEOUT, POD_WRAPPER,
 };
-use crate::protocol::{fake_handler, vmi_json_of};
+use crate::protocol::{virt_handler, vmi_json_of};
 
 /// The guest's memory (`guest_vmi`: `memory.guest: 128Mi`).
 const GUEST_MEMORY: u64 = 128 << 20;
@@ -75,9 +75,11 @@ fn record(line: &str, prefix: &str) -> Value {
 #[test]
 fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails() {
     // As virt-handler syncs it during `virtctl memory-dump get`: with the
-    // memory dump volume (a hot-plugged claim, no disk).
+    // memory dump volumes (hot-plugged claims, no disk); `full` is the
+    // claim too small for a dump.
     let yaml = guest_vmi("memdump", "virtio")
-        + "  - name: memvol\n    memoryDump: {claimName: memvol-pvc, hotpluggable: true}\n";
+        + "  - name: memvol\n    memoryDump: {claimName: memvol-pvc, hotpluggable: true}\n"
+        + "  - name: full\n    memoryDump: {claimName: full-pvc, hotpluggable: true}\n";
     let mut l = Launcher::start_wrapped(
         &yaml,
         &Opts {
@@ -102,7 +104,7 @@ fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails(
     let file = "memdump-memvol-20250101-000000.memory.dump";
     let vmi = vmi_json_of(&l, &yaml);
     let serial = l.serial_log_path();
-    let h = fake_handler(
+    let h = virt_handler(
         &l,
         &vmi,
         &[

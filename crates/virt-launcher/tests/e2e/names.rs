@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::bad_input::refuse;
 use crate::harness::{guest_vmi, launcher_bin, processes_mentioning, Launcher, Opts, BOOT_TIMEOUT};
 use crate::network::fields;
-use crate::protocol::{fake_handler, handler_succeeded, vmi_json_of};
+use crate::protocol::{handler_succeeded, virt_handler, vmi_json_of};
 
 /// `n` characters cycling through `a`..`j`: where a cut falls shows.
 fn part(n: usize) -> String {
@@ -187,7 +187,7 @@ fn pod_mode_runs_a_long_named_vmi_synced_by_virt_handler() {
     let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
     let vmi = vmi_json_of(&l, &yaml);
     let serial = l.serial_log_path();
-    let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
+    let h = virt_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
     handler_succeeded(h, &l);
     let serial = l.serial();
     assert_eq!(
@@ -267,11 +267,14 @@ fn pod_mode_refuses_the_sync_of_a_name_too_long_for_libvirt() {
     let yaml = named_vmi(&part(244));
     let mut l = Launcher::start_pod_for_handler(&yaml);
     let vmi = vmi_json_of(&l, &yaml);
-    let out = fake_handler(&l, &vmi, &[]).wait_with_output().unwrap();
+    let out = virt_handler(&l, &vmi, &[]).wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}\n{}", l.log());
     assert!(
-        stdout.contains("FAIL: sync: metadata.name: 244 characters are too long for libvirt"),
+        // virt-handler's cmd-client wraps the launcher's message (Go-quoted).
+        stdout.contains(
+            "FAIL: sync: server error. command SyncVMI failed: \"metadata.name: 244 characters are too long for libvirt"
+        ),
         "{stdout}\n{}",
         l.log()
     );

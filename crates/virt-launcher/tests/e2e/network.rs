@@ -288,8 +288,8 @@ fn pod_network_without_the_flag_is_refused_naming_it() {
 
 /// Adds a NoCloud user-data `#!/bin/sh` script (run by the test guest
 /// before GUEST-READY, its output on the serial console) to a VMI made by
-/// [`masquerade_vmi`].
-fn with_user_data(yaml: &str, script: &str) -> String {
+/// [`masquerade_vmi`] or [`crate::harness::guest_vmi`].
+pub(crate) fn with_user_data(yaml: &str, script: &str) -> String {
     let body: String = script.lines().map(|l| format!("        {l}\n")).collect();
     yaml.replace(
         "      - name: scratch\n        disk: {bus: virtio}\n",

@@ -1,4 +1,4 @@
-//! virt-handler's protocol end to end: a fake virt-handler written in
+//! virt-handler's protocol end to end: the virt-handler stand-in written in
 //! Python against the project's .proto files (no shared Rust types) drives
 //! a real launcher in pod mode, with a real guest.
 
@@ -21,7 +21,11 @@ pub(crate) fn vmi_json_of(l: &Launcher, yaml: &str) -> std::path::PathBuf {
 }
 
 /// Reads the handler's stdout until `marker`; returns what was read.
-fn wait_for_marker(stdout: &mut std::process::ChildStdout, marker: &str, l: &Launcher) -> String {
+pub(crate) fn wait_for_marker(
+    stdout: &mut std::process::ChildStdout,
+    marker: &str,
+    l: &Launcher,
+) -> String {
     let mut seen = String::new();
     let start = std::time::Instant::now();
     while !seen.contains(marker) {
@@ -38,13 +42,16 @@ fn wait_for_marker(stdout: &mut std::process::ChildStdout, marker: &str, l: &Lau
     seen
 }
 
-pub(crate) fn fake_handler(
+/// Starts the virt-handler stand-in (`tests/handler/virt-handler`) for the
+/// pod-mode launcher `l` and the VMI manifest `vmi`, with `extra` scenario
+/// flags; its notify events go to `events.jsonl` in the test's directory.
+pub(crate) fn virt_handler(
     l: &Launcher,
     vmi: &std::path::Path,
     extra: &[&str],
 ) -> std::process::Child {
     Command::new("python3")
-        .arg(repo_root().join("tests/handler/fake_virt_handler.py"))
+        .arg(repo_root().join("tests/handler/virt-handler"))
         .arg("--share")
         .arg(l.dir.path().join("share"))
         .arg("--vmi")
@@ -58,27 +65,49 @@ pub(crate) fn fake_handler(
         .expect("python3 (grpcio-tools: bash .ci/install)")
 }
 
-/// Waits for the fake virt-handler `h` and asserts it exited 0 printing
+/// Waits for the virt-handler stand-in `h` and asserts it exited 0 printing
 /// `OK` (else fails with its output and the launcher's log); its stdout.
 pub(crate) fn handler_succeeded(h: std::process::Child, l: &Launcher) -> String {
     let out = h.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success() && stdout.contains("OK"),
-        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+        "virt-handler stand-in:\n{stdout}\n{}\n--- launcher ---\n{}",
         String::from_utf8_lossy(&out.stderr),
         l.log()
+    );
+    eprintln!(
+        "virt-handler stand-in:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     stdout
 }
 
+/// The stand-in's own logic (strict Go decoding, the informer object, the
+/// grace-period arithmetic, the phase mapping): its Python unit tests.
+#[test]
+fn stand_in_unit_tests() {
+    let out = Command::new("python3")
+        .args(["-m", "unittest", "discover", "-s"])
+        .arg(repo_root().join("tests/handler"))
+        .output()
+        .expect("python3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("\nOK"), "{err}");
+}
+
+/// The whole life of a VMI under the stand-in: its controller syncs the
+/// Scheduled VMI, the VMI runs, the answers decode into KubeVirt's types, a
+/// user pauses and unpauses it, the agent connects, then the VMI is deleted:
+/// Shutdown (repeated while the grace period runs), the guest powers off,
+/// DeleteVirtualMachine, the final notification.
 #[test]
 fn a_foreign_client_drives_sync_stats_pause_unpause_shutdown() {
     let yaml = guest_vmi("grpc", "virtio");
     let mut l = Launcher::start_pod_for_handler(&yaml);
     let vmi = vmi_json(&l, "grpc");
     let serial = l.serial_log_path();
-    let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
+    let h = virt_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
     let stdout = handler_succeeded(h, &l);
     // ADDED first, then MODIFIED updates, the final deletion last.
     let events = stdout
@@ -101,7 +130,7 @@ fn a_killed_qemu_is_reported_as_a_crash() {
     let yaml = guest_vmi("crash", "virtio");
     let mut l = Launcher::start_pod_for_handler(&yaml);
     let vmi = vmi_json(&l, "crash");
-    let mut h = fake_handler(&l, &vmi, &["--crash"]);
+    let mut h = virt_handler(&l, &vmi, &["--crash"]);
     // Wait until the handler is through pause/unpause, then kill QEMU.
     let mut stdout = h.stdout.take().unwrap();
     let seen = wait_for_marker(&mut stdout, "READY-FOR-CRASH", &l);
@@ -135,7 +164,7 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
     let mut l = Launcher::start_pod_for_handler(&yaml);
     let vmi = vmi_json(&l, "reconnect");
     let serial = l.serial_log_path();
-    let mut h = fake_handler(
+    let mut h = virt_handler(
         &l,
         &vmi,
         &["--daemon-kill", "--serial", serial.to_str().unwrap()],
@@ -202,7 +231,7 @@ fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
     let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
     let vmi = vmi_json_of(&l, &yaml);
     let serial = l.serial_log_path();
-    let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
+    let h = virt_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
     handler_succeeded(h, &l);
     let serial = l.serial();
     let lease = |ifc: &str| {
@@ -242,7 +271,7 @@ fn pod_mode_runs_network_phase_2_for_the_vmi_virt_handler_syncs() {
     let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
     let vmi = vmi_json_of(&l, &yaml);
     let serial = l.serial_log_path();
-    let h = fake_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
+    let h = virt_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
     handler_succeeded(h, &l);
     let serial = l.serial();
     let f = crate::network::fields(&serial, "GUEST-DHCP");
@@ -298,7 +327,7 @@ fn synced_sriov_vmi_gets_its_vf_from_the_device_plugin_environment() {
         crate::harness::POD_WRAPPER,
     );
     let vmi = vmi_json_of(&l, &yaml);
-    let out = fake_handler(&l, &vmi, &[]).wait_with_output().unwrap();
+    let out = virt_handler(&l, &vmi, &[]).wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}\n{}", l.log());
     assert!(stdout.contains("FAIL: sync: "), "{stdout}\n{}", l.log());
@@ -329,7 +358,7 @@ fn pod_mode_sync_of_a_passt_vmi_runs_no_dhcp_and_reaches_passt() {
     );
     let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
     let vmi = vmi_json_of(&l, &yaml);
-    let out = fake_handler(&l, &vmi, &[]).wait_with_output().unwrap();
+    let out = virt_handler(&l, &vmi, &[]).wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let log = l.log();
     assert!(
@@ -337,7 +366,7 @@ fn pod_mode_sync_of_a_passt_vmi_runs_no_dhcp_and_reaches_passt() {
             && stdout.contains("FAIL: sync:")
             && stdout.contains("--tcp-ports %eth0/8080")
             && stdout.contains("Invalid port specifier %eth0/8080"),
-        "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{log}",
+        "virt-handler stand-in:\n{stdout}\n{}\n--- launcher ---\n{log}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(

@@ -829,7 +829,7 @@ fn pod_claim_image_is_created_within_the_toleration_and_grown_online_when_virt_h
         // The claim grew to 128 Mi: usable (1 − 0.25) × 128 Mi = 96 MiB.
         let grown = json(&format!("{y}{}", status("128Mi")), "vmi-grown.json");
         let serial = l.serial_log_path();
-        let h = crate::protocol::fake_handler(
+        let h = crate::protocol::virt_handler(
             &l,
             &vmi_json,
             &[
@@ -846,7 +846,7 @@ fn pod_claim_image_is_created_within_the_toleration_and_grown_online_when_virt_h
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains("RESYNC-SEEN") && stdout.contains("OK"),
-            "fake virt-handler:\n{stdout}\n{}\n--- launcher ---\n{}",
+            "virt-handler stand-in:\n{stdout}\n{}\n--- launcher ---\n{}",
             String::from_utf8_lossy(&out.stderr),
             l.log()
         );
