@@ -205,6 +205,10 @@ fn finished(
                     if matches!(d.state, "Shutoff" | "Crashed") {
                         break;
                     }
+                } else if let Some(ended) = manager.ended() {
+                    // virt-handler deleted it once it saw it shut off.
+                    last = ended;
+                    break;
                 }
             }
             Err(e) => tracing::warn!("reading the final state: {e}"),

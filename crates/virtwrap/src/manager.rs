@@ -186,6 +186,10 @@ pub struct LibvirtDomainManager {
     metadata: std::sync::Arc<crate::metadata::MetadataCache>,
     /// GetQemuVersion's answer, probed once when the manager is made.
     qemu_version: std::sync::Arc<crate::version::QemuVersion>,
+    /// How the domain ended (KubeVirt state, reason), read just before it
+    /// was undefined: virt-handler deletes a shut-off domain at once, and
+    /// the monitor must still tell a crash from a power-off.
+    ended: Mutex<Option<(&'static str, &'static str)>>,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -253,6 +257,7 @@ impl LibvirtDomainManager {
             dirty_rate: crate::dirtyrate::DirtyRateCache::default(),
             metadata,
             qemu_version,
+            ended: Mutex::new(None),
         })
     }
 
@@ -678,9 +683,9 @@ impl LibvirtDomainManager {
             let Some(d) = Self::lookup(conn, vmi)? else {
                 return Ok(());
             };
-            if !even_active {
-                let (st, _) = d.get_state()?;
-                if ACTIVE.contains(&st) {
+            let (st, reason) = d.get_state()?;
+            if ACTIVE.contains(&st) {
+                if !even_active {
                     tracing::info!(
                         domain = %vmi.domain_name(),
                         state = state::lifecycle(st),
@@ -688,6 +693,12 @@ impl LibvirtDomainManager {
                     );
                     return Ok(());
                 }
+            } else {
+                *self
+                    .ended
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some((state::lifecycle(st), state::reason(st, reason)));
             }
             // KubeVirt keeps the EFI variable store: with persistent EFI it
             // is on the backend storage and must survive the domain.
@@ -702,13 +713,22 @@ impl LibvirtDomainManager {
         })
     }
 
+    /// How the domain had ended (KubeVirt state and reason, e.g.
+    /// `("Crashed", "Unknown")` or `("Shutoff", "Crashed")`) when it was
+    /// undefined shut off; `None` when it never was.
+    pub fn ended(&self) -> Option<(&'static str, &'static str)> {
+        *self
+            .ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The libvirt side of [`DomainManager::signal_shutdown_vmi`].
     fn request_shutdown(
         &self,
         vmi: &VirtualMachineInstance,
     ) -> Result<ShutdownRequest, ManagerError> {
         self.with_conn(|conn| {
-
             let Some(d) = Self::lookup(conn, vmi)? else {
                 return Ok(ShutdownRequest::NotRunning);
             };
