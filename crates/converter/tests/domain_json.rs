@@ -1,4 +1,4 @@
-//! GetDomain's JSON (`domain::kubevirt_json`, KubeVirt's `api.Domain`)
+//! GetDomain's JSON (`wire::api_domain`, KubeVirt's `api.Domain`)
 //! carries what the converter writes: every converted example and corpus
 //! VMI, and the large benchmark VMI, goes XML → parsed back (as the
 //! launcher reads libvirt's XML) → JSON, and each element present in the
@@ -16,9 +16,9 @@
 use std::path::Path;
 
 use api::Arch;
-use domain::kubevirt_json::{domain_json, DomainStatus, ObjectMeta};
 use domain::Domain;
 use serde_json::Value;
+use wire::api_domain::{domain_json, DomainStatus, ObjectMeta};
 
 #[path = "../benches/support/host.rs"]
 mod host;

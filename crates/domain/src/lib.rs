@@ -21,8 +21,6 @@ mod clock;
 mod cpu;
 mod devices;
 mod features;
-pub mod interfaces_status;
-pub mod kubevirt_json;
 mod memory;
 mod metadata;
 mod os;

@@ -179,7 +179,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 if args.action == Action::Interfaces {
                     // The launcher does not know which network is the pod's:
                     // no primary reordering (domain order).
-                    Value::Array(domain::interfaces_status::vmi_interfaces_status(&dom, None))
+                    Value::Array(wire::interfaces_status::vmi_interfaces_status(&dom, None))
                 } else {
                     dom
                 }

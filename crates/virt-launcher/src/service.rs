@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use api::VirtualMachineInstance;
 use cmd::notify::{Event, EventType, Notifier};
 use cmd::server::{Handler, SyncOptions};
-use domain::kubevirt_json::{self, DomainStatus, ObjectMeta, RuntimeMetadata};
 use virtwrap::agent::{Agent, AgentStore};
 use virtwrap::events::DomainEvent;
 use virtwrap::memory_dump::{self, MemoryDumper};
 use virtwrap::metadata::MetadataCache;
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
+use wire::api_domain::{self, DomainStatus, ObjectMeta, RuntimeMetadata};
 
 /// Who this launcher runs: from the flags, or the VMI it was given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -111,8 +111,7 @@ fn status_json(
         os_info: os.map(|o| serde_json::to_value(o).unwrap_or_default()),
         fs_freeze_status,
     };
-    kubevirt_json::domain_json_with_metadata(&id.meta(None), Some(spec), &status, metadata)
-        .to_string()
+    api_domain::domain_json_with_metadata(&id.meta(None), Some(spec), &status, metadata).to_string()
 }
 
 /// `spec` without the placeholder interfaces of the first of the sync's
@@ -146,7 +145,7 @@ pub fn deleted_json(id: &Identity) -> String {
         os_info: None,
         fs_freeze_status: String::new(),
     };
-    kubevirt_json::domain_json(&id.meta(Some(now_rfc3339())), None, &status).to_string()
+    api_domain::domain_json(&id.meta(Some(now_rfc3339())), None, &status).to_string()
 }
 
 /// The domain JSON as last read, kept fresh by the event bridge (which

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 
 use nix::sys::statfs;
 
-use domain::kubevirt_json::MemoryDumpMetadata;
+use wire::api_domain::MemoryDumpMetadata;
 
 use crate::metadata::MetadataCache;
 
@@ -537,10 +537,10 @@ impl Job {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use domain::kubevirt_json::RuntimeMetadata;
     use std::sync::mpsc;
     use std::sync::Mutex;
     use std::time::Duration;
+    use wire::api_domain::RuntimeMetadata;
 
     fn clock() -> String {
         "2025-01-01T00:00:00Z".into()

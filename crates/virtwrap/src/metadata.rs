@@ -11,7 +11,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use domain::kubevirt_json::{GracePeriod, RuntimeMetadata};
+use wire::api_domain::{GracePeriod, RuntimeMetadata};
 
 /// The current time as Kubernetes writes `metav1.Time` (RFC 3339, whole
 /// seconds, UTC: `2026-12-01T10:00:00Z`), the form of every timestamp in
@@ -110,9 +110,9 @@ impl MetadataCache {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use domain::kubevirt_json::MemoryDumpMetadata;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+    use wire::api_domain::MemoryDumpMetadata;
 
     #[test]
     fn notifies_only_real_changes() {

@@ -217,7 +217,7 @@ pub struct GuestAgentInfo {
 }
 
 /// One guest interface as the domain status reports it (KubeVirt
-/// `api.InterfaceStatus`, serialised by `domain::kubevirt_json` as
+/// `api.InterfaceStatus`, serialised by `wire::api_domain` as
 /// `{Mac, Ip, IPs, InterfaceName}`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterfaceStatus {

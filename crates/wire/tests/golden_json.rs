@@ -6,12 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use domain::kubevirt_json::{
+use domain::Domain;
+use serde_json::{json, Value};
+use wire::api_domain::{
     domain_json, domain_json_with_metadata, AccessCredentialMetadata, DomainStatus, GracePeriod,
     MemoryDumpMetadata, MigrationMetadata, ObjectMeta, RuntimeMetadata,
 };
-use domain::Domain;
-use serde_json::{json, Value};
 
 /// `ObjectMeta.uid` of the per-domain golden files.
 const GOLDEN_UID: &str = "a2e4b1c6-golden";

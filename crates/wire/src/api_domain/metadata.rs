@@ -1,0 +1,144 @@
+//! `Spec.Metadata.KubeVirt` (`api.KubeVirtMetadata`): the UID and grace
+//! period from the domain XML, overlaid with the launcher's runtime
+//! metadata (migration, access credentials, memory dump).
+
+use domain::KubeVirtMetadata;
+use serde_json::{json, Value};
+
+use super::opt;
+
+/// The launcher's in-memory metadata that KubeVirt injects into
+/// `Spec.Metadata.KubeVirt` of every outgoing domain (KubeVirt
+/// `api.KubeVirtMetadata`, Go field names). Each `Some` replaces what the
+/// domain XML says; `None` keeps it (`null` for the parts our XML lacks).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeMetadata {
+    /// `UID`: the VMI UID.
+    pub uid: Option<String>,
+    /// `GracePeriod`.
+    pub grace_period: Option<GracePeriod>,
+    /// `Migration`.
+    pub migration: Option<MigrationMetadata>,
+    /// `AccessCredential`.
+    pub access_credential: Option<AccessCredentialMetadata>,
+    /// `MemoryDump`.
+    pub memory_dump: Option<MemoryDumpMetadata>,
+}
+
+/// `api.GracePeriodMetadata`: `{DeletionGracePeriodSeconds,
+/// DeletionTimestamp, MarkedForGracefulShutdown}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GracePeriod {
+    /// `DeletionGracePeriodSeconds` (VMI `terminationGracePeriodSeconds`).
+    pub deletion_grace_period_seconds: i64,
+    /// `DeletionTimestamp` (RFC 3339) of the first shutdown request, or `null`.
+    pub deletion_timestamp: Option<String>,
+    /// `MarkedForGracefulShutdown`, or `null`.
+    pub marked_for_graceful_shutdown: Option<bool>,
+}
+
+/// `api.MigrationMetadata`: `{UID, StartTimestamp, EndTimestamp, Failed,
+/// FailureReason, AbortStatus, Mode}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MigrationMetadata {
+    /// `UID` of the migration object.
+    pub uid: String,
+    /// `StartTimestamp` (RFC 3339) or `null`.
+    pub start_timestamp: Option<String>,
+    /// `EndTimestamp` (RFC 3339) or `null`.
+    pub end_timestamp: Option<String>,
+    /// `Failed`.
+    pub failed: bool,
+    /// `FailureReason`.
+    pub failure_reason: String,
+    /// `AbortStatus`: `Aborting`, `Succeeded`, `Failed` or `""`.
+    pub abort_status: String,
+    /// `Mode`: `PreCopy`, `PostCopy`, `Paused` or `""`.
+    pub mode: String,
+}
+
+/// `api.AccessCredentialMetadata`: `{Succeeded, Message}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessCredentialMetadata {
+    /// `Succeeded`.
+    pub succeeded: bool,
+    /// `Message`.
+    pub message: String,
+}
+
+/// `api.MemoryDumpMetadata`: `{FileName, StartTimestamp, EndTimestamp,
+/// Completed, Failed, FailureReason}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryDumpMetadata {
+    /// `FileName`.
+    pub file_name: String,
+    /// `StartTimestamp` (RFC 3339) or `null`.
+    pub start_timestamp: Option<String>,
+    /// `EndTimestamp` (RFC 3339) or `null`.
+    pub end_timestamp: Option<String>,
+    /// `Completed`.
+    pub completed: bool,
+    /// `Failed`.
+    pub failed: bool,
+    /// `FailureReason`.
+    pub failure_reason: String,
+}
+
+/// `api.Metadata`: `{"KubeVirt": {UID, GracePeriod, Migration,
+/// AccessCredential, MemoryDump}}` (a struct: always present).
+pub(super) fn metadata_json(
+    kv: Option<&KubeVirtMetadata>,
+    fallback_uid: &str,
+    runtime: &RuntimeMetadata,
+) -> Value {
+    let uid = runtime
+        .uid
+        .clone()
+        .or_else(|| kv.map(|k| k.uid.clone()).filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| fallback_uid.to_owned());
+    let grace = match &runtime.grace_period {
+        Some(g) => grace_period_json(g),
+        None => opt(kv.and_then(|k| k.graceperiod.as_ref()), |g| {
+            grace_period_json(&GracePeriod {
+                deletion_grace_period_seconds: g.deletion_grace_period_seconds,
+                ..GracePeriod::default()
+            })
+        }),
+    };
+    json!({
+        "KubeVirt": {
+            "UID": uid,
+            "GracePeriod": grace,
+            "Migration": opt(runtime.migration.as_ref(), |m| json!({
+                "UID": m.uid,
+                "StartTimestamp": m.start_timestamp,
+                "EndTimestamp": m.end_timestamp,
+                "Failed": m.failed,
+                "FailureReason": m.failure_reason,
+                "AbortStatus": m.abort_status,
+                "Mode": m.mode,
+            })),
+            "AccessCredential": opt(runtime.access_credential.as_ref(), |a| json!({
+                "Succeeded": a.succeeded,
+                "Message": a.message,
+            })),
+            "MemoryDump": opt(runtime.memory_dump.as_ref(), |m| json!({
+                "FileName": m.file_name,
+                "StartTimestamp": m.start_timestamp,
+                "EndTimestamp": m.end_timestamp,
+                "Completed": m.completed,
+                "Failed": m.failed,
+                "FailureReason": m.failure_reason,
+            })),
+        }
+    })
+}
+
+/// `api.GracePeriodMetadata`.
+fn grace_period_json(g: &GracePeriod) -> Value {
+    json!({
+        "DeletionGracePeriodSeconds": g.deletion_grace_period_seconds,
+        "DeletionTimestamp": g.deletion_timestamp,
+        "MarkedForGracefulShutdown": g.marked_for_graceful_shutdown,
+    })
+}
