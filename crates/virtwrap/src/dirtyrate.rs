@@ -31,7 +31,7 @@ use virt::domain::Domain as VirtDomain;
 use virt::sys;
 
 use crate::manager::{LibvirtDomainManager, ManagerError};
-use crate::stats::DomainStatsDirtyRate;
+use wire::stats::DomainStatsDirtyRate;
 
 /// Length of one calculation (KubeVirt's command server asks for 1 s, the
 /// manager's minimum).

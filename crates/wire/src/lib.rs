@@ -5,6 +5,9 @@
 //! - [`api_domain`]: the `api.Domain` of `GetDomain` and every domain
 //!   notification, from the domain XML ([`domain::Domain`]), the state,
 //!   the guest agent's report and the launcher's runtime metadata;
+//! - [`stats`]: the `stats.DomainStats` of `GetDomainStats`;
+//! - [`guest_info`]: the guest agent's data of `GetGuestInfo`, `GetUsers`
+//!   and `GetFilesystems` (`kubevirt.io/api/core/v1` shapes);
 //! - [`interfaces_status`]: virt-handler's join of that JSON into
 //!   `vmi.status.interfaces` (for `virt-launcher ctl` and tests).
 //!
@@ -12,4 +15,6 @@
 //! calls that fill these shapes are `virtwrap`'s.
 
 pub mod api_domain;
+pub mod guest_info;
 pub mod interfaces_status;
+pub mod stats;

@@ -250,7 +250,7 @@ impl Agent {
     ///
     /// # Errors
     /// [`AgentError`]; a deadline gives KubeVirt's "Timed out waiting for
-    /// guest pid [N] for command [C] to exit".
+    /// guest pid \[N\] for command \[C\] to exit".
     pub fn exec(
         &self,
         command: &str,

@@ -1,7 +1,8 @@
 //! Parsers of QEMU guest agent replies (qemu-ga's QAPI schema,
 //! `qga/qapi-schema.json`) into KubeVirt's guest-agent shapes
 //! (`kubevirt.io/api/core/v1` `VirtualMachineInstanceGuestAgentInfo` and
-//! friends, json tags as KubeVirt writes them).
+//! friends, [`wire::guest_info`]; `api.InterfaceStatus`,
+//! [`wire::api_domain::InterfaceStatus`]).
 //!
 //! Every reply is `{"return": <value>}` or `{"error": {"class", "desc"}}`.
 //! Replies are decoded with serde into lenient types: a missing field is
@@ -13,6 +14,10 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use wire::api_domain::InterfaceStatus;
+use wire::guest_info::{
+    FileSystem, FileSystemDisk, GuestAgentCommandInfo, GuestOsInfo, GuestOsUser,
+};
 
 /// Largest agent reply parsed (bytes). libvirt itself caps a reply at its
 /// RPC message limit (32 MiB); a real guest's biggest reply (fsinfo of a
@@ -90,150 +95,7 @@ fn check_len<T>(v: Vec<T>) -> Result<Vec<T>, ParseError> {
 }
 
 // ---------------------------------------------------------------------------
-// KubeVirt shapes (json tags of kubevirt.io/api/core/v1)
-
-/// `GuestAgentCommandInfo`: `{name, enabled}` (`enabled` omitted when false).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GuestAgentCommandInfo {
-    /// Command name (`guest-ping`).
-    pub name: String,
-    /// Whether the agent allows it (a command blocked with `-b` is false).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub enabled: bool,
-}
-
-/// `VirtualMachineInstanceGuestOSInfo`: every field omitted when empty.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GuestOsInfo {
-    /// `name` (`Debian GNU/Linux`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    /// `kernelRelease` (`6.1.0-28-amd64`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub kernel_release: String,
-    /// `version` (`12 (bookworm)`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub version: String,
-    /// `prettyName`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub pretty_name: String,
-    /// `versionId` (`12`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub version_id: String,
-    /// `kernelVersion` (`#1 SMP PREEMPT_DYNAMIC ...`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub kernel_version: String,
-    /// `machine` (`x86_64`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub machine: String,
-    /// `id` (`debian`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub id: String,
-}
-
-/// `VirtualMachineInstanceGuestOSUser`: `{userName, domain, loginTime}`;
-/// `loginTime` in seconds since the epoch (float), omitted when 0.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GuestOsUser {
-    /// `userName`.
-    pub user_name: String,
-    /// `domain` (Windows), omitted when empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub domain: String,
-    /// `loginTime`, seconds since the epoch.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub login_time: f64,
-}
-
-/// `VirtualMachineInstanceFileSystemDisk`: `{serial, busType}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileSystemDisk {
-    /// `serial`, omitted when empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub serial: String,
-    /// `busType` (`virtio`, `scsi`, `sata` ...).
-    pub bus_type: String,
-}
-
-/// `VirtualMachineInstanceFileSystem`: `{diskName, mountPoint,
-/// fileSystemType, usedBytes, totalBytes, disk}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileSystem {
-    /// `diskName` (qemu-ga's `name`: `vda1`, `dm-0`).
-    pub disk_name: String,
-    /// `mountPoint`.
-    pub mount_point: String,
-    /// `fileSystemType` (`ext4`).
-    pub file_system_type: String,
-    /// `usedBytes`.
-    pub used_bytes: u64,
-    /// `totalBytes`.
-    pub total_bytes: u64,
-    /// `disk`: the disks under it, omitted when none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub disk: Vec<FileSystemDisk>,
-}
-
-/// `VirtualMachineInstanceFileSystemInfo`: `{disks}` (never omitted).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileSystemInfo {
-    /// `disks`.
-    pub disks: Vec<FileSystem>,
-}
-
-/// `VirtualMachineInstanceGuestAgentInfo`: what GetGuestInfo returns
-/// (`kind`/`apiVersion` are empty in KubeVirt's reply, hence omitted).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GuestAgentInfo {
-    /// `guestAgentVersion`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub guest_agent_version: String,
-    /// `supportedCommands`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub supported_commands: Vec<GuestAgentCommandInfo>,
-    /// `hostname`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub hostname: String,
-    /// `os` (a struct in KubeVirt: always present, `{}` when unknown).
-    #[serde(default)]
-    pub os: GuestOsInfo,
-    /// `timezone`: `"<zone>, <offset seconds>"`, `", 0"` when unknown.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub timezone: String,
-    /// `userList` (at most 10 in GetGuestInfo).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub user_list: Vec<GuestOsUser>,
-    /// `fsInfo` (at most 10 file systems in GetGuestInfo).
-    #[serde(default)]
-    pub fs_info: FileSystemInfo,
-    /// `fsFreezeStatus`: `frozen`, `thawed` or omitted.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub fs_freeze_status: String,
-}
-
-/// One guest interface as the domain status reports it (KubeVirt
-/// `api.InterfaceStatus`, serialised by `wire::api_domain` as
-/// `{Mac, Ip, IPs, InterfaceName}`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InterfaceStatus {
-    /// `Mac`: the hardware address, `""` when the agent gave none.
-    #[serde(rename = "Mac")]
-    pub mac: String,
-    /// `Ip`: the first IPv4 address, else the first address, else `""`.
-    #[serde(rename = "Ip")]
-    pub ip: String,
-    /// `IPs`: every address in the agent's order.
-    #[serde(rename = "IPs")]
-    pub ips: Vec<String>,
-    /// `InterfaceName` as the guest names it (any UTF-8).
-    #[serde(rename = "InterfaceName")]
-    pub interface_name: String,
-}
+// qemu-ga shapes kept as such
 
 /// The guest's load averages (`guest-get-load`, qemu-ga 10+:
 /// `{load1m, load5m, load15m}`, all required).
@@ -275,14 +137,6 @@ pub struct AgentInfo {
     pub version: String,
     /// Its commands, blocked ones with `enabled: false`.
     pub supported_commands: Vec<GuestAgentCommandInfo>,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-fn is_zero(f: &f64) -> bool {
-    *f == 0.0
 }
 
 // ---------------------------------------------------------------------------

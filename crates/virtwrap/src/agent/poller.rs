@@ -15,10 +15,10 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::parse::{
-    self, AgentInfo, FileSystem, FileSystemInfo, GuestAgentInfo, GuestLoad, GuestOsInfo,
-    GuestOsUser, InterfaceStatus, Timezone,
-};
+use wire::api_domain::InterfaceStatus;
+use wire::guest_info::{FileSystem, FileSystemInfo, GuestAgentInfo, GuestOsInfo, GuestOsUser};
+
+use super::parse::{self, AgentInfo, GuestLoad, Timezone};
 use super::{AgentChannel, AgentError, POLL_TIMEOUT};
 
 /// KubeVirt caps the users and file systems of GetGuestInfo at 10.

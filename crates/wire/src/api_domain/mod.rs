@@ -46,7 +46,7 @@ mod tests;
 pub use metadata::{
     AccessCredentialMetadata, GracePeriod, MemoryDumpMetadata, MigrationMetadata, RuntimeMetadata,
 };
-pub use status::DomainStatus;
+pub use status::{DomainStatus, InterfaceStatus};
 
 use domain::Domain;
 use serde_json::{json, Map, Value};

@@ -1,6 +1,7 @@
 //! `api.DomainStatus`: the domain's state and what the guest agent
 //! reported about the guest (interfaces, OS, file-system freeze).
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 /// What virt-handler's `api.DomainStatus` holds: `{Status, Reason,
@@ -97,4 +98,23 @@ fn interface_status_json(v: &Value) -> Value {
         "IPs": ips,
         "InterfaceName": text("InterfaceName", "interfaceName"),
     })
+}
+
+/// One guest interface as the domain status reports it (KubeVirt
+/// `api.InterfaceStatus`, serialised in `Status.Interfaces` as
+/// `{Mac, Ip, IPs, InterfaceName}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceStatus {
+    /// `Mac`: the hardware address, `""` when the agent gave none.
+    #[serde(rename = "Mac")]
+    pub mac: String,
+    /// `Ip`: the first IPv4 address, else the first address, else `""`.
+    #[serde(rename = "Ip")]
+    pub ip: String,
+    /// `IPs`: every address in the agent's order.
+    #[serde(rename = "IPs")]
+    pub ips: Vec<String>,
+    /// `InterfaceName` as the guest names it (any UTF-8).
+    #[serde(rename = "InterfaceName")]
+    pub interface_name: String,
 }
