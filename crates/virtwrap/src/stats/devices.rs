@@ -5,8 +5,10 @@ use std::collections::HashMap;
 
 use super::mapping::{DiskRef, InterfaceRef};
 
-/// Just the parts of the live domain XML the statistics need that the
-/// `domain` crate does not model: interfaces and `<source index>`.
+/// The one part of the live domain XML the statistics need that the
+/// `domain` crate does not model: each disk's `<source index>` (libvirt's
+/// number of the image, written only in live XML and never by the
+/// converter, so the model leaves it out).
 mod xml {
     use serde::Deserialize;
 
@@ -20,8 +22,6 @@ mod xml {
     pub struct Devices {
         #[serde(default)]
         pub disk: Vec<Disk>,
-        #[serde(default)]
-        pub interface: Vec<Interface>,
     }
 
     #[derive(Debug, Deserialize)]
@@ -37,29 +37,16 @@ mod xml {
     }
 
     #[derive(Debug, Deserialize)]
-    pub struct Interface {
-        pub target: Option<Target>,
-        pub alias: Option<Alias>,
-    }
-
-    #[derive(Debug, Deserialize)]
     pub struct Target {
         #[serde(rename = "@dev")]
         pub dev: String,
     }
-
-    #[derive(Debug, Deserialize)]
-    pub struct Alias {
-        #[serde(rename = "@name")]
-        pub name: String,
-    }
 }
 
-/// Disks and interfaces of a live domain XML, in document order. Disks come
-/// from the `domain` crate's model; interfaces (and each disk's `<source
-/// index>`) from a minimal model here. Interfaces without `<target dev>`
-/// have no host-side counters and are left out, as libvirt's bulk
-/// statistics leave them out.
+/// Disks and interfaces of a live domain XML, in document order, from the
+/// `domain` crate's model (each disk's `<source index>` from the minimal
+/// model above). Interfaces without `<target dev>` have no host-side
+/// counters and are left out, as libvirt's bulk statistics leave them out.
 ///
 /// # Errors
 /// The XML does not parse.
@@ -91,7 +78,7 @@ pub fn devices_from_xml(
             index: index.get(&d.target.dev).copied(),
         })
         .collect();
-    let ifaces = extra
+    let ifaces = dom
         .devices
         .interface
         .into_iter()
