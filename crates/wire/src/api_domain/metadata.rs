@@ -1,11 +1,13 @@
 //! `Spec.Metadata.KubeVirt` (`api.KubeVirtMetadata`): the UID and grace
 //! period from the domain XML, overlaid with the launcher's runtime
 //! metadata (migration, access credentials, memory dump).
+//!
+//! The metadata types are KubeVirt's Go structs field for field, so serde
+//! writes them (Go field names, `null` for a `None`).
 
 use domain::KubeVirtMetadata;
+use serde::Serialize;
 use serde_json::{json, Value};
-
-use super::opt;
 
 /// The launcher's in-memory metadata that KubeVirt injects into
 /// `Spec.Metadata.KubeVirt` of every outgoing domain (KubeVirt
@@ -27,7 +29,8 @@ pub struct RuntimeMetadata {
 
 /// `api.GracePeriodMetadata`: `{DeletionGracePeriodSeconds,
 /// DeletionTimestamp, MarkedForGracefulShutdown}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct GracePeriod {
     /// `DeletionGracePeriodSeconds` (VMI `terminationGracePeriodSeconds`).
     pub deletion_grace_period_seconds: i64,
@@ -39,9 +42,11 @@ pub struct GracePeriod {
 
 /// `api.MigrationMetadata`: `{UID, StartTimestamp, EndTimestamp, Failed,
 /// FailureReason, AbortStatus, Mode}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct MigrationMetadata {
     /// `UID` of the migration object.
+    #[serde(rename = "UID")]
     pub uid: String,
     /// `StartTimestamp` (RFC 3339) or `null`.
     pub start_timestamp: Option<String>,
@@ -58,7 +63,8 @@ pub struct MigrationMetadata {
 }
 
 /// `api.AccessCredentialMetadata`: `{Succeeded, Message}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct AccessCredentialMetadata {
     /// `Succeeded`.
     pub succeeded: bool,
@@ -68,7 +74,8 @@ pub struct AccessCredentialMetadata {
 
 /// `api.MemoryDumpMetadata`: `{FileName, StartTimestamp, EndTimestamp,
 /// Completed, Failed, FailureReason}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct MemoryDumpMetadata {
     /// `FileName`.
     pub file_name: String,
@@ -96,49 +103,20 @@ pub(super) fn metadata_json(
         .clone()
         .or_else(|| kv.map(|k| k.uid.clone()).filter(|u| !u.is_empty()))
         .unwrap_or_else(|| fallback_uid.to_owned());
-    let grace = match &runtime.grace_period {
-        Some(g) => grace_period_json(g),
-        None => opt(kv.and_then(|k| k.graceperiod.as_ref()), |g| {
-            grace_period_json(&GracePeriod {
+    let grace = runtime.grace_period.clone().or_else(|| {
+        kv.and_then(|k| k.graceperiod.as_ref())
+            .map(|g| GracePeriod {
                 deletion_grace_period_seconds: g.deletion_grace_period_seconds,
                 ..GracePeriod::default()
             })
-        }),
-    };
+    });
     json!({
         "KubeVirt": {
             "UID": uid,
             "GracePeriod": grace,
-            "Migration": opt(runtime.migration.as_ref(), |m| json!({
-                "UID": m.uid,
-                "StartTimestamp": m.start_timestamp,
-                "EndTimestamp": m.end_timestamp,
-                "Failed": m.failed,
-                "FailureReason": m.failure_reason,
-                "AbortStatus": m.abort_status,
-                "Mode": m.mode,
-            })),
-            "AccessCredential": opt(runtime.access_credential.as_ref(), |a| json!({
-                "Succeeded": a.succeeded,
-                "Message": a.message,
-            })),
-            "MemoryDump": opt(runtime.memory_dump.as_ref(), |m| json!({
-                "FileName": m.file_name,
-                "StartTimestamp": m.start_timestamp,
-                "EndTimestamp": m.end_timestamp,
-                "Completed": m.completed,
-                "Failed": m.failed,
-                "FailureReason": m.failure_reason,
-            })),
+            "Migration": runtime.migration,
+            "AccessCredential": runtime.access_credential,
+            "MemoryDump": runtime.memory_dump,
         }
-    })
-}
-
-/// `api.GracePeriodMetadata`.
-fn grace_period_json(g: &GracePeriod) -> Value {
-    json!({
-        "DeletionGracePeriodSeconds": g.deletion_grace_period_seconds,
-        "DeletionTimestamp": g.deletion_timestamp,
-        "MarkedForGracefulShutdown": g.marked_for_graceful_shutdown,
     })
 }
