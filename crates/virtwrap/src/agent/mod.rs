@@ -1,6 +1,7 @@
 //! The QEMU guest agent: commands through libvirt's agent passthrough
-//! (`virDomainQemuAgentCommand`, libvirt-qemu), the poller that keeps what
-//! the guest knows ([`poller`]), the parsers of its replies ([`parse`]), and
+//! (`virDomainQemuAgentCommand`, libvirt-qemu), the poller that asks the
+//! guest ([`poller`]) and the store that keeps what it said ([`store`]), the
+//! parsers of its replies ([`parse`]), and
 //! the operations virt-handler asks for: exec, ping, file system freeze and
 //! thaw with the automatic thaw, reboot through the agent ([`Agent`]).
 //!
@@ -14,6 +15,7 @@
 
 pub mod parse;
 pub mod poller;
+pub mod store;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,7 +29,8 @@ use virt::sys;
 
 use crate::manager::Connector;
 pub use parse::ParseError;
-pub use poller::{AgentStore, Poller};
+pub use poller::Poller;
+pub use store::AgentStore;
 
 /// Timeout of each polled command (KubeVirt waits for libvirt's default,
 /// which blocks; a bound keeps a hung agent from stalling the others).
