@@ -59,6 +59,13 @@ impl<T: PartialEq> Datum<T> {
     }
 }
 
+impl<T: Clone> Datum<Vec<T>> {
+    /// The first `n` entries of the last value (none before the first).
+    fn first(&self, n: usize) -> Vec<T> {
+        self.value.iter().flatten().take(n).cloned().collect()
+    }
+}
+
 /// Everything polled from the agent.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AgentData {
@@ -113,23 +120,9 @@ impl AgentData {
             hostname: self.hostname.value.clone().unwrap_or_default(),
             os: self.os.value.clone().unwrap_or_default(),
             timezone: self.timezone.value.clone().unwrap_or_default().kubevirt(),
-            user_list: self
-                .users
-                .value
-                .iter()
-                .flatten()
-                .take(GUEST_INFO_LIST_CAP)
-                .cloned()
-                .collect(),
+            user_list: self.users.first(GUEST_INFO_LIST_CAP),
             fs_info: FileSystemInfo {
-                disks: self
-                    .filesystems
-                    .value
-                    .iter()
-                    .flatten()
-                    .take(GUEST_INFO_LIST_CAP)
-                    .cloned()
-                    .collect(),
+                disks: self.filesystems.first(GUEST_INFO_LIST_CAP),
             },
             fs_freeze_status: self.fsfreeze.value.clone().unwrap_or_default(),
         }
