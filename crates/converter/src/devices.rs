@@ -22,31 +22,6 @@ pub const VSOCK_MODEL: &str = "virtio-non-transitional";
 /// Annotation that turns free page reporting off.
 pub const FREE_PAGE_REPORTING_DISABLED: &str = "kubevirt.io/free-page-reporting-disabled";
 
-/// The per-VMI socket directory: `<private-dir>/<uid>` (keyed by UID so the
-/// paths stay short whatever the name; KubeVirt issue 1222).
-pub fn socket_dir(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> String {
-    format!(
-        "{}/{}",
-        ctx.paths.private_dir.trim_end_matches('/'),
-        vmi.uid()
-    )
-}
-
-/// The serial console socket QEMU listens on: `<socket-dir>/virt-serial0`.
-pub fn serial_socket(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> String {
-    format!("{}/virt-serial0", socket_dir(vmi, ctx))
-}
-
-/// The serial console log: `<socket-dir>/virt-serial0-log`.
-pub fn serial_log(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> String {
-    format!("{}/virt-serial0-log", socket_dir(vmi, ctx))
-}
-
-/// The VNC socket: `<socket-dir>/virt-vnc`.
-pub fn vnc_socket(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> String {
-    format!("{}/virt-vnc", socket_dir(vmi, ctx))
-}
-
 fn socket(path: String) -> Result<String, ConvertError> {
     if path.len() > MAX_SOCKET_PATH {
         return Err(ConvertError::Host(format!(
@@ -116,7 +91,7 @@ pub fn convert(
             graphics_type: "vnc".into(),
             listen: vec![GraphicsListen {
                 listen_type: "socket".into(),
-                socket: Some(socket(vnc_socket(vmi, ctx))?),
+                socket: Some(socket(ctx.paths.vnc_socket(vmi))?),
             }],
         });
         let model = match spec.video.as_ref() {
@@ -189,10 +164,7 @@ pub fn convert(
                 bus: "usb".into(),
                 source: Some(CharSource {
                     mode: Some("bind".into()),
-                    path: Some(socket(format!(
-                        "{}/virt-usbredir-{i}",
-                        socket_dir(vmi, ctx)
-                    ))?),
+                    path: Some(socket(ctx.paths.usbredir_socket(vmi, i))?),
                 }),
             });
         }
@@ -253,10 +225,10 @@ pub fn convert(
             target: Some(SerialTarget { port: 0 }),
             source: Some(CharSource {
                 mode: Some("bind".into()),
-                path: Some(socket(serial_socket(vmi, ctx))?),
+                path: Some(socket(ctx.paths.serial_socket(vmi))?),
             }),
             log: log.then(|| CharLog {
-                file: serial_log(vmi, ctx),
+                file: ctx.paths.serial_log(vmi),
                 append: Some("on".into()),
             }),
             alias: None,
@@ -284,7 +256,7 @@ pub fn convert(
             channel_type: "unix".into(),
             source: Some(CharSource {
                 mode: Some("bind".into()),
-                path: Some(socket(downward_metrics_socket(ctx))?),
+                path: Some(socket(ctx.paths.downward_metrics_socket())?),
             }),
             target: ChannelTarget {
                 target_type: "virtio".into(),
@@ -408,15 +380,6 @@ pub const USB_REDIR_DEVICES: usize = 4;
 pub const VIDEO_VRAM_KIB: u32 = 16384;
 /// Guest port name of the downward metrics channel (vhostmd).
 pub const DOWNWARD_METRICS_CHANNEL: &str = "org.github.vhostmd.1";
-
-/// The downward metrics socket QEMU listens on:
-/// `<private-dir>/downwardmetrics-channel/downwardmetrics.sock`.
-pub fn downward_metrics_socket(ctx: &ConvertContext) -> String {
-    format!(
-        "{}/downwardmetrics-channel/downwardmetrics.sock",
-        ctx.paths.private_dir.trim_end_matches('/')
-    )
-}
 
 /// `status.vsockCID`, when virt-controller assigned one.
 ///

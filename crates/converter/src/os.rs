@@ -85,8 +85,7 @@ pub fn efi_files(
             ctx.paths.ovmf_dir
         )));
     };
-    let dir = ctx.paths.ovmf_dir.trim_end_matches('/');
-    Ok(Some((format!("{dir}/{c}"), format!("{dir}/{v}"))))
+    Ok(Some((ctx.paths.ovmf_file(c), ctx.paths.ovmf_file(v))))
 }
 
 /// `<os>`: `<type arch machine>hvm</type>`; `<smbios mode='sysinfo'/>` where
@@ -175,10 +174,9 @@ pub fn convert(
             loader_type: Some("pflash".into()),
             path: code,
         });
-        let nvram_dir = ctx.paths.nvram_dir.trim_end_matches('/');
         os.nvram = Some(Nvram {
             template: Some(vars),
-            path: format!("{nvram_dir}/{}_VARS.fd", vmi.metadata.name),
+            path: ctx.paths.nvram(vmi),
         });
     }
     if let Some(bios) = bootloader.and_then(|b| b.bios.as_ref()) {
@@ -219,10 +217,7 @@ pub fn convert(
             os.cmdline = Some(args.clone());
         }
         if let Some(c) = &kb.container {
-            let dir = format!(
-                "{}/kernel-boot",
-                ctx.paths.container_disk_dir.trim_end_matches('/')
-            );
+            let dir = ctx.paths.kernel_boot_dir();
             let file = |field: &str, p: &Option<String>| -> Result<Option<String>, ConvertError> {
                 let Some(p) = p.as_deref().filter(|p| !p.is_empty()) else {
                     return Ok(None);

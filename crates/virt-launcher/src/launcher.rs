@@ -1013,7 +1013,7 @@ pub fn run_vmi(
             }
         }
         for (index, source) in &images {
-            let target = PathBuf::from(converter::disks::container_disk_image(&ctx, *index));
+            let target = PathBuf::from(ctx.paths.container_disk_image(*index));
             mounts.bind_file_read_only(source, &target)?;
         }
         for (dir, target) in &host_disk_dirs {
@@ -1121,7 +1121,7 @@ fn config_volume_dirs(
                 "--config-volume {name}=...: the VMI has no volume named {name:?}"
             )));
         };
-        let takes_dir = converter::disks::ConfigKind::of(v).is_some()
+        let takes_dir = api::layout::ConfigKind::of(v).is_some()
             || v.cloud_init_no_cloud.is_some()
             || v.cloud_init_config_drive.is_some();
         if !takes_dir {
@@ -1147,7 +1147,7 @@ fn config_volume_dirs(
         }
     }
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
-        if let Some(kind) = converter::disks::ConfigKind::of(v) {
+        if let Some(kind) = api::layout::ConfigKind::of(v) {
             if !out.contains_key(&v.name) {
                 return Err(LauncherError::Input(format!(
                     "spec.volumes[{i}].{}: standalone mode has no mounted {} volumes: pass --config-volume {}=DIR with the directory holding its files",
