@@ -1,7 +1,7 @@
 //! Devices other than disks: controllers, serial console, guest agent
 //! channel, VNC and video, input, memory balloon, RNG.
 
-use api::vmi::Bus;
+use api::vmi::{Bus, InputBus, InputType, SoundModel, WatchdogAction};
 use api::VirtualMachineInstance;
 use domain::{
     BalloonStats, Channel, ChannelTarget, CharLog, CharSource, Console, ConsoleTarget, Controller,
@@ -55,23 +55,26 @@ pub fn convert(
 
     for (i, input) in spec.inputs.iter().enumerate() {
         let path = format!("spec.domain.devices.inputs[{i}]");
-        if input.input_type != "tablet" {
+        if input.input_type != InputType::Tablet {
             return Err(ConvertError::invalid(
                 format!("{path}.type"),
-                format!("{:?} is not supported: only tablet", input.input_type),
+                format!(
+                    "{:?} is not supported: only tablet",
+                    input.input_type.as_str()
+                ),
             ));
         }
-        let model = match input.bus.as_str() {
-            "usb" => None,
-            "virtio" => Some("virtio".to_owned()),
+        let model = match &input.bus {
+            InputBus::Usb => None,
+            InputBus::Virtio => Some("virtio".to_owned()),
             other => {
                 return Err(ConvertError::invalid(
                     format!("{path}.bus"),
-                    format!("{other:?} is not supported: use usb or virtio"),
+                    format!("{:?} is not supported: use usb or virtio", other.as_str()),
                 ))
             }
         };
-        if input.bus == "usb" && caps.usb_unsupported {
+        if input.bus == InputBus::Usb && caps.usb_unsupported {
             return Err(ConvertError::invalid(
                 format!("{path}.bus"),
                 format!("usb is not available on {}", ctx.arch),
@@ -80,7 +83,7 @@ pub fn convert(
         let alias = crate::user_alias(&format!("{path}.name"), &input.name)?;
         dev.input.push(Input {
             input_type: "tablet".into(),
-            bus: Some(input.bus.clone()),
+            bus: Some(input.bus.as_str().to_owned()),
             model,
             alias: Some(alias),
         });
@@ -101,7 +104,7 @@ pub fn convert(
                         "spec.domain.devices.video.type",
                         format!(
                             "{:?} is not supported on {}: use one of {}",
-                            v.video_type,
+                            v.video_type.as_str(),
                             ctx.arch,
                             caps.video_models.join(", ")
                         ),
@@ -339,10 +342,10 @@ pub fn convert(
                 format!("sound is not supported on {}", ctx.arch),
             ));
         }
-        let model = match s.model.as_str() {
-            "" | "ich9" => "ich9",
-            "ac97" => "ac97",
-            other => {
+        let model = match &s.model {
+            SoundModel::Unset | SoundModel::Ich9 => SoundModel::Ich9.as_str(),
+            SoundModel::Ac97 => SoundModel::Ac97.as_str(),
+            SoundModel::Other(other) => {
                 return Err(ConvertError::invalid(
                     format!("{path}.model"),
                     format!("{other:?} is not supported: use ich9 or ac97"),
@@ -434,10 +437,12 @@ fn watchdog(
             format!("not supported on {}: use {model}", ctx.arch),
         ));
     }
-    let action = match settings.action.as_str() {
-        "" => "reset",
-        a @ ("reset" | "poweroff" | "shutdown") => a,
-        other => {
+    let action = match &settings.action {
+        WatchdogAction::Unset => WatchdogAction::Reset.as_str(),
+        a @ (WatchdogAction::Reset | WatchdogAction::Poweroff | WatchdogAction::Shutdown) => {
+            a.as_str()
+        }
+        WatchdogAction::Other(other) => {
             return Err(ConvertError::invalid(
                 format!("{path}.{given}.action"),
                 format!("{other:?} is not one of poweroff, reset, shutdown"),

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use api::layout::{ClaimData, VolumeFiles, PR_HELPER_SOCKET};
-use api::vmi::{Bus, CacheMode, Disk as VmiDisk, Volume};
+use api::vmi::{Bus, CacheMode, Disk as VmiDisk, Tray, Volume};
 use api::{Arch, VirtualMachineInstance};
 use domain::{
     Address, BackingStore, BlockIo, BootOrder, Disk, DiskDriver, DiskSource, DiskTarget, Empty,
@@ -268,7 +268,11 @@ pub fn convert(
             target: DiskTarget {
                 dev: dev.clone(),
                 bus: Some(bus.as_str().into()),
-                tray: d.cdrom.as_ref().and_then(|c| c.tray.clone()),
+                tray: d
+                    .cdrom
+                    .as_ref()
+                    .and_then(|c| c.tray.as_ref())
+                    .map(|t| t.as_str().to_owned()),
             },
             // KubeVirt writes no <serial> for an empty one.
             serial: d.serial.clone().filter(|s| !s.is_empty()),
@@ -276,13 +280,11 @@ pub fn convert(
             alias: Some(crate::user_alias(&format!("{path}.name"), &d.name)?),
             ..Disk::default()
         };
-        if let Some(t) = &disk.target.tray {
-            if t != "open" && t != "closed" {
-                return Err(ConvertError::invalid(
-                    format!("{path}.cdrom.tray"),
-                    format!("{t:?} is not open or closed"),
-                ));
-            }
+        if let Some(Tray::Other(t)) = d.cdrom.as_ref().and_then(|c| c.tray.as_ref()) {
+            return Err(ConvertError::invalid(
+                format!("{path}.cdrom.tray"),
+                format!("{t:?} is not open or closed"),
+            ));
         }
         if bus == Bus::Virtio && ctx.arch != Arch::S390x {
             disk.model = Some(crate::arch::virtio_model(crate::arch::caps(ctx.arch), vmi).into());

@@ -1,6 +1,7 @@
 //! `<os>` (machine type, firmware, direct kernel boot, boot menu) and
 //! `<sysinfo>` (SMBIOS) from `spec.domain.machine` and `spec.domain.firmware`.
 
+use api::vmi::StartStrategy;
 use api::VirtualMachineInstance;
 use domain::{
     BiosOptions, BootMenu, Loader, Nvram, Os, OsType, Smbios, SysInfo, SysInfoEntries, SysInfoEntry,
@@ -241,7 +242,7 @@ pub fn convert(
             }
         }
     }
-    if vmi.spec.start_strategy.as_deref() == Some("Paused") {
+    if vmi.spec.start_strategy == Some(StartStrategy::Paused) {
         os.bootmenu = Some(BootMenu {
             enable: "yes".into(),
             timeout: Some(PAUSED_BOOT_MENU_TIMEOUT_MS),

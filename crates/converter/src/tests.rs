@@ -1898,3 +1898,110 @@ fn queues_follow_the_vcpus_online_at_boot() {
     let x = d.to_xml().unwrap();
     assert!(x.contains("<driver name=\"vhost\" queues=\"2\"/>"), "{x}");
 }
+
+/// Values of KubeVirt's string-typed fields that it does not name are
+/// kept (an unknown `startStrategy` is ignored, as by KubeVirt's
+/// converter) or refused by the field that holds them.
+#[test]
+fn unknown_values_of_named_string_fields_keep_their_field_errors() {
+    let base = |domain: &str, volumes: &str| {
+        format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: e, uid: u1}}\nspec:\n  domain:\n    memory: {{guest: 64Mi}}\n{domain}  volumes:\n{volumes}")
+    };
+    let cd = "  - {name: c, containerDisk: {image: x}}\n";
+    let pod = "  networks:\n  - {name: default, pod: {}}\n";
+    let cases = [
+        (
+            "    devices:\n      interfaces:\n      - {name: default, masquerade: {}, state: sideways}\n".to_owned() + pod,
+            "spec.domain.devices.interfaces[0].state: \"sideways\" is not one of up, down, absent",
+        ),
+        (
+            "    devices:\n      interfaces:\n      - {name: default, masquerade: {}, model: e100}\n".to_owned() + pod,
+            "spec.domain.devices.interfaces[0].model: \"e100\" is not one of e1000, e1000e, igb, ne2k_pci, pcnet, rtl8139, virtio",
+        ),
+        (
+            "    devices:\n      interfaces:\n      - {name: default, masquerade: {}, model: \"\"}\n".to_owned() + pod,
+            "spec.domain.devices.interfaces[0].model: \"\" is not one of e1000, e1000e, igb, ne2k_pci, pcnet, rtl8139, virtio",
+        ),
+        (
+            "    devices:\n      disks:\n      - {name: c, cdrom: {tray: ajar}}\n".to_owned(),
+            "spec.domain.devices.disks[0].cdrom.tray: \"ajar\" is not open or closed",
+        ),
+        (
+            "    clock: {utc: {}, timer: {rtc: {tickPolicy: skip}}}\n".to_owned(),
+            "spec.domain.clock.timer.rtc.tickPolicy: \"skip\" is not one of delay, catchup, merge, discard",
+        ),
+        (
+            "    clock: {utc: {}, timer: {pit: {track: guest}}}\n".to_owned(),
+            "spec.domain.clock.timer.pit.track: \"guest\" is not valid here (rtc only: guest or wall)",
+        ),
+        (
+            "    clock: {utc: {}, timer: {rtc: {track: host}}}\n".to_owned(),
+            "spec.domain.clock.timer.rtc.track: \"host\" is not valid here (rtc only: guest or wall)",
+        ),
+        (
+            "    cpu: {model: Haswell, features: [{name: vmx, policy: maybe}]}\n".to_owned(),
+            "spec.domain.cpu.features[0].policy: \"maybe\" is not one of force, require, optional, disable, forbid",
+        ),
+        (
+            "    devices:\n      inputs:\n      - {name: m, type: mouse}\n".to_owned(),
+            "spec.domain.devices.inputs[0].type: \"mouse\" is not supported: only tablet",
+        ),
+        (
+            "    devices:\n      inputs:\n      - {name: m, bus: ps2}\n".to_owned(),
+            "spec.domain.devices.inputs[0].bus: \"ps2\" is not supported: use usb or virtio",
+        ),
+        (
+            "    devices:\n      video: {type: qxl}\n".to_owned(),
+            "spec.domain.devices.video.type: \"qxl\" is not supported on amd64: use one of ",
+        ),
+        (
+            "    devices:\n      video: {}\n".to_owned(),
+            "spec.domain.devices.video.type: \"\" is not supported on amd64: use one of ",
+        ),
+        (
+            "    devices:\n      sound: {name: s, model: sb16}\n".to_owned(),
+            "spec.domain.devices.sound.model: \"sb16\" is not supported: use ich9 or ac97",
+        ),
+        (
+            "    devices:\n      watchdog: {name: w, i6300esb: {action: explode}}\n".to_owned(),
+            "spec.domain.devices.watchdog.i6300esb.action: \"explode\" is not one of poweroff, reset, shutdown",
+        ),
+        (
+            "    ioThreadsPolicy: many\n".to_owned(),
+            "spec.domain.ioThreadsPolicy: Invalid IOThreadsPolicy (many)",
+        ),
+    ];
+    let mut bad = Vec::new();
+    for (domain, want) in cases {
+        let doc = base(&domain, cd);
+        match conv(&doc, Arch::Amd64) {
+            Ok(_) => bad.push(format!("{want}: converted")),
+            Err(e) if e.to_string().starts_with(want) => {}
+            Err(e) => bad.push(format!("{want}: got {e}")),
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+
+    // A hostDisk type is refused by validation, naming the field.
+    let doc = base("", "  - {name: h, hostDisk: {path: /x.img, type: Maybe}}\n");
+    let e = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "spec.volumes[0].hostDisk.type: \"Maybe\" is not Disk or DiskOrCreate"
+    );
+
+    // An unknown start strategy starts the guest as usual, and the VMI's
+    // JSON keeps the value (as every unknown one) as it was written.
+    let doc = base("", cd).replace("spec:\n", "spec:\n  startStrategy: Later\n");
+    let v = vmi(&doc, Arch::Amd64);
+    let d = convert(&v, &ConvertContext::new(Arch::Amd64, VirtType::Kvm)).unwrap();
+    assert!(d.os.bootmenu.is_none());
+    let json = serde_json::to_value(&v).unwrap();
+    assert_eq!(json["spec"]["startStrategy"], "Later");
+    let paused = vmi(
+        &base("", cd).replace("spec:\n", "spec:\n  startStrategy: Paused\n"),
+        Arch::Amd64,
+    );
+    let d = convert(&paused, &ConvertContext::new(Arch::Amd64, VirtType::Kvm)).unwrap();
+    assert!(d.os.bootmenu.is_some());
+}

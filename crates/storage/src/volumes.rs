@@ -9,7 +9,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use api::layout::ClaimData;
-use api::vmi::{EmptyDiskSource, HostDiskSource, Volume};
+use api::vmi::{EmptyDiskSource, HostDiskSource, HostDiskType, Volume};
 use api::VirtualMachineInstance;
 use converter::{ConvertContext, ImageFormat};
 
@@ -106,8 +106,8 @@ pub(crate) fn host_disk(
     if exists_regular(field, image)? {
         return Ok(());
     }
-    match h.disk_type.as_str() {
-        "DiskOrCreate" => {
+    match &h.disk_type {
+        HostDiskType::DiskOrCreate => {
             let cap = h.capacity.as_ref().ok_or_else(|| {
                 volume_err(&format!("{field}.capacity"), "required for DiskOrCreate")
             })?;
@@ -118,11 +118,11 @@ pub(crate) fn host_disk(
             create_claim_image(field, &v.name, image, bytes, opts)?;
             finish_file(field, image, 0o660, opts.owner)
         }
-        "Disk" | "" => Err(volume_err(
+        HostDiskType::Disk | HostDiskType::Unset => Err(volume_err(
             field,
             format!("disk image {} does not exist", image.display()),
         )),
-        other => Err(volume_err(
+        HostDiskType::Other(other) => Err(volume_err(
             &format!("{field}.type"),
             format!("{other:?} is not Disk or DiskOrCreate"),
         )),

@@ -117,7 +117,23 @@ pub struct Watchdog {
 pub struct WatchdogModel {
     /// `poweroff`, `reset` (default) or `shutdown`.
     #[serde(default)]
-    pub action: String,
+    pub action: WatchdogAction,
+}
+
+string_enum! {
+    /// `watchdog.<model>.action`: what the watchdog does when it fires.
+    #[derive(Default)]
+    pub enum WatchdogAction {
+        /// Empty or absent: `reset`.
+        #[default]
+        Unset = "",
+        /// Power the guest off.
+        Poweroff = "poweroff",
+        /// Reset the guest (KubeVirt's default).
+        Reset = "reset",
+        /// Shut the guest down gracefully.
+        Shutdown = "shutdown",
+    }
 }
 
 /// `devices.tpm`.
@@ -143,7 +159,21 @@ pub struct SoundDevice {
     pub name: String,
     /// `ich9` (default) or `ac97`.
     #[serde(default)]
-    pub model: String,
+    pub model: SoundModel,
+}
+
+string_enum! {
+    /// `sound.model`.
+    #[derive(Default)]
+    pub enum SoundModel {
+        /// Empty or absent: `ich9`.
+        #[default]
+        Unset = "",
+        /// Intel ICH9 HD audio.
+        Ich9 = "ich9",
+        /// AC'97.
+        Ac97 = "ac97",
+    }
 }
 
 /// `devices.filesystems[]`.
@@ -166,7 +196,28 @@ pub struct Filesystem {
 pub struct VideoDevice {
     /// libvirt video model (`vga`, `virtio`, `bochs`, `cirrus`, `ramfb`).
     #[serde(rename = "type", default)]
-    pub video_type: String,
+    pub video_type: VideoType,
+}
+
+string_enum! {
+    /// `video.type`: libvirt's video model (which ones an architecture has
+    /// is the converter's `ArchCaps::video_models`).
+    #[derive(Default)]
+    pub enum VideoType {
+        /// Empty or absent (refused: a video device names its type).
+        #[default]
+        Unset = "",
+        /// Standard VGA.
+        Vga = "vga",
+        /// virtio-gpu.
+        Virtio = "virtio",
+        /// Bochs display (EFI guests).
+        Bochs = "bochs",
+        /// Cirrus Logic.
+        Cirrus = "cirrus",
+        /// A RAM framebuffer (arm64).
+        Ramfb = "ramfb",
+    }
 }
 
 /// A `spec.domain.devices.inputs[]` entry.
@@ -178,8 +229,34 @@ pub struct Input {
     pub name: String,
     /// `usb` (default) or `virtio`.
     #[serde(default)]
-    pub bus: String,
+    pub bus: InputBus,
     /// `tablet` (the only supported type).
     #[serde(default, rename = "type")]
-    pub input_type: String,
+    pub input_type: InputType,
+}
+
+string_enum! {
+    /// `inputs[].bus`.
+    #[derive(Default)]
+    pub enum InputBus {
+        /// Empty or absent: defaulted to `usb`.
+        #[default]
+        Unset = "",
+        /// USB.
+        Usb = "usb",
+        /// virtio-input.
+        Virtio = "virtio",
+    }
+}
+
+string_enum! {
+    /// `inputs[].type`.
+    #[derive(Default)]
+    pub enum InputType {
+        /// Empty or absent: defaulted to `tablet`.
+        #[default]
+        Unset = "",
+        /// A tablet (absolute pointer), the only type KubeVirt supports.
+        Tablet = "tablet",
+    }
 }

@@ -177,5 +177,15 @@ pub struct CdromTarget {
     pub readonly: Option<bool>,
     /// `open` or `closed` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tray: Option<String>,
+    pub tray: Option<Tray>,
+}
+
+string_enum! {
+    /// `cdrom.tray` (KubeVirt `TrayState`).
+    pub enum Tray {
+        /// The tray is open: no medium (hot-plug of a CD-ROM's volume).
+        Open = "open",
+        /// The tray is closed (KubeVirt's default).
+        Closed = "closed",
+    }
 }

@@ -50,10 +50,38 @@ pub struct TimerSpec {
     pub present: Option<bool>,
     /// `delay`, `catchup`, `merge` or `discard`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tick_policy: Option<String>,
+    pub tick_policy: Option<TickPolicy>,
     /// rtc only: `guest` or `wall`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub track: Option<String>,
+    pub track: Option<TimerTrack>,
+}
+
+string_enum! {
+    /// `timer.<timer>.tickPolicy`: what a timer does with missed ticks.
+    pub enum TickPolicy {
+        /// Empty: no policy (libvirt's default).
+        Unset = "",
+        /// Deliver them late, at the normal rate.
+        Delay = "delay",
+        /// Deliver them faster until caught up.
+        Catchup = "catchup",
+        /// Merge them into one.
+        Merge = "merge",
+        /// Drop them.
+        Discard = "discard",
+    }
+}
+
+string_enum! {
+    /// `timer.rtc.track`: the time the RTC follows.
+    pub enum TimerTrack {
+        /// Empty: libvirt's default.
+        Unset = "",
+        /// The guest's time.
+        Guest = "guest",
+        /// The host's wall clock.
+        Wall = "wall",
+    }
 }
 
 /// `clock.utc`.

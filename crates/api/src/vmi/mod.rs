@@ -17,6 +17,9 @@
 //! storage crate's claim facts).
 
 mod access;
+#[macro_use]
+mod string_enum;
+
 mod cpu;
 mod devices;
 mod disks;
@@ -114,10 +117,19 @@ pub struct VmiSpec {
     pub architecture: Option<String>,
     /// `Paused` starts the domain paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_strategy: Option<String>,
+    pub start_strategy: Option<StartStrategy>,
     /// Credentials put into the guest (SSH keys through cloud-init).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub access_credentials: Vec<AccessCredential>,
+}
+
+string_enum! {
+    /// `spec.startStrategy` (KubeVirt `StartStrategy`).
+    pub enum StartStrategy {
+        /// The domain is defined and started paused, with a boot menu
+        /// (`StartStrategyPaused`).
+        Paused = "Paused",
+    }
 }
 
 /// `spec.domain`.
@@ -152,7 +164,7 @@ pub struct DomainSpec {
     /// `shared`, `auto` or `supplementalPool` (see the converter's
     /// `iothreads` module).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub io_threads_policy: Option<String>,
+    pub io_threads_policy: Option<IoThreadsPolicy>,
     /// Threads of the `supplementalPool` policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_threads: Option<IoThreads>,

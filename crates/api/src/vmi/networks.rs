@@ -55,7 +55,7 @@ pub struct Interface {
     /// NIC model: `virtio` (default), `e1000`, `e1000e`, `igb`, `ne2k_pci`,
     /// `pcnet`, `rtl8139`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<InterfaceModel>,
     /// Bridge binding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
@@ -109,25 +109,138 @@ pub struct Interface {
     pub acpi_index: Option<u32>,
     /// `up`, `down` or `absent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<InterfaceState>,
+}
+
+string_enum! {
+    /// `interfaces[].model`: the NIC model KubeVirt accepts (default
+    /// `virtio`), in its order of `validateInterfaceModel`'s message.
+    pub enum InterfaceModel {
+        /// Intel 82540EM.
+        E1000 = "e1000",
+        /// Intel 82574L.
+        E1000e = "e1000e",
+        /// Intel 82576.
+        Igb = "igb",
+        /// NE2000 PCI.
+        Ne2kPci = "ne2k_pci",
+        /// AMD PCnet.
+        Pcnet = "pcnet",
+        /// Realtek 8139.
+        Rtl8139 = "rtl8139",
+        /// virtio-net (the default).
+        Virtio = "virtio",
+    }
+}
+
+string_enum! {
+    /// `interfaces[].state` (KubeVirt `InterfaceState`).
+    pub enum InterfaceState {
+        /// Empty: as `up`.
+        Unset = "",
+        /// Link up (the default).
+        Up = "up",
+        /// Link down (`<link state='down'/>`).
+        Down = "down",
+        /// Not attached: left out of the domain (hot-unplugged).
+        Absent = "absent",
+    }
+}
+
+/// The binding method of an interface: which of its binding fields is set
+/// (KubeVirt `InterfaceBindingMethod`, and `binding` for a plugin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Binding {
+    /// `bridge`.
+    Bridge,
+    /// `masquerade` (NAT).
+    Masquerade,
+    /// `sriov`: a PCI host device (a VF).
+    Sriov,
+    /// `slirp` (removed upstream).
+    Slirp,
+    /// `passt`, the core binding removed in KubeVirt v1.3.
+    Passt,
+    /// `macvtap`.
+    Macvtap,
+    /// `binding`: a network binding plugin (`{name: passt}`).
+    Plugin,
+}
+
+impl Binding {
+    /// Every binding, in the order of KubeVirt's "only one of" message.
+    pub const ALL: [Binding; 7] = [
+        Binding::Bridge,
+        Binding::Masquerade,
+        Binding::Sriov,
+        Binding::Slirp,
+        Binding::Passt,
+        Binding::Macvtap,
+        Binding::Plugin,
+    ];
+
+    /// The field's name (`masquerade`, ..., `binding`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::Bridge => "bridge",
+            Binding::Masquerade => "masquerade",
+            Binding::Sriov => "sriov",
+            Binding::Slirp => "slirp",
+            Binding::Passt => "passt",
+            Binding::Macvtap => "macvtap",
+            Binding::Plugin => "binding",
+        }
+    }
 }
 
 impl Interface {
-    /// The binding's KubeVirt name (`masquerade`, `bridge`, ...), or
-    /// `None` when no binding is set.
-    pub fn binding_name(&self) -> Option<&'static str> {
+    /// Whether binding `b`'s field is set.
+    pub fn has_binding(&self, b: Binding) -> bool {
+        match b {
+            Binding::Bridge => self.bridge.is_some(),
+            Binding::Masquerade => self.masquerade.is_some(),
+            Binding::Sriov => self.sriov.is_some(),
+            Binding::Slirp => self.slirp.is_some(),
+            Binding::Passt => self.passt.is_some(),
+            Binding::Macvtap => self.macvtap.is_some(),
+            Binding::Plugin => self.binding.is_some(),
+        }
+    }
+
+    /// The interface's binding (masquerade first, then bridge, sriov,
+    /// slirp, passt, macvtap, a plugin, when several are set, which the
+    /// converter refuses), or `None` when no binding is set.
+    pub fn binding_kind(&self) -> Option<Binding> {
         [
-            (self.masquerade.is_some(), "masquerade"),
-            (self.bridge.is_some(), "bridge"),
-            (self.sriov.is_some(), "sriov"),
-            (self.slirp.is_some(), "slirp"),
-            (self.passt.is_some(), "passt"),
-            (self.macvtap.is_some(), "macvtap"),
-            (self.binding.is_some(), "binding"),
+            Binding::Masquerade,
+            Binding::Bridge,
+            Binding::Sriov,
+            Binding::Slirp,
+            Binding::Passt,
+            Binding::Macvtap,
+            Binding::Plugin,
         ]
         .into_iter()
-        .find(|(set, _)| *set)
-        .map(|(_, n)| n)
+        .find(|b| self.has_binding(*b))
+    }
+
+    /// The binding's KubeVirt name (`masquerade`, `bridge`, ...), or
+    /// `None` when no binding is set ([`Interface::binding_kind`]).
+    pub fn binding_name(&self) -> Option<&'static str> {
+        self.binding_kind().map(Binding::as_str)
+    }
+
+    /// The link state: `state`, `up` when absent or empty.
+    pub fn link_state(&self) -> &InterfaceState {
+        match &self.state {
+            None | Some(InterfaceState::Unset) => &InterfaceState::Up,
+            Some(s) => s,
+        }
+    }
+
+    /// `state: absent`: the interface is not attached to the domain.
+    pub fn is_absent(&self) -> bool {
+        self.state == Some(InterfaceState::Absent)
     }
 
     /// The binding plugin's name (`binding: {name: passt}` → `passt`), or

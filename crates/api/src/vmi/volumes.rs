@@ -262,13 +262,27 @@ pub struct HostDiskSource {
     pub path: String,
     /// `Disk` (must exist) or `DiskOrCreate`.
     #[serde(default, rename = "type")]
-    pub disk_type: String,
+    pub disk_type: HostDiskType,
     /// Size when created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Quantity>,
     /// Shared between VMs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<bool>,
+}
+
+string_enum! {
+    /// `hostDisk.type` (KubeVirt `HostDiskType`).
+    #[derive(Default)]
+    pub enum HostDiskType {
+        /// Empty or absent (refused by validation).
+        #[default]
+        Unset = "",
+        /// The image must exist.
+        Disk = "Disk",
+        /// The image is created, of `capacity`, when it does not exist.
+        DiskOrCreate = "DiskOrCreate",
+    }
 }
 
 impl Volume {
