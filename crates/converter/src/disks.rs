@@ -40,11 +40,54 @@ fn prefix(bus: Bus) -> &'static str {
     }
 }
 
+/// How the guest sees a disk (`disks[]` sets exactly one of `disk`, `lun`,
+/// `cdrom`; none is a disk): libvirt's `<disk device=...>`, also the VMI
+/// field's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskDevice {
+    /// A block device.
+    Disk,
+    /// A SCSI LUN passed through (block-mode claims only).
+    Lun,
+    /// A CD-ROM drive.
+    Cdrom,
+}
+
+impl DiskDevice {
+    /// libvirt's and KubeVirt's name (`disk`, `lun`, `cdrom`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskDevice::Disk => "disk",
+            DiskDevice::Lun => "lun",
+            DiskDevice::Cdrom => "cdrom",
+        }
+    }
+}
+
+/// What a disk's source is: libvirt's `<disk type=...>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceType {
+    /// An image file (`<source file=...>`).
+    File,
+    /// A block device (`<source dev=...>`).
+    Block,
+}
+
+impl SourceType {
+    /// libvirt's name (`file`, `block`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceType::File => "file",
+            SourceType::Block => "block",
+        }
+    }
+}
+
 /// Where a volume's image is, as KubeVirt lays it out in the pod.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VolumeLocation {
-    /// `file` or `block`.
-    pub disk_type: &'static str,
+    /// File or block device.
+    pub disk_type: SourceType,
     /// Format the guest device reads.
     pub format: ImageFormat,
     /// Image file or block device.
@@ -76,22 +119,23 @@ pub fn locate(
         ..DiskSource::default()
     };
     let raw_file = |f: String| VolumeLocation {
-        disk_type: "file",
+        disk_type: SourceType::File,
         format: ImageFormat::Raw,
         source: file(f),
         backing: None,
     };
     // A qcow2 overlay the guest writes, on a backing file of `format`.
     let overlay = |overlay: String, format: ImageFormat, backing: &ClaimData| VolumeLocation {
-        disk_type: "file",
+        disk_type: SourceType::File,
         format: ImageFormat::Qcow2,
         source: file(overlay),
         backing: Some(BackingStore {
             store_type: Some(
                 match backing {
-                    ClaimData::Block(_) => "block",
-                    ClaimData::Image(_) => "file",
+                    ClaimData::Block(_) => SourceType::Block,
+                    ClaimData::Image(_) => SourceType::File,
                 }
+                .as_str()
                 .into(),
             ),
             format: Some(Format {
@@ -126,7 +170,7 @@ pub fn locate(
         // PVC, read as raw (block device or the claim's disk.img).
         VolumeFiles::Ephemeral { claim, overlay: o } => overlay(o, ImageFormat::Raw, &claim),
         VolumeFiles::EmptyDisk(image) => VolumeLocation {
-            disk_type: "file",
+            disk_type: SourceType::File,
             format: ImageFormat::Qcow2,
             source: file(image),
             backing: None,
@@ -135,7 +179,7 @@ pub fn locate(
         // source, which libvirt's schema has only for network disks
         // (virt-xml-validate refuses it here) and its parser ignores.
         VolumeFiles::Claim(c @ ClaimData::Block(_)) => VolumeLocation {
-            disk_type: "block",
+            disk_type: SourceType::Block,
             format: ImageFormat::Raw,
             source: claim_source(c),
             backing: None,
@@ -215,11 +259,11 @@ pub fn convert(
     let mut out = Vec::with_capacity(vmi.spec.domain.devices.disks.len());
     for (i, d) in vmi.spec.domain.devices.disks.iter().enumerate() {
         let path = format!("spec.domain.devices.disks[{i}]");
-        let (device, bus, target_field) = match (&d.disk, &d.lun, &d.cdrom) {
-            (Some(t), _, _) => ("disk", t.bus, "disk"),
-            (None, Some(t), _) => ("lun", t.bus, "lun"),
-            (None, None, Some(c)) => ("cdrom", c.bus, "cdrom"),
-            (None, None, None) => ("disk", None, "disk"),
+        let (device, bus) = match (&d.disk, &d.lun, &d.cdrom) {
+            (Some(t), _, _) => (DiskDevice::Disk, t.bus),
+            (None, Some(t), _) => (DiskDevice::Lun, t.bus),
+            (None, None, Some(c)) => (DiskDevice::Cdrom, c.bus),
+            (None, None, None) => (DiskDevice::Disk, None),
         };
         let bus = bus.unwrap_or_else(|| ctx.arch.default_disk_bus());
         check_bus(
@@ -227,7 +271,7 @@ pub fn convert(
             device,
             bus,
             d,
-            &format!("{path}.{target_field}.bus"),
+            &format!("{path}.{}.bus", device.as_str()),
         )?;
 
         let pre = prefix(bus);
@@ -237,11 +281,11 @@ pub fn convert(
         let dev = device_name(pre, idx);
 
         let readonly_spec = match device {
-            "cdrom" => d.cdrom.as_ref().and_then(|c| c.readonly).unwrap_or(true),
-            "lun" => d.lun.as_ref().is_some_and(|t| t.readonly),
-            _ => d.disk.as_ref().is_some_and(|t| t.readonly),
+            DiskDevice::Cdrom => d.cdrom.as_ref().and_then(|c| c.readonly).unwrap_or(true),
+            DiskDevice::Lun => d.lun.as_ref().is_some_and(|t| t.readonly),
+            DiskDevice::Disk => d.disk.as_ref().is_some_and(|t| t.readonly),
         };
-        if device == "disk" && readonly_spec && bus == Bus::Sata {
+        if device == DiskDevice::Disk && readonly_spec && bus == Bus::Sata {
             return Err(ConvertError::invalid(
                 format!("{path}.disk.readonly"),
                 format!(
@@ -264,7 +308,7 @@ pub fn convert(
         }
 
         let mut disk = Disk {
-            device: device.into(),
+            device: device.as_str().into(),
             target: DiskTarget {
                 dev: dev.clone(),
                 bus: Some(bus.as_str().into()),
@@ -337,7 +381,7 @@ pub fn convert(
         // KubeVirt places SCSI disks and LUNs on the controller by the
         // index of their name; libvirt places SCSI CD-ROMs itself (from the
         // same name, as long as the units fit one controller).
-        if bus == Bus::Scsi && device != "cdrom" {
+        if bus == Bus::Scsi && device != DiskDevice::Cdrom {
             disk.address = Some(Address {
                 address_type: "drive".into(),
                 controller: Some("0".into()),
@@ -387,8 +431,8 @@ pub fn convert(
         match volumes.get(d.name.as_str()) {
             Some((vi, v)) => {
                 let mut loc = locate(ctx, vmi, *vi, v)?;
-                if device == "lun" {
-                    if loc.disk_type != "block" || loc.backing.is_some() {
+                if device == DiskDevice::Lun {
+                    if loc.disk_type != SourceType::Block || loc.backing.is_some() {
                         return Err(ConvertError::invalid(
                             format!("{path}.lun"),
                             format!(
@@ -408,7 +452,7 @@ pub fn convert(
                         });
                     }
                 }
-                disk.disk_type = loc.disk_type.into();
+                disk.disk_type = loc.disk_type.as_str().into();
                 driver.format = Some(loc.format.as_str().into());
                 disk.source = Some(loc.source);
                 disk.backing_store = loc.backing;
@@ -418,7 +462,7 @@ pub fn convert(
                 // overlays) always unmap.
                 let own_image =
                     v.container_disk.is_some() || v.empty_disk.is_some() || v.ephemeral.is_some();
-                if (device == "disk" || device == "lun")
+                if matches!(device, DiskDevice::Disk | DiskDevice::Lun)
                     && !metrics
                     && (own_image || !ctx.volumes_discard_ignore.contains(&v.name))
                 {
@@ -432,9 +476,9 @@ pub fn convert(
                     readonly = true;
                 }
             }
-            None if device == "cdrom" => {
+            None if device == DiskDevice::Cdrom => {
                 // An empty CD-ROM drive: no medium (KubeVirt: block, raw, no source).
-                disk.disk_type = "block".into();
+                disk.disk_type = SourceType::Block.as_str().into();
                 driver.format = Some("raw".into());
             }
             None => {
@@ -526,12 +570,12 @@ fn cache_str(c: CacheMode) -> &'static str {
 /// Buses each device kind may use, per KubeVirt's admission rules.
 fn check_bus(
     arch: Arch,
-    device: &str,
+    device: DiskDevice,
     bus: Bus,
     d: &VmiDisk,
     field: &str,
 ) -> Result<(), ConvertError> {
-    if device == "cdrom" && bus == Bus::Virtio {
+    if device == DiskDevice::Cdrom && bus == Bus::Virtio {
         return Err(ConvertError::invalid(
             field,
             format!(
@@ -540,7 +584,7 @@ fn check_bus(
             ),
         ));
     }
-    if device == "lun" && !matches!(bus, Bus::Scsi | Bus::Virtio) {
+    if device == DiskDevice::Lun && !matches!(bus, Bus::Scsi | Bus::Virtio) {
         return Err(ConvertError::invalid(
             field,
             format!(
