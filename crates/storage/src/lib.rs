@@ -324,8 +324,4 @@ pub fn prepare(
 }
 
 #[cfg(test)]
-mod pvc_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod volume_tests;

@@ -6,9 +6,8 @@ use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::Path;
 
+use super::*;
 use crate::pvc::{self, PvcInfo, SpacePolicy};
-use crate::tests::{env, Env};
-use crate::*;
 
 const MIB: u64 = 1 << 20;
 

@@ -1,43 +1,13 @@
-//! Preparation against real files and the real qemu-img.
+//! Image volumes: containerDisk overlays, emptyDisk, hostDisk, ephemeral
+//! overlays, symbolic links refused, cache and io modes.
 
 use std::fs;
 use std::process::Command;
 use std::time::Duration;
 
-use api::Arch;
-use converter::{ConvertContext, ImageFormat, VirtType};
+use converter::ImageFormat;
 
-use crate::*;
-
-pub(crate) struct Env {
-    _dir: tempfile::TempDir,
-    pub(crate) root: std::path::PathBuf,
-    pub(crate) ctx: ConvertContext,
-}
-
-pub(crate) fn env() -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Qemu);
-    let p = |s: &str| root.join(s).to_string_lossy().into_owned();
-    ctx.paths.container_disk_dir = p("container-disks");
-    ctx.paths.ephemeral_disk_dir = p("ephemeral");
-    ctx.paths.private_dir = p("private");
-    ctx.paths.empty_disk_dir = p("empty-disks");
-    fs::create_dir_all(root.join("container-disks")).unwrap();
-    Env {
-        _dir: dir,
-        root,
-        ctx,
-    }
-}
-
-pub(crate) fn vmi(volumes: &str) -> api::VirtualMachineInstance {
-    let doc = format!(
-        "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: s}}\nspec:\n  domain: {{memory: {{guest: 64Mi}}}}\n  volumes:\n{volumes}"
-    );
-    api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap()
-}
+use super::*;
 
 fn qemu_img(args: &[&str]) {
     let mut c = Command::new("qemu-img");
@@ -285,4 +255,52 @@ fn case_013_io_native_needs_cache_none_and_a_preallocated_image() {
         (drv.cache.as_deref(), drv.io.as_deref()),
         (Some("writethrough"), None)
     );
+}
+
+#[test]
+fn ephemeral_volume_gets_a_raw_backed_overlay_and_needs_its_claim() {
+    let e = env();
+    let v = vmi("  - name: eph\n    ephemeral: {persistentVolumeClaim: {claimName: c}}\n");
+    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("spec.volumes[0].ephemeral: the claim's disk image ")
+            && err.ends_with("/private/vmi-disks/eph/disk.img does not exist"),
+        "{err}"
+    );
+    let claim = e.root.join("private/vmi-disks/eph/disk.img");
+    fs::create_dir_all(claim.parent().unwrap()).unwrap();
+    // A qcow2 header inside the claim must not be honoured: it is read as raw.
+    tool(
+        "qemu-img",
+        &[
+            "create",
+            "-f",
+            "qcow2",
+            "-b",
+            "/etc/shadow",
+            "-F",
+            "raw",
+            claim.to_str().unwrap(),
+            "4M",
+        ],
+    );
+    let before = fs::read(&claim).unwrap();
+    prepare(&v, &e.ctx, &PrepareOptions::default()).unwrap();
+    let overlay = e.root.join("ephemeral/disk-data/eph/disk.qcow2");
+    let info = tool(
+        "qemu-img",
+        &[
+            "info",
+            "--output=json",
+            "--force-share",
+            overlay.to_str().unwrap(),
+        ],
+    );
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["format"], "qcow2");
+    assert_eq!(info["backing-filename"], claim.to_str().unwrap());
+    assert_eq!(info["backing-filename-format"], "raw");
+    assert_eq!(fs::read(&claim).unwrap(), before);
 }
