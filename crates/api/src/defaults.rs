@@ -36,12 +36,7 @@ const FIRMWARE_UUID_NAMESPACE: uuid::Uuid = uuid::Uuid::NAMESPACE_URL;
 /// - `terminationGracePeriodSeconds` ← 30;
 /// - Hyper-V enlightenment dependencies ([`hyperv_dependencies`]).
 pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
-    let arch = vmi
-        .spec
-        .architecture
-        .as_deref()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(arch);
+    let arch = vmi.arch_or(arch);
     if vmi.spec.architecture.is_none() {
         vmi.spec.architecture = Some(arch.kubevirt_name().to_owned());
     }

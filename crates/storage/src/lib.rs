@@ -276,6 +276,11 @@ pub fn prepare(
         if block.is_some() {
             prepared.block_volumes.insert(v.name.clone());
         }
+        let step = volumes::Step {
+            field: &field,
+            ctx,
+            opts,
+        };
         match files {
             // The VMI's one cloud-init ISO is built above; a block claim
             // is used as it is.
@@ -287,8 +292,7 @@ pub fn prepare(
                 }
             }
             VolumeFiles::ContainerDisk { image, overlay } => {
-                let (image, overlay) = (PathBuf::from(image), PathBuf::from(overlay));
-                let format = volumes::container_disk(&field, &image, &overlay, ctx, opts)?;
+                let format = step.container_disk(Path::new(&image), Path::new(&overlay))?;
                 prepared
                     .container_disk_formats
                     .insert(v.name.clone(), format);
@@ -300,19 +304,19 @@ pub fn prepare(
             }
             VolumeFiles::EmptyDisk(image) => {
                 if let Some(e) = &v.empty_disk {
-                    volumes::empty_disk(&field, v, e, Path::new(&image), ctx, opts)?;
+                    step.empty_disk(v, e, Path::new(&image))?;
                 }
             }
             VolumeFiles::HostDisk(image) => {
                 if let Some(h) = &v.host_disk {
-                    volumes::host_disk(&field, v, h, Path::new(&image), ctx, opts)?;
+                    step.host_disk(v, h, Path::new(&image))?;
                 }
             }
             VolumeFiles::Ephemeral { claim, overlay } => {
-                volumes::ephemeral(&field, block, &claim, Path::new(&overlay), ctx, opts)?;
+                step.ephemeral(block, &claim, Path::new(&overlay))?;
             }
             VolumeFiles::Claim(ClaimData::Image(image)) => {
-                volumes::claim_image(&field, vmi, v, Path::new(&image), ctx, opts)?;
+                step.claim_image(vmi, v, Path::new(&image))?;
             }
         }
     }

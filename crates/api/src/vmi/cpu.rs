@@ -5,6 +5,8 @@ use serde_json::Value;
 
 use crate::quantity::Quantity;
 
+use super::CpuFeaturePolicy;
+
 /// `spec.domain.cpu`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -83,40 +85,6 @@ pub struct CpuFeature {
     /// `force`, `require` (default), `optional`, `disable`, `forbid`.
     #[serde(default)]
     pub policy: CpuFeaturePolicy,
-}
-
-string_enum! {
-    /// `cpu.features[].policy`: libvirt's CPU feature policies.
-    #[derive(Default)]
-    pub enum CpuFeaturePolicy {
-        /// Empty or absent: `require`.
-        #[default]
-        Unset = "",
-        /// Enabled whatever the host supports.
-        Force = "force",
-        /// Enabled; the guest does not start without it.
-        Require = "require",
-        /// Enabled when the host supports it.
-        Optional = "optional",
-        /// Disabled.
-        Disable = "disable",
-        /// Disabled; the guest does not start when the host has it.
-        Forbid = "forbid",
-    }
-}
-
-string_enum! {
-    /// `spec.domain.ioThreadsPolicy` (KubeVirt `IOThreadsPolicy`).
-    pub enum IoThreadsPolicy {
-        /// One thread shared by all disks without a dedicated one (the
-        /// default when a disk asks for a dedicated thread).
-        Shared = "shared",
-        /// Up to two threads per requested CPU.
-        Auto = "auto",
-        /// `ioThreads.supplementalPoolThreadCount` threads, each virtio
-        /// disk on all of them.
-        SupplementalPool = "supplementalPool",
-    }
 }
 
 /// `spec.domain.memory`.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Disk, Interface};
+use super::{Disk, InputBus, InputType, Interface, SoundModel, VideoType, WatchdogAction};
 
 /// `spec.domain.devices`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -120,22 +120,6 @@ pub struct WatchdogModel {
     pub action: WatchdogAction,
 }
 
-string_enum! {
-    /// `watchdog.<model>.action`: what the watchdog does when it fires.
-    #[derive(Default)]
-    pub enum WatchdogAction {
-        /// Empty or absent: `reset`.
-        #[default]
-        Unset = "",
-        /// Power the guest off.
-        Poweroff = "poweroff",
-        /// Reset the guest (KubeVirt's default).
-        Reset = "reset",
-        /// Shut the guest down gracefully.
-        Shutdown = "shutdown",
-    }
-}
-
 /// `devices.tpm`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -162,20 +146,6 @@ pub struct SoundDevice {
     pub model: SoundModel,
 }
 
-string_enum! {
-    /// `sound.model`.
-    #[derive(Default)]
-    pub enum SoundModel {
-        /// Empty or absent: `ich9`.
-        #[default]
-        Unset = "",
-        /// Intel ICH9 HD audio.
-        Ich9 = "ich9",
-        /// AC'97.
-        Ac97 = "ac97",
-    }
-}
-
 /// `devices.filesystems[]`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -199,27 +169,6 @@ pub struct VideoDevice {
     pub video_type: VideoType,
 }
 
-string_enum! {
-    /// `video.type`: libvirt's video model (which ones an architecture has
-    /// is the converter's `ArchCaps::video_models`).
-    #[derive(Default)]
-    pub enum VideoType {
-        /// Empty or absent (refused: a video device names its type).
-        #[default]
-        Unset = "",
-        /// Standard VGA.
-        Vga = "vga",
-        /// virtio-gpu.
-        Virtio = "virtio",
-        /// Bochs display (EFI guests).
-        Bochs = "bochs",
-        /// Cirrus Logic.
-        Cirrus = "cirrus",
-        /// A RAM framebuffer (arm64).
-        Ramfb = "ramfb",
-    }
-}
-
 /// A `spec.domain.devices.inputs[]` entry.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -233,30 +182,4 @@ pub struct Input {
     /// `tablet` (the only supported type).
     #[serde(default, rename = "type")]
     pub input_type: InputType,
-}
-
-string_enum! {
-    /// `inputs[].bus`.
-    #[derive(Default)]
-    pub enum InputBus {
-        /// Empty or absent: defaulted to `usb`.
-        #[default]
-        Unset = "",
-        /// USB.
-        Usb = "usb",
-        /// virtio-input.
-        Virtio = "virtio",
-    }
-}
-
-string_enum! {
-    /// `inputs[].type`.
-    #[derive(Default)]
-    pub enum InputType {
-        /// Empty or absent: defaulted to `tablet`.
-        #[default]
-        Unset = "",
-        /// A tablet (absolute pointer), the only type KubeVirt supports.
-        Tablet = "tablet",
-    }
 }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::FeatureState;
+use super::{FeatureState, Tray};
 
 /// Disk bus (`disks[].disk.bus`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,14 +178,4 @@ pub struct CdromTarget {
     /// `open` or `closed` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tray: Option<Tray>,
-}
-
-string_enum! {
-    /// `cdrom.tray` (KubeVirt `TrayState`).
-    pub enum Tray {
-        /// The tray is open: no medium (hot-plug of a CD-ROM's volume).
-        Open = "open",
-        /// The tray is closed (KubeVirt's default).
-        Closed = "closed",
-    }
 }

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{TickPolicy, TimerTrack};
+
 /// `spec.domain.clock`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -54,34 +56,6 @@ pub struct TimerSpec {
     /// rtc only: `guest` or `wall`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub track: Option<TimerTrack>,
-}
-
-string_enum! {
-    /// `timer.<timer>.tickPolicy`: what a timer does with missed ticks.
-    pub enum TickPolicy {
-        /// Empty: no policy (libvirt's default).
-        Unset = "",
-        /// Deliver them late, at the normal rate.
-        Delay = "delay",
-        /// Deliver them faster until caught up.
-        Catchup = "catchup",
-        /// Merge them into one.
-        Merge = "merge",
-        /// Drop them.
-        Discard = "discard",
-    }
-}
-
-string_enum! {
-    /// `timer.rtc.track`: the time the RTC follows.
-    pub enum TimerTrack {
-        /// Empty: libvirt's default.
-        Unset = "",
-        /// The guest's time.
-        Guest = "guest",
-        /// The host's wall clock.
-        Wall = "wall",
-    }
 }
 
 /// `clock.utc`.

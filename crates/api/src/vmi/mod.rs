@@ -12,7 +12,8 @@
 //! so every type is `api::vmi::<Type>`: `cpu` (CPU, I/O threads, memory),
 //! `firmware` (machine, boot loader, kernel boot), `features` (clock,
 //! features, Hyper-V), `devices`, `disks`, `volumes`, `access`
-//! (access credentials), `networks` (networks and interfaces). The status is
+//! (access credentials), `networks` (networks and interfaces), `enums` (the
+//! named values of string fields, see `string_enum`). The status is
 //! kept verbatim (`Value`); readers of it live with their users (e.g. the
 //! storage crate's claim facts).
 
@@ -23,6 +24,7 @@ mod string_enum;
 mod cpu;
 mod devices;
 mod disks;
+mod enums;
 mod features;
 mod firmware;
 mod networks;
@@ -32,6 +34,7 @@ pub use access::*;
 pub use cpu::*;
 pub use devices::*;
 pub use disks::*;
+pub use enums::*;
 pub use features::*;
 pub use firmware::*;
 pub use networks::*;
@@ -123,15 +126,6 @@ pub struct VmiSpec {
     pub access_credentials: Vec<AccessCredential>,
 }
 
-string_enum! {
-    /// `spec.startStrategy` (KubeVirt `StartStrategy`).
-    pub enum StartStrategy {
-        /// The domain is defined and started paused, with a boot menu
-        /// (`StartStrategyPaused`).
-        Paused = "Paused",
-    }
-}
-
 /// `spec.domain`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -219,6 +213,17 @@ impl VirtualMachineInstance {
     /// Namespace, `default` when unset.
     pub fn namespace(&self) -> &str {
         self.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    /// The architecture `spec.architecture` names when it is one this
+    /// launcher knows, else `default` (an unknown one is refused by
+    /// validation).
+    pub fn arch_or(&self, default: crate::Arch) -> crate::Arch {
+        self.spec
+            .architecture
+            .as_deref()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(default)
     }
 
     /// UID, empty when unset.

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::{InterfaceModel, InterfaceState};
+
 /// `spec.networks[]`: where an interface is connected.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -110,41 +112,6 @@ pub struct Interface {
     /// `up`, `down` or `absent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<InterfaceState>,
-}
-
-string_enum! {
-    /// `interfaces[].model`: the NIC model KubeVirt accepts (default
-    /// `virtio`), in its order of `validateInterfaceModel`'s message.
-    pub enum InterfaceModel {
-        /// Intel 82540EM.
-        E1000 = "e1000",
-        /// Intel 82574L.
-        E1000e = "e1000e",
-        /// Intel 82576.
-        Igb = "igb",
-        /// NE2000 PCI.
-        Ne2kPci = "ne2k_pci",
-        /// AMD PCnet.
-        Pcnet = "pcnet",
-        /// Realtek 8139.
-        Rtl8139 = "rtl8139",
-        /// virtio-net (the default).
-        Virtio = "virtio",
-    }
-}
-
-string_enum! {
-    /// `interfaces[].state` (KubeVirt `InterfaceState`).
-    pub enum InterfaceState {
-        /// Empty: as `up`.
-        Unset = "",
-        /// Link up (the default).
-        Up = "up",
-        /// Link down (`<link state='down'/>`).
-        Down = "down",
-        /// Not attached: left out of the domain (hot-unplugged).
-        Absent = "absent",
-    }
 }
 
 /// The binding method of an interface: which of its binding fields is set

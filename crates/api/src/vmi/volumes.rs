@@ -5,6 +5,8 @@ use serde_json::Value;
 
 use crate::quantity::Quantity;
 
+use super::HostDiskType;
+
 /// A `spec.volumes[]` entry: a name and exactly one source.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -269,20 +271,6 @@ pub struct HostDiskSource {
     /// Shared between VMs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<bool>,
-}
-
-string_enum! {
-    /// `hostDisk.type` (KubeVirt `HostDiskType`).
-    #[derive(Default)]
-    pub enum HostDiskType {
-        /// Empty or absent (refused by validation).
-        #[default]
-        Unset = "",
-        /// The image must exist.
-        Disk = "Disk",
-        /// The image is created, of `capacity`, when it does not exist.
-        DiskOrCreate = "DiskOrCreate",
-    }
 }
 
 impl Volume {
