@@ -325,15 +325,7 @@ mod tests {
         );
         let mut again = load(doc);
         apply(&mut again, Arch::Amd64);
-        let uuid = vmi
-            .spec
-            .domain
-            .firmware
-            .as_ref()
-            .unwrap()
-            .uuid
-            .clone()
-            .unwrap();
+        let uuid = vmi.firmware_uuid().unwrap().to_owned();
         assert_eq!(uuid, again.spec.domain.firmware.unwrap().uuid.unwrap());
         assert!(uuid::Uuid::parse_str(&uuid).is_ok());
         assert_eq!(vmi.spec.termination_grace_period_seconds, Some(30));

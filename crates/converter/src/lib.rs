@@ -337,7 +337,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
         name: vmi.domain_name(),
-        uuid: os::firmware_uuid(vmi).map(str::to_owned),
+        uuid: vmi.firmware_uuid().map(str::to_owned),
         metadata: Some(Metadata {
             kubevirt: Some(KubeVirtMetadata {
                 xmlns: Some(KUBEVIRT_XMLNS.to_owned()),

@@ -13,17 +13,6 @@ use crate::{ConvertContext, ConvertError};
 /// KubeVirt's boot menu timeout for `startStrategy: Paused`, in ms.
 pub const PAUSED_BOOT_MENU_TIMEOUT_MS: u32 = 10_000;
 
-/// The firmware UUID (`spec.domain.firmware.uuid`), which is also the
-/// domain UUID.
-pub fn firmware_uuid(vmi: &VirtualMachineInstance) -> Option<&str> {
-    vmi.spec
-        .domain
-        .firmware
-        .as_ref()
-        .and_then(|f| f.uuid.as_deref())
-        .filter(|u| !u.is_empty())
-}
-
 /// Whether the VMI names an EFI boot loader (`firmware.bootloader.efi`,
 /// KubeVirt's `IsBootloaderEFI`), whatever the architecture's default.
 pub fn names_efi(vmi: &VirtualMachineInstance) -> bool {
@@ -309,7 +298,7 @@ pub fn sysinfo(
     let fw = vmi.spec.domain.firmware.as_ref();
     let s = &ctx.smbios;
     let entries: Vec<SysInfoEntry> = [
-        ("uuid", firmware_uuid(vmi).unwrap_or("")),
+        ("uuid", vmi.firmware_uuid().unwrap_or("")),
         ("serial", fw.and_then(|f| f.serial.as_deref()).unwrap_or("")),
         ("manufacturer", s.manufacturer.as_str()),
         ("family", s.family.as_str()),

@@ -226,6 +226,17 @@ impl VirtualMachineInstance {
             .unwrap_or(default)
     }
 
+    /// `spec.domain.firmware.uuid` when set and not empty: the SMBIOS
+    /// system UUID and the domain's UUID.
+    pub fn firmware_uuid(&self) -> Option<&str> {
+        self.spec
+            .domain
+            .firmware
+            .as_ref()
+            .and_then(|f| f.uuid.as_deref())
+            .filter(|u| !u.is_empty())
+    }
+
     /// UID, empty when unset.
     pub fn uid(&self) -> &str {
         self.metadata.uid.as_deref().unwrap_or("")

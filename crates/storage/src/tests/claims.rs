@@ -235,9 +235,7 @@ fn claim_too_small_for_the_requested_disk_is_refused_naming_the_volume() {
         "{capacity: {storage: 64Mi}, volumeMode: Filesystem}",
     );
     on_small_fs(&dir, 16 * MIB, || {
-        let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-            .unwrap_err()
-            .to_string();
+        let err = storage_err(&e, &v);
         assert!(
             err.starts_with("spec.volumes[0].persistentVolumeClaim: unable to create the disk image of volume data: not enough space, demanded size 67108864 B is bigger than the available space"),
             "{err}"
@@ -311,9 +309,7 @@ fn full_file_system_while_writing_the_image_leaves_no_partial_file() {
             "persistentVolumeClaim: {claimName: c}",
             "{capacity: {storage: 8Mi}}",
         );
-        let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-            .unwrap_err()
-            .to_string();
+        let err = storage_err(&e, &v);
         assert!(err.contains("volume data: not enough space"), "{err}");
         assert_eq!(entries(&dir), before);
     });
@@ -330,9 +326,7 @@ fn disk_img_link_out_of_the_claim_and_missing_claims_are_refused() {
         "persistentVolumeClaim: {claimName: c}",
         "{capacity: {storage: 8Mi}}",
     );
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(
         err.starts_with("spec.volumes[0].persistentVolumeClaim: ")
             && err.ends_with("vmi-disks/data/disk.img is a symbolic link; refusing to use it"),
@@ -351,9 +345,7 @@ fn disk_img_link_out_of_the_claim_and_missing_claims_are_refused() {
     let elsewhere = e.root.join("elsewhere");
     fs::create_dir(&elsewhere).unwrap();
     symlink(&elsewhere, &dir).unwrap();
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(
         err.ends_with("vmi-disks/data is a symbolic link; refusing to write through it"),
         "{err}"
@@ -361,9 +353,7 @@ fn disk_img_link_out_of_the_claim_and_missing_claims_are_refused() {
     assert!(entries(&elsewhere).is_empty());
     // No claim directory (not mounted): refused, not created.
     fs::remove_file(&dir).unwrap();
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(
         err.contains("does not exist (is the claim mounted?)"),
         "{err}"
@@ -372,9 +362,7 @@ fn disk_img_link_out_of_the_claim_and_missing_claims_are_refused() {
     // No status: nothing says how large the image should be.
     fs::create_dir(&dir).unwrap();
     let bare = load_bare();
-    let err = prepare(&bare, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &bare);
     assert!(
         err.contains("status.volumeStatus gives no claim size to create it"),
         "{err}"

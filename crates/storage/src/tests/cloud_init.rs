@@ -94,14 +94,6 @@ fn case_011_bad_base64_and_missing_data_are_refused_without_an_iso() {
     assert!(!nocloud_iso(&e, "default", "b64-test").exists());
 }
 
-/// Preparation stops at the cloud-init volume (the case's containerDisk
-/// comes later and is never reached).
-fn storage_err(e: &Env, v: &api::VirtualMachineInstance) -> String {
-    prepare(v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string()
-}
-
 #[test]
 fn inline_user_data_wins_over_base64_and_go_base64_rules_hold() {
     let (doc, _) = case_011();
@@ -149,15 +141,7 @@ fn config_drive_has_the_openstack_layout_and_kubevirts_meta_data() {
             "openstack/latest/user_data",
         ]
     );
-    let uuid = v
-        .spec
-        .domain
-        .firmware
-        .as_ref()
-        .unwrap()
-        .uuid
-        .clone()
-        .unwrap();
+    let uuid = v.firmware_uuid().unwrap().to_owned();
     assert_eq!(
         String::from_utf8(files["openstack/latest/meta_data.json"].1.clone()).unwrap(),
         format!(
@@ -334,15 +318,7 @@ fn ssh_keys_of_access_credentials_go_into_the_meta_data_of_their_data_source() {
         .into(),
     };
     let d = cloudinit::read(&v, &e.ctx, &sources).unwrap().unwrap();
-    let uuid = v
-        .spec
-        .domain
-        .firmware
-        .as_ref()
-        .unwrap()
-        .uuid
-        .clone()
-        .unwrap();
+    let uuid = v.firmware_uuid().unwrap().to_owned();
     assert_eq!(
         String::from_utf8(d.meta_data).unwrap(),
         format!(

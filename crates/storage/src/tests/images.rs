@@ -45,9 +45,7 @@ fn container_disk_gets_an_overlay_and_is_never_written() {
 fn container_disk_missing_or_with_backing_file_is_refused() {
     let e = env();
     let v = vmi("  - name: root\n    containerDisk: {image: x}\n");
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(
         err.starts_with("spec.volumes[0].containerDisk: container disk image "),
         "{err}"
@@ -66,9 +64,7 @@ fn container_disk_missing_or_with_backing_file_is_refused() {
         img.to_str().unwrap(),
         "1M",
     ]);
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(
         err.contains("has a backing file (\"/etc/hostname\")"),
         "{err}"
@@ -87,23 +83,17 @@ fn container_disk_missing_or_with_backing_file_is_refused() {
         img.to_str().unwrap(),
         "1M",
     ]);
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(err.contains("has an external data file"), "{err}");
     // An empty file.
     fs::remove_file(&img).unwrap();
     fs::write(&img, b"").unwrap();
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(err.contains("is empty (virtual size 0)"), "{err}");
     // Not an image format we accept.
     fs::remove_file(&img).unwrap();
     qemu_img(&["create", "-f", "vmdk", img.to_str().unwrap(), "1M"]);
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(err.contains("has format \"vmdk\""), "{err}");
 }
 
@@ -132,9 +122,7 @@ fn symlinks_in_the_path_are_refused() {
     let img = e.root.join("container-disks/disk_0.img");
     qemu_img(&["create", "-f", "raw", img.to_str().unwrap(), "1M"]);
     let v = vmi("  - name: root\n    containerDisk: {image: x}\n");
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(err.contains("is a symbolic link"), "{err}");
     assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
 }
@@ -150,26 +138,20 @@ fn host_disk_disk_or_create_and_missing_pvc() {
     use std::os::unix::fs::MetadataExt;
     assert!(m.blocks() * 512 < 1 << 20, "sparse");
     let v = vmi("  - name: hd\n    hostDisk: {path: /var/data/other.img, type: Disk}\n");
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(
         err.starts_with("spec.volumes[0].hostDisk: disk image "),
         "{err}"
     );
     let v = vmi("  - name: data\n    persistentVolumeClaim: {claimName: c}\n");
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(
         err.starts_with("spec.volumes[0].persistentVolumeClaim: no disk image "),
         "{err}"
     );
     // Standalone never takes a host block device for a PVC named after it.
     let v = vmi("  - name: loop0\n    persistentVolumeClaim: {claimName: c}\n");
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(err.contains("no disk image"), "{err}");
     let pod = PrepareOptions {
         block_device_dir: Some(e.root.join("dev")),
@@ -261,9 +243,7 @@ fn case_013_io_native_needs_cache_none_and_a_preallocated_image() {
 fn ephemeral_volume_gets_a_raw_backed_overlay_and_needs_its_claim() {
     let e = env();
     let v = vmi("  - name: eph\n    ephemeral: {persistentVolumeClaim: {claimName: c}}\n");
-    let err = prepare(&v, &e.ctx, &PrepareOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = storage_err(&e, &v);
     assert!(
         err.starts_with("spec.volumes[0].ephemeral: the claim's disk image ")
             && err.ends_with("/private/vmi-disks/eph/disk.img does not exist"),

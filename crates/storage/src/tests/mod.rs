@@ -162,3 +162,10 @@ pub(crate) fn nocloud_iso(e: &Env, ns: &str, name: &str) -> PathBuf {
     e.root
         .join(format!("ephemeral/cloud-init-data/{ns}/{name}/noCloud.iso"))
 }
+
+/// The error of preparing `v` with the default options (which must fail).
+pub(crate) fn storage_err(e: &Env, v: &api::VirtualMachineInstance) -> String {
+    prepare(v, &e.ctx, &PrepareOptions::default())
+        .unwrap_err()
+        .to_string()
+}
