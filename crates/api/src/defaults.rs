@@ -34,7 +34,7 @@ const FIRMWARE_UUID_NAMESPACE: uuid::Uuid = uuid::Uuid::NAMESPACE_URL;
 /// - `firmware.uuid` ← a UUID derived from namespace and name (virt-api would
 ///   pick a random one; deriving it keeps re-runs of one VMI on one domain);
 /// - `terminationGracePeriodSeconds` ← 30;
-/// - Hyper-V enlightenment dependencies ([`hyperv_dependencies`]).
+/// - Hyper-V enlightenment dependencies ([`HYPERV_DEPENDENCIES`]).
 pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
     let arch = vmi.arch_or(arch);
     if vmi.spec.architecture.is_none() {
