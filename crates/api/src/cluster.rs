@@ -124,12 +124,7 @@ pub fn apply(
     from_vm: bool,
     cluster: &ClusterDefaults,
 ) -> Applied {
-    let arch = vmi
-        .spec
-        .architecture
-        .as_deref()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(arch);
+    let arch = vmi.arch_or(arch);
     if from_vm {
         set_vm_firmware_serial(vmi);
     }

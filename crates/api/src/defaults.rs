@@ -9,8 +9,8 @@
 use crate::arch::Arch;
 use crate::quantity::Quantity;
 use crate::vmi::{
-    CdromTarget, Cpu, CpuFeature, Disk, DiskTarget, FeatureHyperv, FeatureState, Machine, Memory,
-    VirtualMachineInstance,
+    CdromTarget, Cpu, CpuFeature, CpuFeaturePolicy, Disk, DiskTarget, FeatureHyperv, FeatureState,
+    InputBus, InputType, Machine, Memory, Tray, VirtualMachineInstance,
 };
 
 /// `terminationGracePeriodSeconds` when unset.
@@ -34,14 +34,9 @@ const FIRMWARE_UUID_NAMESPACE: uuid::Uuid = uuid::Uuid::NAMESPACE_URL;
 /// - `firmware.uuid` ← a UUID derived from namespace and name (virt-api would
 ///   pick a random one; deriving it keeps re-runs of one VMI on one domain);
 /// - `terminationGracePeriodSeconds` ← 30;
-/// - Hyper-V enlightenment dependencies ([`hyperv_dependencies`]).
+/// - Hyper-V enlightenment dependencies ([`HYPERV_DEPENDENCIES`]).
 pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
-    let arch = vmi
-        .spec
-        .architecture
-        .as_deref()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(arch);
+    let arch = vmi.arch_or(arch);
     if vmi.spec.architecture.is_none() {
         vmi.spec.architecture = Some(arch.kubevirt_name().to_owned());
     }
@@ -119,15 +114,15 @@ pub fn apply(vmi: &mut VirtualMachineInstance, arch: Arch) {
         {
             b.get_or_insert(bus);
             readonly.get_or_insert(true);
-            tray.get_or_insert_with(|| "closed".to_owned());
+            tray.get_or_insert(Tray::Closed);
         }
     }
     for input in &mut dom.devices.inputs {
-        if input.bus.is_empty() {
-            input.bus = "usb".into();
+        if input.bus == InputBus::Unset {
+            input.bus = InputBus::Usb;
         }
-        if input.input_type.is_empty() {
-            input.input_type = "tablet".into();
+        if input.input_type == InputType::Unset {
+            input.input_type = InputType::Tablet;
         }
     }
 
@@ -209,10 +204,10 @@ fn apply_hyperv_dependencies(dom: &mut crate::vmi::DomainSpec) {
     if hyperv_state(h, "evmcs") == Some(true) {
         let cpu = dom.cpu.get_or_insert_with(Cpu::default);
         match cpu.features.iter_mut().find(|f| f.name == "vmx") {
-            Some(f) => f.policy = "require".into(),
+            Some(f) => f.policy = CpuFeaturePolicy::Require,
             None => cpu.features.push(CpuFeature {
                 name: "vmx".into(),
-                policy: "require".into(),
+                policy: CpuFeaturePolicy::Require,
             }),
         }
     }
@@ -325,20 +320,12 @@ mod tests {
         assert_eq!((cpu.sockets, cpu.cores, cpu.threads), (0, 2, 0));
         let cd = vmi.spec.domain.devices.disks[0].cdrom.as_ref().unwrap();
         assert_eq!(
-            (cd.bus, cd.readonly, cd.tray.as_deref()),
+            (cd.bus, cd.readonly, cd.tray.as_ref().map(Tray::as_str)),
             (Some(Bus::Sata), Some(true), Some("closed"))
         );
         let mut again = load(doc);
         apply(&mut again, Arch::Amd64);
-        let uuid = vmi
-            .spec
-            .domain
-            .firmware
-            .as_ref()
-            .unwrap()
-            .uuid
-            .clone()
-            .unwrap();
+        let uuid = vmi.firmware_uuid().unwrap().to_owned();
         assert_eq!(uuid, again.spec.domain.firmware.unwrap().uuid.unwrap());
         assert!(uuid::Uuid::parse_str(&uuid).is_ok());
         assert_eq!(vmi.spec.termination_grace_period_seconds, Some(30));

@@ -1,6 +1,7 @@
 //! KubeVirt API types for virt-launcher: the `kubevirt.io/v1`
 //! VirtualMachineInstance ([`vmi`]), Kubernetes quantities ([`quantity`]),
-//! names and what KubeVirt derives from them ([`names`]),
+//! names and what KubeVirt derives from them ([`names`]), KubeVirt's file
+//! layout in the pod ([`layout`]),
 //! architectures ([`arch`]), decoding with field paths in errors ([`load`]),
 //! KubeVirt's defaulting ([`defaults`]) and semantic validation ([`validate`]).
 
@@ -11,6 +12,7 @@ pub mod doc;
 pub mod error;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;
+pub mod layout;
 pub mod load;
 pub mod mac;
 pub mod names;

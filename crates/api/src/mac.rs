@@ -23,27 +23,22 @@ pub fn parse_mac(text: &str) -> Result<[u8; 6], String> {
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| bad()))
             .collect()
     };
-    let bytes: Vec<u8> = if text.len() >= 14 && text.as_bytes().get(4) == Some(&b'.') {
-        let groups: Vec<&str> = text.split('.').collect();
-        if groups.iter().any(|g| g.len() != 4) {
-            return Err(bad());
-        }
-        groups
-            .iter()
-            .map(|g| hex(g))
-            .collect::<Result<Vec<_>, _>>()?
-            .concat()
-    } else if text.len() >= 14 && matches!(text.as_bytes().get(2), Some(b':' | b'-')) {
-        let sep = char::from(text.as_bytes()[2]);
+    // Groups of `len` hex digits between `sep`s.
+    let groups = |sep: char, len: usize| -> Result<Vec<u8>, String> {
         let groups: Vec<&str> = text.split(sep).collect();
-        if groups.iter().any(|g| g.len() != 2) {
+        if groups.iter().any(|g| g.len() != len) {
             return Err(bad());
         }
-        groups
+        Ok(groups
             .iter()
             .map(|g| hex(g))
             .collect::<Result<Vec<_>, _>>()?
-            .concat()
+            .concat())
+    };
+    let bytes: Vec<u8> = if text.len() >= 14 && text.as_bytes().get(4) == Some(&b'.') {
+        groups('.', 4)?
+    } else if text.len() >= 14 && matches!(text.as_bytes().get(2), Some(b':' | b'-')) {
+        groups(char::from(text.as_bytes()[2]), 2)?
     } else {
         return Err(bad());
     };

@@ -95,6 +95,28 @@ pub fn hostname(name: &str, spec_hostname: Option<&str>) -> String {
     first[..end].to_owned()
 }
 
+/// Rejects text that XML 1.0 cannot carry (control characters other than
+/// tab, newline and carriage return, U+FFFE and U+FFFF). Everything else is
+/// escaped by the XML serialiser, so this is the only text check free-form
+/// fields that reach the domain need.
+///
+/// # Errors
+/// A [`FieldError`] about `path` naming the first bad character.
+pub fn xml_text(path: &str, s: &str) -> Result<(), FieldError> {
+    match s.chars().find(|c| {
+        (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || *c == '\u{fffe}' || *c == '\u{ffff}'
+    }) {
+        Some(c) => Err(FieldError::new(
+            path,
+            format!(
+                "contains the character U+{:04X}, which XML cannot carry",
+                u32::from(c)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Longest file name on the file systems libvirt writes to (Linux's
 /// `NAME_MAX`, bytes).
 pub const NAME_MAX: usize = 255;

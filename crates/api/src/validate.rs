@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use crate::error::FieldError;
 use crate::names::{dns1123_label, dns1123_subdomain, MAX_LABEL_LEN, MAX_SUBDOMAIN_LEN};
-use crate::vmi::VirtualMachineInstance;
+use crate::vmi::{HostDiskType, VirtualMachineInstance};
 
 /// Most vCPUs accepted: KubeVirt's own ceiling for CPU hot-plug (512);
 /// more makes QEMU take minutes to fail, or a TCG guest unusable.
@@ -238,16 +238,16 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
     for (i, v) in spec.volumes.iter().enumerate() {
         if let Some(h) = &v.host_disk {
             let path = format!("spec.volumes[{i}].hostDisk");
-            match h.disk_type.as_str() {
-                "Disk" => {}
-                "DiskOrCreate" if h.capacity.is_none() => errs.push(FieldError::new(
+            match &h.disk_type {
+                HostDiskType::Disk => {}
+                HostDiskType::DiskOrCreate if h.capacity.is_none() => errs.push(FieldError::new(
                     format!("{path}.capacity"),
                     "required for type DiskOrCreate",
                 )),
-                "DiskOrCreate" => {}
+                HostDiskType::DiskOrCreate => {}
                 other => errs.push(FieldError::new(
                     format!("{path}.type"),
-                    format!("{other:?} is not Disk or DiskOrCreate"),
+                    format!("{:?} is not Disk or DiskOrCreate", other.as_str()),
                 )),
             }
             if !h.path.starts_with('/') || h.path.split('/').any(|c| c == "..") {

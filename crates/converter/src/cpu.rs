@@ -2,13 +2,11 @@
 //! `Convert_v1_VirtualMachineInstance_To_api_Domain`, CPU part).
 
 use api::validate::MAX_VCPUS;
+use api::vmi::CpuFeaturePolicy;
 use api::{Arch, VirtualMachineInstance};
 use domain::{Cpu, CpuFeature, CpuTopology, Vcpu, VcpuState, Vcpus};
 
 use crate::{ConvertContext, ConvertError};
-
-/// CPU policies libvirt accepts (formatdomain `<feature policy=...>`).
-const POLICIES: [&str; 5] = ["force", "require", "optional", "disable", "forbid"];
 
 /// The converted CPU: model/topology and the vCPU count.
 #[derive(Clone, Debug, PartialEq)]
@@ -148,17 +146,16 @@ pub fn convert(
             return Err(ConvertError::invalid(format!("{path}.name"), "required"));
         }
         crate::xml_text(&format!("{path}.name"), &f.name)?;
-        let policy = if f.policy.is_empty() {
-            "require"
-        } else {
-            f.policy.as_str()
+        let policy = match &f.policy {
+            CpuFeaturePolicy::Unset => CpuFeaturePolicy::Require.as_str(),
+            CpuFeaturePolicy::Other(p) => {
+                return Err(ConvertError::invalid(
+                    format!("{path}.policy"),
+                    format!("{p:?} is not one of {}", CpuFeaturePolicy::choices()),
+                ))
+            }
+            p => p.as_str(),
         };
-        if !POLICIES.contains(&policy) {
-            return Err(ConvertError::invalid(
-                format!("{path}.policy"),
-                format!("{policy:?} is not one of {}", POLICIES.join(", ")),
-            ));
-        }
         cpu.feature.push(CpuFeature {
             policy: policy.to_owned(),
             name: f.name.clone(),

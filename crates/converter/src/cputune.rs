@@ -9,6 +9,7 @@
 //! not receive that topology, so a VMI asking for guest NUMA passthrough is
 //! refused (see [`crate::unsupported`]).
 
+use api::vmi::IoThreadsPolicy;
 use api::VirtualMachineInstance;
 use domain::{CpuPin, CpuTune, EmulatorPin, IoThreadPin};
 
@@ -155,7 +156,7 @@ pub fn convert(
     } else {
         0
     };
-    let supplemental = vmi.spec.domain.io_threads_policy.as_deref() == Some("supplementalPool");
+    let supplemental = vmi.spec.domain.io_threads_policy == Some(IoThreadsPolicy::SupplementalPool);
     let pool_threads = if supplemental {
         usize::try_from(iothreads.unwrap_or(0)).unwrap_or(usize::MAX)
     } else {

@@ -1,7 +1,7 @@
 //! Devices other than disks: controllers, serial console, guest agent
 //! channel, VNC and video, input, memory balloon, RNG.
 
-use api::vmi::Bus;
+use api::vmi::{Bus, InputBus, InputType, SoundModel, WatchdogAction};
 use api::VirtualMachineInstance;
 use domain::{
     BalloonStats, Channel, ChannelTarget, CharLog, CharSource, Console, ConsoleTarget, Controller,
@@ -21,31 +21,6 @@ pub const MAX_SOCKET_PATH: usize = 107;
 pub const VSOCK_MODEL: &str = "virtio-non-transitional";
 /// Annotation that turns free page reporting off.
 pub const FREE_PAGE_REPORTING_DISABLED: &str = "kubevirt.io/free-page-reporting-disabled";
-
-/// The per-VMI socket directory: `<private-dir>/<uid>` (keyed by UID so the
-/// paths stay short whatever the name; KubeVirt issue 1222).
-pub fn socket_dir(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> String {
-    format!(
-        "{}/{}",
-        ctx.paths.private_dir.trim_end_matches('/'),
-        vmi.uid()
-    )
-}
-
-/// The serial console socket QEMU listens on: `<socket-dir>/virt-serial0`.
-pub fn serial_socket(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> String {
-    format!("{}/virt-serial0", socket_dir(vmi, ctx))
-}
-
-/// The serial console log: `<socket-dir>/virt-serial0-log`.
-pub fn serial_log(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> String {
-    format!("{}/virt-serial0-log", socket_dir(vmi, ctx))
-}
-
-/// The VNC socket: `<socket-dir>/virt-vnc`.
-pub fn vnc_socket(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> String {
-    format!("{}/virt-vnc", socket_dir(vmi, ctx))
-}
 
 fn socket(path: String) -> Result<String, ConvertError> {
     if path.len() > MAX_SOCKET_PATH {
@@ -80,23 +55,26 @@ pub fn convert(
 
     for (i, input) in spec.inputs.iter().enumerate() {
         let path = format!("spec.domain.devices.inputs[{i}]");
-        if input.input_type != "tablet" {
+        if input.input_type != InputType::Tablet {
             return Err(ConvertError::invalid(
                 format!("{path}.type"),
-                format!("{:?} is not supported: only tablet", input.input_type),
+                format!(
+                    "{:?} is not supported: only tablet",
+                    input.input_type.as_str()
+                ),
             ));
         }
-        let model = match input.bus.as_str() {
-            "usb" => None,
-            "virtio" => Some("virtio".to_owned()),
+        let model = match &input.bus {
+            InputBus::Usb => None,
+            InputBus::Virtio => Some("virtio".to_owned()),
             other => {
                 return Err(ConvertError::invalid(
                     format!("{path}.bus"),
-                    format!("{other:?} is not supported: use usb or virtio"),
+                    format!("{:?} is not supported: use usb or virtio", other.as_str()),
                 ))
             }
         };
-        if input.bus == "usb" && caps.usb_unsupported {
+        if input.bus == InputBus::Usb && caps.usb_unsupported {
             return Err(ConvertError::invalid(
                 format!("{path}.bus"),
                 format!("usb is not available on {}", ctx.arch),
@@ -105,7 +83,7 @@ pub fn convert(
         let alias = crate::user_alias(&format!("{path}.name"), &input.name)?;
         dev.input.push(Input {
             input_type: "tablet".into(),
-            bus: Some(input.bus.clone()),
+            bus: Some(input.bus.as_str().to_owned()),
             model,
             alias: Some(alias),
         });
@@ -116,7 +94,7 @@ pub fn convert(
             graphics_type: "vnc".into(),
             listen: vec![GraphicsListen {
                 listen_type: "socket".into(),
-                socket: Some(socket(vnc_socket(vmi, ctx))?),
+                socket: Some(socket(ctx.paths.vnc_socket(vmi))?),
             }],
         });
         let model = match spec.video.as_ref() {
@@ -126,7 +104,7 @@ pub fn convert(
                         "spec.domain.devices.video.type",
                         format!(
                             "{:?} is not supported on {}: use one of {}",
-                            v.video_type,
+                            v.video_type.as_str(),
                             ctx.arch,
                             caps.video_models.join(", ")
                         ),
@@ -189,10 +167,7 @@ pub fn convert(
                 bus: "usb".into(),
                 source: Some(CharSource {
                     mode: Some("bind".into()),
-                    path: Some(socket(format!(
-                        "{}/virt-usbredir-{i}",
-                        socket_dir(vmi, ctx)
-                    ))?),
+                    path: Some(socket(ctx.paths.usbredir_socket(vmi, i))?),
                 }),
             });
         }
@@ -253,10 +228,10 @@ pub fn convert(
             target: Some(SerialTarget { port: 0 }),
             source: Some(CharSource {
                 mode: Some("bind".into()),
-                path: Some(socket(serial_socket(vmi, ctx))?),
+                path: Some(socket(ctx.paths.serial_socket(vmi))?),
             }),
             log: log.then(|| CharLog {
-                file: serial_log(vmi, ctx),
+                file: ctx.paths.serial_log(vmi),
                 append: Some("on".into()),
             }),
             alias: None,
@@ -284,7 +259,7 @@ pub fn convert(
             channel_type: "unix".into(),
             source: Some(CharSource {
                 mode: Some("bind".into()),
-                path: Some(socket(downward_metrics_socket(ctx))?),
+                path: Some(socket(ctx.paths.downward_metrics_socket())?),
             }),
             target: ChannelTarget {
                 target_type: "virtio".into(),
@@ -367,10 +342,10 @@ pub fn convert(
                 format!("sound is not supported on {}", ctx.arch),
             ));
         }
-        let model = match s.model.as_str() {
-            "" | "ich9" => "ich9",
-            "ac97" => "ac97",
-            other => {
+        let model = match &s.model {
+            SoundModel::Unset | SoundModel::Ich9 => SoundModel::Ich9.as_str(),
+            SoundModel::Ac97 => SoundModel::Ac97.as_str(),
+            SoundModel::Other(other) => {
                 return Err(ConvertError::invalid(
                     format!("{path}.model"),
                     format!("{other:?} is not supported: use ich9 or ac97"),
@@ -408,15 +383,6 @@ pub const USB_REDIR_DEVICES: usize = 4;
 pub const VIDEO_VRAM_KIB: u32 = 16384;
 /// Guest port name of the downward metrics channel (vhostmd).
 pub const DOWNWARD_METRICS_CHANNEL: &str = "org.github.vhostmd.1";
-
-/// The downward metrics socket QEMU listens on:
-/// `<private-dir>/downwardmetrics-channel/downwardmetrics.sock`.
-pub fn downward_metrics_socket(ctx: &ConvertContext) -> String {
-    format!(
-        "{}/downwardmetrics-channel/downwardmetrics.sock",
-        ctx.paths.private_dir.trim_end_matches('/')
-    )
-}
 
 /// `status.vsockCID`, when virt-controller assigned one.
 ///
@@ -471,10 +437,12 @@ fn watchdog(
             format!("not supported on {}: use {model}", ctx.arch),
         ));
     }
-    let action = match settings.action.as_str() {
-        "" => "reset",
-        a @ ("reset" | "poweroff" | "shutdown") => a,
-        other => {
+    let action = match &settings.action {
+        WatchdogAction::Unset => WatchdogAction::Reset.as_str(),
+        a @ (WatchdogAction::Reset | WatchdogAction::Poweroff | WatchdogAction::Shutdown) => {
+            a.as_str()
+        }
+        WatchdogAction::Other(other) => {
             return Err(ConvertError::invalid(
                 format!("{path}.{given}.action"),
                 format!("{other:?} is not one of poweroff, reset, shutdown"),

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use api::vmi::{Bus, CacheMode, Disk as VmiDisk, Volume};
+use api::layout::{ClaimData, VolumeFiles, PR_HELPER_SOCKET};
+use api::vmi::{Bus, CacheMode, Disk as VmiDisk, Tray, Volume};
 use api::{Arch, VirtualMachineInstance};
 use domain::{
     Address, BackingStore, BlockIo, BootOrder, Disk, DiskDriver, DiskSource, DiskTarget, Empty,
@@ -39,11 +40,54 @@ fn prefix(bus: Bus) -> &'static str {
     }
 }
 
+/// How the guest sees a disk (`disks[]` sets exactly one of `disk`, `lun`,
+/// `cdrom`; none is a disk): libvirt's `<disk device=...>`, also the VMI
+/// field's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskDevice {
+    /// A block device.
+    Disk,
+    /// A SCSI LUN passed through (block-mode claims only).
+    Lun,
+    /// A CD-ROM drive.
+    Cdrom,
+}
+
+impl DiskDevice {
+    /// libvirt's and KubeVirt's name (`disk`, `lun`, `cdrom`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskDevice::Disk => "disk",
+            DiskDevice::Lun => "lun",
+            DiskDevice::Cdrom => "cdrom",
+        }
+    }
+}
+
+/// What a disk's source is: libvirt's `<disk type=...>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceType {
+    /// An image file (`<source file=...>`).
+    File,
+    /// A block device (`<source dev=...>`).
+    Block,
+}
+
+impl SourceType {
+    /// libvirt's name (`file`, `block`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceType::File => "file",
+            SourceType::Block => "block",
+        }
+    }
+}
+
 /// Where a volume's image is, as KubeVirt lays it out in the pod.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VolumeLocation {
-    /// `file` or `block`.
-    pub disk_type: &'static str,
+    /// File or block device.
+    pub disk_type: SourceType,
     /// Format the guest device reads.
     pub format: ImageFormat,
     /// Image file or block device.
@@ -52,316 +96,132 @@ pub struct VolumeLocation {
     pub backing: Option<BackingStore>,
 }
 
-/// The container disk image virt-handler mounts for the `index`-th volume:
-/// `<container-disk-dir>/disk_<index>.img`.
-pub fn container_disk_image(ctx: &ConvertContext, index: usize) -> String {
-    format!(
-        "{}/disk_{index}.img",
-        ctx.paths.container_disk_dir.trim_end_matches('/')
-    )
-}
-
-/// The writable qcow2 overlay of a containerDisk or ephemeral volume:
-/// `<ephemeral-disk-dir>/disk-data/<vol>/disk.qcow2`.
-pub fn container_disk_overlay(ctx: &ConvertContext, volume: &str) -> String {
-    format!(
-        "{}/disk-data/{volume}/disk.qcow2",
-        ctx.paths.ephemeral_disk_dir.trim_end_matches('/')
-    )
-}
-
-/// The image of an emptyDisk volume: `<empty-disk-dir>/<vol>.qcow2`.
-pub fn empty_disk_image(ctx: &ConvertContext, volume: &str) -> String {
-    format!(
-        "{}/{volume}.qcow2",
-        ctx.paths.empty_disk_dir.trim_end_matches('/')
-    )
-}
-
-/// The image of a filesystem-mode PVC or DataVolume:
-/// `<private-dir>/vmi-disks/<vol>/disk.img`.
-pub fn pvc_image(ctx: &ConvertContext, volume: &str) -> String {
-    format!(
-        "{}/vmi-disks/{volume}/disk.img",
-        ctx.paths.private_dir.trim_end_matches('/')
-    )
-}
-
-/// The image of a hostDisk volume: `<private-dir>/vmi-disks/<vol>/<basename(path)>`.
-///
-/// # Errors
-/// [`ConvertError::Invalid`] when `path` has no usable file name.
-pub fn host_disk_image(
-    ctx: &ConvertContext,
-    volume: &str,
-    path: &str,
-    field: &str,
-) -> Result<String, ConvertError> {
-    let name = path.rsplit('/').next().unwrap_or("");
-    if name.is_empty() || name == "." || name == ".." || !path.starts_with('/') {
-        return Err(ConvertError::invalid(
-            field,
-            format!("{path:?} is not an absolute path to a file"),
-        ));
-    }
-    crate::xml_text(field, name)?;
-    Ok(format!(
-        "{}/vmi-disks/{volume}/{name}",
-        ctx.paths.private_dir.trim_end_matches('/')
-    ))
-}
-
-/// The cloud-init ISO of a VMI: `<ephemeral-disk-dir>/cloud-init-data/<namespace>/<name>/noCloud.iso`
-/// (NoCloud) or `.../configdrive.iso` (config drive), KubeVirt's
-/// `cloudinit.GetIsoFilePath`. Namespace and name are validated DNS names.
-pub fn cloud_init_iso(
-    ctx: &ConvertContext,
-    vmi: &VirtualMachineInstance,
-    config_drive: bool,
-) -> String {
-    format!(
-        "{}/{}",
-        cloud_init_dir(ctx, vmi),
-        if config_drive {
-            "configdrive.iso"
-        } else {
-            "noCloud.iso"
-        }
-    )
-}
-
-/// The per-VMI cloud-init directory: `<ephemeral-disk-dir>/cloud-init-data/<namespace>/<name>`.
-pub fn cloud_init_dir(ctx: &ConvertContext, vmi: &VirtualMachineInstance) -> String {
-    format!(
-        "{}/cloud-init-data/{}/{}",
-        ctx.paths.ephemeral_disk_dir.trim_end_matches('/'),
-        vmi.namespace(),
-        vmi.metadata.name
-    )
-}
-
-/// The downwardMetrics volume's disk, a vhostmd metrics image the guest
-/// reads (`<private>/downwardapi-disks/vhostmd0`, kubevirt-facts §5.4).
-pub fn downward_metrics_disk(ctx: &ConvertContext) -> String {
-    format!(
-        "{}/downwardapi-disks/vhostmd0",
-        ctx.paths.private_dir.trim_end_matches('/')
-    )
-}
-
-/// The kinds of config volumes KubeVirt turns into ISO disks (facts 5.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigKind {
-    /// `configMap`: source `<private>/config-map/<vol>/`, disk `<private>/config-map-disks/<vol>.iso`.
-    ConfigMap,
-    /// `secret`: source `<private>/secret/<vol>/`, disk `<private>/secret-disks/<vol>.iso`.
-    Secret,
-    /// `downwardAPI`: source `<private>/downwardapi/<vol>/`, disk `<private>/downwardapi-disks/<vol>.iso`.
-    DownwardApi,
-    /// `serviceAccount`: source `/var/run/secrets/kubernetes.io/serviceaccount/`,
-    /// disk `<private>/service-account-disk/service-account.iso`.
-    ServiceAccount,
-    /// `sysprep`: source `<private>/sysprep/<vol>/`, disk
-    /// `<private>/sysprep-disks/<vol>.iso`, label `unattendCD`.
-    Sysprep,
-}
-
-impl ConfigKind {
-    /// The config source of `v`, if it has one.
-    pub fn of(v: &Volume) -> Option<ConfigKind> {
-        if v.config_map.is_some() {
-            Some(ConfigKind::ConfigMap)
-        } else if v.secret.is_some() {
-            Some(ConfigKind::Secret)
-        } else if v.downward_api.is_some() {
-            Some(ConfigKind::DownwardApi)
-        } else if v.service_account.is_some() {
-            Some(ConfigKind::ServiceAccount)
-        } else if v.sysprep.is_some() {
-            Some(ConfigKind::Sysprep)
-        } else {
-            None
-        }
-    }
-
-    /// The VMI field name of the source (`configMap`, ...).
-    pub fn field(self) -> &'static str {
-        match self {
-            ConfigKind::ConfigMap => "configMap",
-            ConfigKind::Secret => "secret",
-            ConfigKind::DownwardApi => "downwardAPI",
-            ConfigKind::ServiceAccount => "serviceAccount",
-            ConfigKind::Sysprep => "sysprep",
-        }
-    }
-
-    /// Where the pod mounts the source directory of volume `volume`.
-    pub fn source_dir(self, ctx: &ConvertContext, volume: &str) -> String {
-        let p = ctx.paths.private_dir.trim_end_matches('/');
-        match self {
-            ConfigKind::ConfigMap => format!("{p}/config-map/{volume}"),
-            ConfigKind::Secret => format!("{p}/secret/{volume}"),
-            ConfigKind::DownwardApi => format!("{p}/downwardapi/{volume}"),
-            ConfigKind::ServiceAccount => "/var/run/secrets/kubernetes.io/serviceaccount".into(),
-            ConfigKind::Sysprep => format!("{p}/sysprep/{volume}"),
-        }
-    }
-
-    /// The ISO image of volume `volume`.
-    pub fn iso(self, ctx: &ConvertContext, volume: &str) -> String {
-        let p = ctx.paths.private_dir.trim_end_matches('/');
-        match self {
-            ConfigKind::ConfigMap => format!("{p}/config-map-disks/{volume}.iso"),
-            ConfigKind::Secret => format!("{p}/secret-disks/{volume}.iso"),
-            ConfigKind::DownwardApi => format!("{p}/downwardapi-disks/{volume}.iso"),
-            ConfigKind::ServiceAccount => format!("{p}/service-account-disk/service-account.iso"),
-            ConfigKind::Sysprep => format!("{p}/sysprep-disks/{volume}.iso"),
-        }
-    }
-}
-
-/// Resolves the location of volume `v` (the `index`-th in `spec.volumes`).
+/// Resolves the location of volume `v` (the `index`-th in `spec.volumes`)
+/// from KubeVirt's layout ([`VolumeFiles`]): disk type, format, source and
+/// backing store of its `<disk>`.
 ///
 /// # Errors
 /// [`ConvertError::Unsupported`] for sources not built yet (normally caught
-/// earlier by [`crate::unsupported::check`]), `Invalid` for bad host paths.
+/// earlier by [`crate::unsupported::check`]), `Invalid` for bad host paths,
+/// a sysprep volume without exactly one source, or a memory dump volume.
 pub fn locate(
     ctx: &ConvertContext,
     vmi: &VirtualMachineInstance,
     index: usize,
     v: &Volume,
 ) -> Result<VolumeLocation, ConvertError> {
+    let block = ctx.prepared.block_volumes.contains(&v.name);
+    let Some(files) = VolumeFiles::of(&ctx.paths, vmi, index, v, block)? else {
+        return Err(no_disk(index, v));
+    };
     let file = |f: String| DiskSource {
         file: Some(f),
         ..DiskSource::default()
     };
     let raw_file = |f: String| VolumeLocation {
-        disk_type: "file",
+        disk_type: SourceType::File,
         format: ImageFormat::Raw,
         source: file(f),
         backing: None,
     };
-    if v.cloud_init_no_cloud.is_some() || v.cloud_init_config_drive.is_some() {
-        return Ok(raw_file(cloud_init_iso(
-            ctx,
-            vmi,
-            v.cloud_init_config_drive.is_some(),
-        )));
-    }
-    if v.downward_metrics.is_some() {
-        return Ok(raw_file(downward_metrics_disk(ctx)));
-    }
-    if let Some(kind) = ConfigKind::of(v) {
-        if let Some(s) = &v.sysprep {
-            if s.config_map.is_some() == s.secret.is_some() {
-                return Err(ConvertError::invalid(
-                    format!("spec.volumes[{index}].sysprep"),
-                    "exactly one of configMap or secret is required",
-                ));
-            }
-        }
-        return Ok(raw_file(kind.iso(ctx, &v.name)));
-    }
-    if v.container_disk.is_some() {
-        let fmt = ctx
-            .prepared
-            .container_disk_formats
-            .get(&v.name)
-            .copied()
-            .unwrap_or(ImageFormat::Raw);
-        return Ok(VolumeLocation {
-            disk_type: "file",
-            format: ImageFormat::Qcow2,
-            source: file(container_disk_overlay(ctx, &v.name)),
-            backing: Some(BackingStore {
-                store_type: Some("file".into()),
-                format: Some(Format {
-                    format_type: fmt.as_str().into(),
-                }),
-                source: Some(file(container_disk_image(ctx, index))),
+    // A qcow2 overlay the guest writes, on a backing file of `format`.
+    let overlay = |overlay: String, format: ImageFormat, backing: &ClaimData| VolumeLocation {
+        disk_type: SourceType::File,
+        format: ImageFormat::Qcow2,
+        source: file(overlay),
+        backing: Some(BackingStore {
+            store_type: Some(
+                match backing {
+                    ClaimData::Block(_) => SourceType::Block,
+                    ClaimData::Image(_) => SourceType::File,
+                }
+                .as_str()
+                .into(),
+            ),
+            format: Some(Format {
+                format_type: format.as_str().into(),
             }),
-        });
-    }
-    if v.ephemeral.is_some() {
+            source: Some(claim_source(backing.clone())),
+        }),
+    };
+    Ok(match files {
+        VolumeFiles::CloudInit { iso, .. } | VolumeFiles::DownwardMetrics(iso) => raw_file(iso),
+        VolumeFiles::Config { iso, .. } => {
+            if let Some(s) = &v.sysprep {
+                if s.config_map.is_some() == s.secret.is_some() {
+                    return Err(ConvertError::invalid(
+                        format!("spec.volumes[{index}].sysprep"),
+                        "exactly one of configMap or secret is required",
+                    ));
+                }
+            }
+            raw_file(iso)
+        }
+        VolumeFiles::ContainerDisk { image, overlay: o } => {
+            let fmt = ctx
+                .prepared
+                .container_disk_formats
+                .get(&v.name)
+                .copied()
+                .unwrap_or(ImageFormat::Raw);
+            overlay(o, fmt, &ClaimData::Image(image))
+        }
         // KubeVirt: a qcow2 overlay in the ephemeral disk directory on the
         // PVC, read as raw (block device or the claim's disk.img).
-        let block = ctx.prepared.block_volumes.contains(&v.name);
-        let backing = if block {
-            DiskSource {
-                dev: Some(format!("/dev/{}", v.name)),
-                ..DiskSource::default()
-            }
-        } else {
-            file(pvc_image(ctx, &v.name))
-        };
-        return Ok(VolumeLocation {
-            disk_type: "file",
+        VolumeFiles::Ephemeral { claim, overlay: o } => overlay(o, ImageFormat::Raw, &claim),
+        VolumeFiles::EmptyDisk(image) => VolumeLocation {
+            disk_type: SourceType::File,
             format: ImageFormat::Qcow2,
-            source: file(container_disk_overlay(ctx, &v.name)),
-            backing: Some(BackingStore {
-                store_type: Some(if block { "block" } else { "file" }.into()),
-                format: Some(Format {
-                    format_type: ImageFormat::Raw.as_str().into(),
-                }),
-                source: Some(backing),
-            }),
-        });
-    }
-    if v.empty_disk.is_some() {
-        return Ok(VolumeLocation {
-            disk_type: "file",
-            format: ImageFormat::Qcow2,
-            source: file(empty_disk_image(ctx, &v.name)),
+            source: file(image),
             backing: None,
-        });
-    }
-    if v.persistent_volume_claim.is_some() || v.data_volume.is_some() {
-        if ctx.prepared.block_volumes.contains(&v.name) {
-            return Ok(VolumeLocation {
-                disk_type: "block",
-                format: ImageFormat::Raw,
-                // KubeVirt also writes `name='<volume>'`, which libvirt's
-                // schema has only for network disks (virt-xml-validate
-                // refuses it here) and its parser ignores.
-                source: DiskSource {
-                    dev: Some(format!("/dev/{}", v.name)),
-                    ..DiskSource::default()
-                },
-                backing: None,
-            });
+        },
+        // KubeVirt also writes `name='<volume>'` on a block claim's
+        // source, which libvirt's schema has only for network disks
+        // (virt-xml-validate refuses it here) and its parser ignores.
+        VolumeFiles::Claim(c @ ClaimData::Block(_)) => VolumeLocation {
+            disk_type: SourceType::Block,
+            format: ImageFormat::Raw,
+            source: claim_source(c),
+            backing: None,
+        },
+        VolumeFiles::Claim(ClaimData::Image(image)) | VolumeFiles::HostDisk(image) => {
+            raw_file(image)
         }
-        return Ok(VolumeLocation {
-            disk_type: "file",
-            format: ImageFormat::Raw,
-            source: file(pvc_image(ctx, &v.name)),
-            backing: None,
-        });
+    })
+}
+
+/// `<source dev=...>` of a block device, `<source file=...>` of an image.
+fn claim_source(c: ClaimData) -> DiskSource {
+    match c {
+        ClaimData::Block(dev) => DiskSource {
+            dev: Some(dev),
+            ..DiskSource::default()
+        },
+        ClaimData::Image(f) => DiskSource {
+            file: Some(f),
+            ..DiskSource::default()
+        },
     }
-    if let Some(h) = &v.host_disk {
-        let field = format!("spec.volumes[{index}].hostDisk.path");
-        return Ok(VolumeLocation {
-            disk_type: "file",
-            format: ImageFormat::Raw,
-            source: file(host_disk_image(ctx, &v.name, &h.path, &field)?),
-            backing: None,
-        });
-    }
+}
+
+/// Why volume `v` has no disk: a memory dump target, or a source not built.
+fn no_disk(index: usize, v: &Volume) -> ConvertError {
     if v.memory_dump.is_some() {
         // KubeVirt counts no disk for a memory dump volume (admitHotplug:
         // expected disks = volumes - memory dump volumes).
-        return Err(ConvertError::invalid(
+        return ConvertError::invalid(
             format!("spec.volumes[{index}].memoryDump"),
             format!(
                 "volume {:?} is a memory dump target (VirtualMachineMemoryDump), never a disk",
                 v.name
             ),
-        ));
+        );
     }
     let kind = v.source_kinds().first().copied().unwrap_or("unknown");
-    Err(ConvertError::unsupported(
+    ConvertError::unsupported(
         format!("spec.volumes[{index}].{kind}"),
         format!("{kind} volumes"),
-    ))
+    )
 }
 
 /// Converts every disk, in spec order.
@@ -399,11 +259,11 @@ pub fn convert(
     let mut out = Vec::with_capacity(vmi.spec.domain.devices.disks.len());
     for (i, d) in vmi.spec.domain.devices.disks.iter().enumerate() {
         let path = format!("spec.domain.devices.disks[{i}]");
-        let (device, bus, target_field) = match (&d.disk, &d.lun, &d.cdrom) {
-            (Some(t), _, _) => ("disk", t.bus, "disk"),
-            (None, Some(t), _) => ("lun", t.bus, "lun"),
-            (None, None, Some(c)) => ("cdrom", c.bus, "cdrom"),
-            (None, None, None) => ("disk", None, "disk"),
+        let (device, bus) = match (&d.disk, &d.lun, &d.cdrom) {
+            (Some(t), _, _) => (DiskDevice::Disk, t.bus),
+            (None, Some(t), _) => (DiskDevice::Lun, t.bus),
+            (None, None, Some(c)) => (DiskDevice::Cdrom, c.bus),
+            (None, None, None) => (DiskDevice::Disk, None),
         };
         let bus = bus.unwrap_or_else(|| ctx.arch.default_disk_bus());
         check_bus(
@@ -411,7 +271,7 @@ pub fn convert(
             device,
             bus,
             d,
-            &format!("{path}.{target_field}.bus"),
+            &format!("{path}.{}.bus", device.as_str()),
         )?;
 
         let pre = prefix(bus);
@@ -421,11 +281,11 @@ pub fn convert(
         let dev = device_name(pre, idx);
 
         let readonly_spec = match device {
-            "cdrom" => d.cdrom.as_ref().and_then(|c| c.readonly).unwrap_or(true),
-            "lun" => d.lun.as_ref().is_some_and(|t| t.readonly),
-            _ => d.disk.as_ref().is_some_and(|t| t.readonly),
+            DiskDevice::Cdrom => d.cdrom.as_ref().and_then(|c| c.readonly).unwrap_or(true),
+            DiskDevice::Lun => d.lun.as_ref().is_some_and(|t| t.readonly),
+            DiskDevice::Disk => d.disk.as_ref().is_some_and(|t| t.readonly),
         };
-        if device == "disk" && readonly_spec && bus == Bus::Sata {
+        if device == DiskDevice::Disk && readonly_spec && bus == Bus::Sata {
             return Err(ConvertError::invalid(
                 format!("{path}.disk.readonly"),
                 format!(
@@ -448,11 +308,15 @@ pub fn convert(
         }
 
         let mut disk = Disk {
-            device: device.into(),
+            device: device.as_str().into(),
             target: DiskTarget {
                 dev: dev.clone(),
                 bus: Some(bus.as_str().into()),
-                tray: d.cdrom.as_ref().and_then(|c| c.tray.clone()),
+                tray: d
+                    .cdrom
+                    .as_ref()
+                    .and_then(|c| c.tray.as_ref())
+                    .map(|t| t.as_str().to_owned()),
             },
             // KubeVirt writes no <serial> for an empty one.
             serial: d.serial.clone().filter(|s| !s.is_empty()),
@@ -460,13 +324,11 @@ pub fn convert(
             alias: Some(crate::user_alias(&format!("{path}.name"), &d.name)?),
             ..Disk::default()
         };
-        if let Some(t) = &disk.target.tray {
-            if t != "open" && t != "closed" {
-                return Err(ConvertError::invalid(
-                    format!("{path}.cdrom.tray"),
-                    format!("{t:?} is not open or closed"),
-                ));
-            }
+        if let Some(Tray::Other(t)) = d.cdrom.as_ref().and_then(|c| c.tray.as_ref()) {
+            return Err(ConvertError::invalid(
+                format!("{path}.cdrom.tray"),
+                format!("{t:?} is not open or closed"),
+            ));
         }
         if bus == Bus::Virtio && ctx.arch != Arch::S390x {
             disk.model = Some(crate::arch::virtio_model(crate::arch::caps(ctx.arch), vmi).into());
@@ -519,7 +381,7 @@ pub fn convert(
         // KubeVirt places SCSI disks and LUNs on the controller by the
         // index of their name; libvirt places SCSI CD-ROMs itself (from the
         // same name, as long as the units fit one controller).
-        if bus == Bus::Scsi && device != "cdrom" {
+        if bus == Bus::Scsi && device != DiskDevice::Cdrom {
             disk.address = Some(Address {
                 address_type: "drive".into(),
                 controller: Some("0".into()),
@@ -569,8 +431,8 @@ pub fn convert(
         match volumes.get(d.name.as_str()) {
             Some((vi, v)) => {
                 let mut loc = locate(ctx, vmi, *vi, v)?;
-                if device == "lun" {
-                    if loc.disk_type != "block" || loc.backing.is_some() {
+                if device == DiskDevice::Lun {
+                    if loc.disk_type != SourceType::Block || loc.backing.is_some() {
                         return Err(ConvertError::invalid(
                             format!("{path}.lun"),
                             format!(
@@ -590,7 +452,7 @@ pub fn convert(
                         });
                     }
                 }
-                disk.disk_type = loc.disk_type.into();
+                disk.disk_type = loc.disk_type.as_str().into();
                 driver.format = Some(loc.format.as_str().into());
                 disk.source = Some(loc.source);
                 disk.backing_store = loc.backing;
@@ -600,7 +462,7 @@ pub fn convert(
                 // overlays) always unmap.
                 let own_image =
                     v.container_disk.is_some() || v.empty_disk.is_some() || v.ephemeral.is_some();
-                if (device == "disk" || device == "lun")
+                if matches!(device, DiskDevice::Disk | DiskDevice::Lun)
                     && !metrics
                     && (own_image || !ctx.volumes_discard_ignore.contains(&v.name))
                 {
@@ -614,9 +476,9 @@ pub fn convert(
                     readonly = true;
                 }
             }
-            None if device == "cdrom" => {
+            None if device == DiskDevice::Cdrom => {
                 // An empty CD-ROM drive: no medium (KubeVirt: block, raw, no source).
-                disk.disk_type = "block".into();
+                disk.disk_type = SourceType::Block.as_str().into();
                 driver.format = Some("raw".into());
             }
             None => {
@@ -654,8 +516,6 @@ pub fn convert(
     Ok(out)
 }
 
-/// The pr-helper socket KubeVirt's `lun` reservations connect to.
-pub const PR_HELPER_SOCKET: &str = "/var/run/kubevirt/daemons/pr/pr-helper.sock";
 /// Smallest custom block size (bytes).
 pub const MIN_BLOCK_SIZE: u32 = 512;
 /// Largest custom block size (bytes; 2 MiB, QEMU's limit).
@@ -710,12 +570,12 @@ fn cache_str(c: CacheMode) -> &'static str {
 /// Buses each device kind may use, per KubeVirt's admission rules.
 fn check_bus(
     arch: Arch,
-    device: &str,
+    device: DiskDevice,
     bus: Bus,
     d: &VmiDisk,
     field: &str,
 ) -> Result<(), ConvertError> {
-    if device == "cdrom" && bus == Bus::Virtio {
+    if device == DiskDevice::Cdrom && bus == Bus::Virtio {
         return Err(ConvertError::invalid(
             field,
             format!(
@@ -724,7 +584,7 @@ fn check_bus(
             ),
         ));
     }
-    if device == "lun" && !matches!(bus, Bus::Scsi | Bus::Virtio) {
+    if device == DiskDevice::Lun && !matches!(bus, Bus::Scsi | Bus::Virtio) {
         return Err(ConvertError::invalid(
             field,
             format!(

@@ -1,6 +1,6 @@
 //! `<features>` and `<clock>` from `spec.domain.features` and `spec.domain.clock`.
 
-use api::vmi::TimerSpec;
+use api::vmi::{CpuFeaturePolicy, TickPolicy, TimerSpec, TimerTrack};
 use api::{Arch, VirtualMachineInstance};
 use domain::{
     Clock, Empty, FeatureState, Features, HyperV, HyperVSpinlocks, HyperVStimer, HyperVVendorId,
@@ -196,8 +196,6 @@ fn hyperv(h: &api::vmi::FeatureHyperv) -> Result<HyperV, ConvertError> {
     })
 }
 
-const TICK_POLICIES: [&str; 4] = ["delay", "catchup", "merge", "discard"];
-
 /// `<clock>`: `offset='utc'` with `adjustment` = `offsetSeconds` or `reset`,
 /// or `offset='timezone' timezone=...`; timers rtc, pit, kvmclock, hpet,
 /// hypervclock with `present` (default yes), `tickpolicy` and (rtc) `track`.
@@ -266,24 +264,30 @@ pub fn clock(vmi: &VirtualMachineInstance) -> Result<Option<Clock>, ConvertError
         for (field, name, spec) in timers {
             let Some(spec) = spec else { continue };
             let path = format!("{base}.timer.{field}");
-            let tickpolicy = spec.tick_policy.clone().filter(|p| !p.is_empty());
-            if let Some(p) = &tickpolicy {
-                if !TICK_POLICIES.contains(&p.as_str()) {
-                    return Err(ConvertError::invalid(
-                        format!("{path}.tickPolicy"),
-                        format!("{p:?} is not one of {}", TICK_POLICIES.join(", ")),
-                    ));
-                }
+            let tickpolicy = spec
+                .tick_policy
+                .as_ref()
+                .filter(|p| **p != TickPolicy::Unset);
+            if let Some(TickPolicy::Other(p)) = tickpolicy {
+                return Err(ConvertError::invalid(
+                    format!("{path}.tickPolicy"),
+                    format!("{p:?} is not one of {}", TickPolicy::choices()),
+                ));
             }
-            let track = spec.track.clone().filter(|t| !t.is_empty());
-            if let Some(tr) = &track {
-                if field != "rtc" || !["guest", "wall"].contains(&tr.as_str()) {
+            let track = spec.track.as_ref().filter(|t| **t != TimerTrack::Unset);
+            if let Some(tr) = track {
+                if field != "rtc" || matches!(tr, TimerTrack::Other(_)) {
                     return Err(ConvertError::invalid(
                         format!("{path}.track"),
-                        format!("{tr:?} is not valid here (rtc only: guest or wall)"),
+                        format!(
+                            "{:?} is not valid here (rtc only: guest or wall)",
+                            tr.as_str()
+                        ),
                     ));
                 }
             }
+            let tickpolicy = tickpolicy.map(|p| p.as_str().to_owned());
+            let track = track.map(|t| t.as_str().to_owned());
             clock.timer.push(Timer {
                 name: name.into(),
                 tickpolicy,
@@ -324,9 +328,13 @@ fn tsc_timer(hz: u64) -> Timer {
 pub fn tsc_frequency(vmi: &VirtualMachineInstance) -> Result<Option<u64>, ConvertError> {
     let dom = &vmi.spec.domain;
     let invtsc = dom.cpu.as_ref().is_some_and(|c| {
-        c.features
-            .iter()
-            .any(|f| f.name == "invtsc" && matches!(f.policy.as_str(), "" | "require" | "force"))
+        c.features.iter().any(|f| {
+            f.name == "invtsc"
+                && matches!(
+                    f.policy,
+                    CpuFeaturePolicy::Unset | CpuFeaturePolicy::Require | CpuFeaturePolicy::Force
+                )
+        })
     });
     let reenlightenment = dom
         .features

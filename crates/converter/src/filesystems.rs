@@ -2,20 +2,14 @@
 //! (KubeVirt v1.6.6 converter; the shared memfd memory they need is set by
 //! [`crate::memory`]).
 
+use api::layout::virtiofs_socket;
 use api::VirtualMachineInstance;
 use domain::{Filesystem, FilesystemDriver, FilesystemSource, FilesystemTarget};
 
 use crate::ConvertError;
 
-/// Where KubeVirt's virtiofsd containers put their sockets.
-pub const VIRTIOFS_SOCKET_DIR: &str = "/var/run/kubevirt/virtiofs-containers";
 /// Queue size KubeVirt gives every virtiofs device.
 pub const VIRTIOFS_QUEUE: u32 = 1024;
-
-/// The socket of the virtiofsd serving `name`: `<dir>/<name>.sock`.
-pub fn virtiofs_socket(name: &str) -> String {
-    format!("{VIRTIOFS_SOCKET_DIR}/{name}.sock")
-}
 
 /// One `<filesystem type='mount' accessmode='passthrough'>` per filesystem:
 /// `<driver type='virtiofs' queue='1024'/>`, `<source socket=…/>` of the

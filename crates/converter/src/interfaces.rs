@@ -12,7 +12,7 @@
 //! shows.
 
 use api::mac::{format_mac, parse_guest_mac};
-use api::vmi::Interface as ApiInterface;
+use api::vmi::{Binding, Interface as ApiInterface, InterfaceModel, InterfaceState};
 use api::{Arch, VirtualMachineInstance};
 use domain::{
     AcpiIndex, Address, BootOrder, Interface, InterfaceDriver, InterfaceTarget, LinkState, Mac,
@@ -25,14 +25,14 @@ use crate::{ConvertContext, ConvertError};
 /// Most vhost queues KubeVirt configures per NIC.
 pub const MAX_QUEUES: u32 = 256;
 
-/// NIC models KubeVirt accepts in `interfaces[].model`.
-pub const MODELS: &[&str] = &[
-    "e1000", "e1000e", "igb", "ne2k_pci", "pcnet", "rtl8139", "virtio",
+/// The NIC models ([`InterfaceModel`]) that QEMU's s390x emulator has
+/// (`qemu-system-s390x -device help`, QEMU 10.0: no e1000, ne2k_pci,
+/// pcnet or rtl8139).
+pub const S390X_MODELS: &[InterfaceModel] = &[
+    InterfaceModel::E1000e,
+    InterfaceModel::Igb,
+    InterfaceModel::Virtio,
 ];
-
-/// The [`MODELS`] that QEMU's s390x emulator has (`qemu-system-s390x
-/// -device help`, QEMU 10.0: no e1000, ne2k_pci, pcnet or rtl8139).
-pub const S390X_MODELS: &[&str] = &["e1000e", "igb", "virtio"];
 
 /// What network phase 1 found for one interface (phase 2's host facts).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -266,17 +266,13 @@ pub fn convert(
                 "needs a source: pod or multus",
             ));
         }
-        let bindings = [
-            ("bridge", iface.bridge.is_some()),
-            ("masquerade", iface.masquerade.is_some()),
-            ("sriov", iface.sriov.is_some()),
-            ("slirp", iface.slirp.is_some()),
-            ("passt", iface.passt.is_some()),
-            ("macvtap", iface.macvtap.is_some()),
-            ("binding", iface.binding.is_some()),
-        ];
-        if bindings.iter().filter(|(_, set)| *set).count() > 1 {
-            let names: Vec<&str> = bindings.iter().map(|(n, _)| *n).collect();
+        if Binding::ALL
+            .iter()
+            .filter(|b| iface.has_binding(**b))
+            .count()
+            > 1
+        {
+            let names: Vec<&str> = Binding::ALL.iter().map(|b| b.as_str()).collect();
             return Err(ConvertError::invalid(
                 path,
                 format!("only one of {} may be set", names.join(", ")),
@@ -311,10 +307,10 @@ pub fn convert(
                 "masquerade is only allowed on the pod network",
             ));
         }
-        match iface.state.as_deref() {
-            None | Some("" | "up" | "down") => {}
-            Some("absent") => continue,
-            Some(other) => {
+        match &iface.state {
+            None | Some(InterfaceState::Unset | InterfaceState::Up | InterfaceState::Down) => {}
+            Some(InterfaceState::Absent) => continue,
+            Some(InterfaceState::Other(other)) => {
                 return Err(ConvertError::invalid(
                     format!("{path}.state"),
                     format!("{other:?} is not one of up, down, absent"),
@@ -355,7 +351,6 @@ fn one(
     multiqueue: bool,
     virtio_model: &str,
 ) -> Result<Interface, ConvertError> {
-    let model = iface.model.as_deref().unwrap_or("virtio");
     let model_type = checked_model(iface, path, ctx.arch, virtio_model)?;
     let host = ctx.prepared.interfaces.get(&iface.name);
     let mac = match &iface.mac_address {
@@ -369,7 +364,10 @@ fn one(
         Some(h) => h.tap.clone(),
         None => tap_name(&pod_iface_name(&iface.name, primary)),
     };
-    let virtio = model == "virtio";
+    let virtio = iface
+        .model
+        .as_ref()
+        .is_none_or(|m| *m == InterfaceModel::Virtio);
     // One queue pair per vCPU, as KubeVirt does, on virtio only.
     let queues = (multiqueue && virtio).then(|| vcpus.clamp(1, MAX_QUEUES));
     let boot = match iface.boot_order {
@@ -417,7 +415,7 @@ fn one(
         rom,
         address,
         acpi: iface.acpi_index.map(|index| AcpiIndex { index }),
-        link: (iface.state.as_deref() == Some("down")).then(|| LinkState {
+        link: (iface.state == Some(InterfaceState::Down)).then(|| LinkState {
             state: "down".into(),
         }),
         ..Interface::default()
@@ -436,26 +434,28 @@ fn checked_model(
     arch: Arch,
     virtio_model: &str,
 ) -> Result<String, ConvertError> {
-    let model = iface.model.as_deref().unwrap_or("virtio");
-    if !MODELS.contains(&model) {
+    let model = iface.model.as_ref().unwrap_or(&InterfaceModel::Virtio);
+    if let InterfaceModel::Other(m) = model {
         return Err(ConvertError::invalid(
             format!("{path}.model"),
-            format!("{model:?} is not one of {}", MODELS.join(", ")),
+            format!("{m:?} is not one of {}", InterfaceModel::choices()),
         ));
     }
-    if arch == api::Arch::S390x && !S390X_MODELS.contains(&model) {
+    if arch == api::Arch::S390x && !S390X_MODELS.contains(model) {
         // libvirt defines such a domain; QEMU only fails at start.
+        let names: Vec<&str> = S390X_MODELS.iter().map(InterfaceModel::as_str).collect();
         return Err(ConvertError::invalid(
             format!("{path}.model"),
             format!(
-                "{model:?} does not exist on s390x: use one of {}",
-                S390X_MODELS.join(", ")
+                "{:?} does not exist on s390x: use one of {}",
+                model.as_str(),
+                names.join(", ")
             ),
         ));
     }
-    Ok(if model == "virtio" {
+    Ok(if *model == InterfaceModel::Virtio {
         virtio_model.to_owned()
     } else {
-        model.to_owned()
+        model.as_str().to_owned()
     })
 }

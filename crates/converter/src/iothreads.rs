@@ -3,40 +3,11 @@
 //! (KubeVirt v1.6.6 converter `setIOThreads`; facts section 4.5).
 
 use api::quantity::Quantity;
-use api::vmi::Bus;
+use api::vmi::{Bus, IoThreadsPolicy};
 use api::VirtualMachineInstance;
 use domain::{Controller, ControllerDriver, Disk, DriverIoThread, DriverIoThreads};
 
 use crate::ConvertError;
-
-/// `spec.domain.ioThreadsPolicy` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    /// One thread shared by all disks without a dedicated one (the default).
-    Shared,
-    /// Up to two threads per requested CPU.
-    Auto,
-    /// `ioThreads.supplementalPoolThreadCount` threads, each virtio disk on all of them.
-    SupplementalPool,
-}
-
-impl Policy {
-    /// Parses KubeVirt's policy name.
-    ///
-    /// # Errors
-    /// KubeVirt's admission message `Invalid IOThreadsPolicy (<p>)`.
-    pub fn parse(p: &str) -> Result<Policy, ConvertError> {
-        match p {
-            "shared" => Ok(Policy::Shared),
-            "auto" => Ok(Policy::Auto),
-            "supplementalPool" => Ok(Policy::SupplementalPool),
-            _ => Err(ConvertError::invalid(
-                "spec.domain.ioThreadsPolicy",
-                format!("Invalid IOThreadsPolicy ({p})"),
-            )),
-        }
-    }
-}
 
 /// The CPUs requested for the pod (`requests.cpu`, else `limits.cpu`,
 /// rounded up), at least 1.
@@ -81,13 +52,19 @@ pub fn apply(
     let any_dedicated = spec_disks
         .iter()
         .any(|d| d.dedicated_io_thread == Some(true));
-    let policy = match dom.io_threads_policy.as_deref() {
-        Some(p) => Policy::parse(p)?,
-        None if any_dedicated => Policy::Shared,
+    let policy = match &dom.io_threads_policy {
+        Some(IoThreadsPolicy::Other(p)) => {
+            return Err(ConvertError::invalid(
+                "spec.domain.ioThreadsPolicy",
+                format!("Invalid IOThreadsPolicy ({p})"),
+            ))
+        }
+        Some(p) => p.clone(),
+        None if any_dedicated => IoThreadsPolicy::Shared,
         None => return Ok(None),
     };
     let is_virtio = |d: &Disk| d.target.bus.as_deref() == Some(Bus::Virtio.as_str());
-    if policy == Policy::SupplementalPool {
+    if policy == IoThreadsPolicy::SupplementalPool {
         let count = dom
             .io_threads
             .as_ref()
@@ -110,12 +87,12 @@ pub fn apply(
     }
     let cpu = dom.cpu.as_ref();
     let limit = match policy {
-        Policy::Auto
+        IoThreadsPolicy::Auto
             if cpu.is_some_and(|c| c.dedicated_cpu_placement && c.isolate_emulator_thread) =>
         {
             1
         }
-        Policy::Auto => requested_cpus(vmi).saturating_mul(2),
+        IoThreadsPolicy::Auto => requested_cpus(vmi).saturating_mul(2),
         _ => 1,
     };
     let dedicated = u32::try_from(

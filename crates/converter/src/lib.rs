@@ -35,6 +35,10 @@ use std::collections::BTreeMap;
 use api::{Arch, FieldError, VirtualMachineInstance};
 use domain::{Domain, GracePeriodMetadata, KubeVirtMetadata, Metadata};
 
+/// Directories the converter writes into the domain: KubeVirt's layout,
+/// [`api::layout::Paths`] (re-exported here for [`ConvertContext::paths`]).
+pub use api::layout::Paths;
+
 /// libvirt's qemu XML namespace (`xmlns:qemu`).
 pub const QEMU_XMLNS: &str = "http://libvirt.org/schemas/domain/qemu/1.0";
 /// Namespace of KubeVirt's domain metadata.
@@ -71,6 +75,12 @@ impl ConvertError {
             path: path.into(),
             feature: feature.into(),
         }
+    }
+}
+
+impl From<FieldError> for ConvertError {
+    fn from(e: FieldError) -> Self {
+        ConvertError::Invalid(e)
     }
 }
 
@@ -130,38 +140,6 @@ impl ImageFormat {
         match self {
             ImageFormat::Raw => "raw",
             ImageFormat::Qcow2 => "qcow2",
-        }
-    }
-}
-
-/// Directories the converter writes into the domain. Defaults are
-/// KubeVirt's in-pod paths; standalone mode maps them onto private
-/// directories with bind mounts, so the domain XML is the same.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Paths {
-    /// `--container-disk-dir` (`/var/run/kubevirt/container-disks`).
-    pub container_disk_dir: String,
-    /// `--ephemeral-disk-dir` (`/var/run/kubevirt-ephemeral-disks`).
-    pub ephemeral_disk_dir: String,
-    /// KubeVirt's private dir (`/var/run/kubevirt-private`).
-    pub private_dir: String,
-    /// Where emptyDisk images live (`/var/run/libvirt/empty-disks`).
-    pub empty_disk_dir: String,
-    /// `--ovmf-path` (`/usr/share/OVMF`, `/usr/share/AAVMF` on arm64).
-    pub ovmf_dir: String,
-    /// EFI variable stores (`/var/lib/libvirt/qemu/nvram`).
-    pub nvram_dir: String,
-}
-
-impl Default for Paths {
-    fn default() -> Self {
-        Paths {
-            container_disk_dir: "/var/run/kubevirt/container-disks".into(),
-            ephemeral_disk_dir: "/var/run/kubevirt-ephemeral-disks".into(),
-            private_dir: "/var/run/kubevirt-private".into(),
-            empty_disk_dir: "/var/run/libvirt/empty-disks".into(),
-            ovmf_dir: "/usr/share/OVMF".into(),
-            nvram_dir: "/var/lib/libvirt/qemu/nvram".into(),
         }
     }
 }
@@ -359,7 +337,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         domain_type: ctx.virt_type.as_str().to_owned(),
         xmlns_qemu: None,
         name: vmi.domain_name(),
-        uuid: os::firmware_uuid(vmi).map(str::to_owned),
+        uuid: vmi.firmware_uuid().map(str::to_owned),
         metadata: Some(Metadata {
             kubevirt: Some(KubeVirtMetadata {
                 xmlns: Some(KUBEVIRT_XMLNS.to_owned()),
@@ -417,25 +395,12 @@ pub fn user_alias(path: &str, name: &str) -> Result<domain::Alias, ConvertError>
     Ok(domain::Alias::user(name))
 }
 
-/// Rejects text that XML 1.0 cannot carry (control characters other than
-/// tab, newline and carriage return). Everything else is escaped by the
-/// serialiser, so this is the only text check free-form fields need.
+/// Rejects text that XML 1.0 cannot carry ([`api::names::xml_text`]).
 ///
 /// # Errors
 /// [`ConvertError::Invalid`] naming `path` and the first bad character.
 pub fn xml_text(path: &str, s: &str) -> Result<(), ConvertError> {
-    match s.chars().find(|c| {
-        (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || *c == '\u{fffe}' || *c == '\u{ffff}'
-    }) {
-        Some(c) => Err(ConvertError::invalid(
-            path,
-            format!(
-                "contains the character U+{:04X}, which XML cannot carry",
-                u32::from(c)
-            ),
-        )),
-        None => Ok(()),
-    }
+    api::names::xml_text(path, s).map_err(ConvertError::Invalid)
 }
 
 #[cfg(test)]

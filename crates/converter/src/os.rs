@@ -1,6 +1,7 @@
 //! `<os>` (machine type, firmware, direct kernel boot, boot menu) and
 //! `<sysinfo>` (SMBIOS) from `spec.domain.machine` and `spec.domain.firmware`.
 
+use api::vmi::StartStrategy;
 use api::VirtualMachineInstance;
 use domain::{
     BiosOptions, BootMenu, Loader, Nvram, Os, OsType, Smbios, SysInfo, SysInfoEntries, SysInfoEntry,
@@ -11,17 +12,6 @@ use crate::{ConvertContext, ConvertError};
 
 /// KubeVirt's boot menu timeout for `startStrategy: Paused`, in ms.
 pub const PAUSED_BOOT_MENU_TIMEOUT_MS: u32 = 10_000;
-
-/// The firmware UUID (`spec.domain.firmware.uuid`), which is also the
-/// domain UUID.
-pub fn firmware_uuid(vmi: &VirtualMachineInstance) -> Option<&str> {
-    vmi.spec
-        .domain
-        .firmware
-        .as_ref()
-        .and_then(|f| f.uuid.as_deref())
-        .filter(|u| !u.is_empty())
-}
 
 /// Whether the VMI names an EFI boot loader (`firmware.bootloader.efi`,
 /// KubeVirt's `IsBootloaderEFI`), whatever the architecture's default.
@@ -85,8 +75,7 @@ pub fn efi_files(
             ctx.paths.ovmf_dir
         )));
     };
-    let dir = ctx.paths.ovmf_dir.trim_end_matches('/');
-    Ok(Some((format!("{dir}/{c}"), format!("{dir}/{v}"))))
+    Ok(Some((ctx.paths.ovmf_file(c), ctx.paths.ovmf_file(v))))
 }
 
 /// `<os>`: `<type arch machine>hvm</type>`; `<smbios mode='sysinfo'/>` where
@@ -175,10 +164,9 @@ pub fn convert(
             loader_type: Some("pflash".into()),
             path: code,
         });
-        let nvram_dir = ctx.paths.nvram_dir.trim_end_matches('/');
         os.nvram = Some(Nvram {
             template: Some(vars),
-            path: format!("{nvram_dir}/{}_VARS.fd", vmi.metadata.name),
+            path: ctx.paths.nvram(vmi),
         });
     }
     if let Some(bios) = bootloader.and_then(|b| b.bios.as_ref()) {
@@ -219,10 +207,7 @@ pub fn convert(
             os.cmdline = Some(args.clone());
         }
         if let Some(c) = &kb.container {
-            let dir = format!(
-                "{}/kernel-boot",
-                ctx.paths.container_disk_dir.trim_end_matches('/')
-            );
+            let dir = ctx.paths.kernel_boot_dir();
             let file = |field: &str, p: &Option<String>| -> Result<Option<String>, ConvertError> {
                 let Some(p) = p.as_deref().filter(|p| !p.is_empty()) else {
                     return Ok(None);
@@ -246,7 +231,7 @@ pub fn convert(
             }
         }
     }
-    if vmi.spec.start_strategy.as_deref() == Some("Paused") {
+    if vmi.spec.start_strategy == Some(StartStrategy::Paused) {
         os.bootmenu = Some(BootMenu {
             enable: "yes".into(),
             timeout: Some(PAUSED_BOOT_MENU_TIMEOUT_MS),
@@ -313,7 +298,7 @@ pub fn sysinfo(
     let fw = vmi.spec.domain.firmware.as_ref();
     let s = &ctx.smbios;
     let entries: Vec<SysInfoEntry> = [
-        ("uuid", firmware_uuid(vmi).unwrap_or("")),
+        ("uuid", vmi.firmware_uuid().unwrap_or("")),
         ("serial", fw.and_then(|f| f.serial.as_deref()).unwrap_or("")),
         ("manufacturer", s.manufacturer.as_str()),
         ("family", s.family.as_str()),

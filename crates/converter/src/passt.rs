@@ -34,7 +34,7 @@
 //! VM-wide setting, applies to the tap-based interfaces only, as in
 //! KubeVirt.
 
-use api::vmi::Interface as ApiInterface;
+use api::vmi::{Interface as ApiInterface, InterfaceState};
 use api::VirtualMachineInstance;
 use domain::{
     AcpiIndex, Interface, InterfaceBackend, InterfaceSource, Mac, Model, PortForward, PortRange,
@@ -141,7 +141,7 @@ pub fn interface(
     if iface.boot_order.is_some() {
         return Err(not_applied("bootOrder", "a boot order"));
     }
-    if iface.state.as_deref() == Some("down") {
+    if iface.state == Some(InterfaceState::Down) {
         return Err(not_applied("state", "link state down"));
     }
     if iface.dhcp_options.is_some() {

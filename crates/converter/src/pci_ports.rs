@@ -196,19 +196,23 @@ pub fn remove_placeholders(inactive_xml: &str) -> Result<String, ConvertError> {
     Ok(out)
 }
 
-/// `dom` (as converted, no addresses yet) with `count` `<controller
-/// type='pci' model='pcie-root-port'>` appended, indices after its highest
-/// PCI controller index (so from 1), never above 31: KubeVirt's define of
-/// a VMI without placeholder interfaces.
-pub fn with_root_ports(dom: &Domain, count: u32) -> Domain {
-    let max = dom
-        .devices
+/// The highest index of `dom`'s PCI controllers (0 without any).
+fn max_pci_index(dom: &Domain) -> u32 {
+    dom.devices
         .controller
         .iter()
         .filter(|c| c.controller_type == "pci")
         .filter_map(|c| c.index.parse::<u32>().ok())
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// `dom` (as converted, no addresses yet) with `count` `<controller
+/// type='pci' model='pcie-root-port'>` appended, indices after its highest
+/// PCI controller index (so from 1), never above 31: KubeVirt's define of
+/// a VMI without placeholder interfaces.
+pub fn with_root_ports(dom: &Domain, count: u32) -> Domain {
+    let max = max_pci_index(dom);
     let mut out = dom.clone();
     out.devices
         .controller
@@ -261,14 +265,7 @@ pub fn add_root_ports(inactive_xml: &str, count: u32) -> Result<String, ConvertE
     }
     let dom = Domain::from_xml(inactive_xml)
         .map_err(|e| ConvertError::Host(format!("libvirt's domain XML: {e}")))?;
-    let max = dom
-        .devices
-        .controller
-        .iter()
-        .filter(|c| c.controller_type == "pci")
-        .filter_map(|c| c.index.parse::<u32>().ok())
-        .max()
-        .unwrap_or(0);
+    let max = max_pci_index(&dom);
     let at = inactive_xml
         .rfind("</devices>")
         .ok_or_else(|| ConvertError::Host("libvirt's domain XML has no </devices>".into()))?;

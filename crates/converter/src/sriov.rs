@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use api::vmi::Interface as ApiInterface;
+use api::vmi::{Interface as ApiInterface, InterfaceState};
 use api::VirtualMachineInstance;
 use domain::{BootOrder, HostDevice, HostDeviceSource};
 
@@ -46,7 +46,7 @@ pub fn live_interfaces(vmi: &VirtualMachineInstance) -> Vec<(usize, &ApiInterfac
         .interfaces
         .iter()
         .enumerate()
-        .filter(|(_, i)| is_sriov(i) && i.state.as_deref() != Some("absent"))
+        .filter(|(_, i)| is_sriov(i) && !i.is_absent())
         .collect()
 }
 
@@ -84,7 +84,7 @@ pub fn convert(
                 ),
             ));
         }
-        if iface.state.as_deref() == Some("down") {
+        if iface.state == Some(InterfaceState::Down) {
             return Err(ConvertError::invalid(
                 format!("{path}.state"),
                 "an SR-IOV interface is a host device and has no link state to set down",
@@ -93,7 +93,10 @@ pub fn convert(
         if let Some(model) = &iface.model {
             return Err(ConvertError::invalid(
                 format!("{path}.model"),
-                format!("{model:?}: an SR-IOV interface is the host's VF, it has no NIC model"),
+                format!(
+                    "{:?}: an SR-IOV interface is the host's VF, it has no NIC model",
+                    model.as_str()
+                ),
             ));
         }
         if iface.acpi_index.is_some() {
@@ -194,7 +197,7 @@ pub fn check_guest_addresses(vmi: &VirtualMachineInstance) -> Result<(), Convert
         let Some(text) = iface.pci_address.as_deref() else {
             continue;
         };
-        if iface.state.as_deref() == Some("absent") {
+        if iface.is_absent() {
             continue;
         }
         let path = format!("spec.domain.devices.interfaces[{i}].pciAddress");

@@ -103,7 +103,7 @@ pub fn prepare(
     let rc = parse_resolv_conf(resolv_conf);
     for (i, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
         let path = format!("spec.domain.devices.interfaces[{i}]");
-        if iface.state.as_deref() == Some("absent") || converter::sriov::is_sriov(iface) {
+        if iface.is_absent() || converter::sriov::is_sriov(iface) {
             // SR-IOV: a host device, no tap or DHCP (see crate::sriov).
             continue;
         }
@@ -234,7 +234,7 @@ pub fn prepare(
 pub fn check_spec(vmi: &VirtualMachineInstance) -> Result<(), String> {
     for (i, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
         let path = format!("spec.domain.devices.interfaces[{i}]");
-        if iface.state.as_deref() == Some("absent")
+        if iface.is_absent()
             || converter::sriov::is_sriov(iface)
             || converter::passt::is_passt(iface)
         {

@@ -38,7 +38,6 @@ use std::path::{Path, PathBuf};
 use api::vmi::{CloudInitSource, Volume};
 use api::VirtualMachineInstance;
 use base64::Engine;
-use converter::disks::{cloud_init_dir, cloud_init_iso};
 use converter::ConvertContext;
 use serde::Serialize;
 
@@ -279,11 +278,7 @@ pub fn read(
             format!("{field}.networkDataSecretRef")
         };
         let dir = match sources {
-            ConfigSources::Pod => PathBuf::from(format!(
-                "{}/secret/{}",
-                ctx.paths.private_dir.trim_end_matches('/'),
-                v.name
-            )),
+            ConfigSources::Pod => PathBuf::from(ctx.paths.secret_dir(&v.name)),
             ConfigSources::Standalone { volumes, .. } => volumes.get(&v.name).cloned().ok_or_else(|| {
                 volume_err(
                     &ref_field,
@@ -492,10 +487,9 @@ pub fn public_keys(
         }
         let field = format!("spec.accessCredentials[{i}].sshPublicKey.source.secret");
         let dir = match sources {
-            ConfigSources::Pod => PathBuf::from(format!(
-                "{}/secret/{name}-access-cred",
-                ctx.paths.private_dir.trim_end_matches('/')
-            )),
+            ConfigSources::Pod => {
+                PathBuf::from(ctx.paths.secret_dir(&format!("{name}-access-cred")))
+            }
             ConfigSources::Standalone { secrets, .. } => {
                 secrets.get(name).cloned().ok_or_else(|| {
                     volume_err(
@@ -632,7 +626,7 @@ fn write_new(field: &str, dir: &Path, rel: &str, data: &[u8]) -> Result<(), Stor
 }
 
 /// Writes the data files and builds the ISO at
-/// [`converter::disks::cloud_init_iso`]; the data files are removed
+/// [`api::layout::Paths::cloud_init_iso`]; the data files are removed
 /// afterwards, whatever happened.
 ///
 /// # Errors
@@ -653,8 +647,8 @@ pub fn generate(
         data.source.field()
     );
     let config_drive = data.source == DataSource::ConfigDrive;
-    let iso = PathBuf::from(cloud_init_iso(ctx, vmi, config_drive));
-    let base = PathBuf::from(cloud_init_dir(ctx, vmi));
+    let iso = PathBuf::from(ctx.paths.cloud_init_iso(vmi, config_drive));
+    let base = PathBuf::from(ctx.paths.cloud_init_dir(vmi));
     let data_dir = base.join("data");
     ensure_parent_under(&field, &ctx.paths.ephemeral_disk_dir, &data_dir.join("x"))?;
     crate::remove_tree_under(&field, &base, &data_dir)?;

@@ -21,9 +21,9 @@ use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use api::layout::ConfigKind;
 use api::vmi::Volume;
 use api::VirtualMachineInstance;
-use converter::disks::ConfigKind;
 use converter::ConvertContext;
 
 use crate::{ensure_parent_under, io_err, volume_err, ConfigDiskFs, ConfigSources, StorageError};
@@ -197,7 +197,7 @@ pub fn source_dir(
     field: &str,
 ) -> Result<PathBuf, StorageError> {
     match sources {
-        ConfigSources::Pod => Ok(PathBuf::from(kind.source_dir(ctx, &v.name))),
+        ConfigSources::Pod => Ok(PathBuf::from(kind.source_dir(&ctx.paths, &v.name))),
         ConfigSources::Standalone { volumes, .. } => volumes.get(&v.name).cloned().ok_or_else(|| {
             volume_err(
                 field,
@@ -314,7 +314,7 @@ pub fn generate(
     fs_kind: ConfigDiskFs,
 ) -> Result<PathBuf, StorageError> {
     let (v, kind, field, label, root) = checked_source(vmi, index, src, fs_kind)?;
-    let iso = PathBuf::from(kind.iso(ctx, &v.name));
+    let iso = PathBuf::from(kind.iso(&ctx.paths, &v.name));
     ensure_parent_under(&field, &ctx.paths.private_dir, &iso)?;
     let parent = iso.parent().unwrap_or(Path::new("/")).to_owned();
     let mut stage = iso.as_os_str().to_owned();

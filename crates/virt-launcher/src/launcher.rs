@@ -395,7 +395,7 @@ pub fn refuse_networks_without_pod(vmi: &VirtualMachineInstance) -> Result<(), L
         .devices
         .interfaces
         .iter()
-        .position(|i| i.state.as_deref() != Some("absent") && !converter::sriov::is_sriov(i))
+        .position(|i| !i.is_absent() && !converter::sriov::is_sriov(i))
     {
         Some(i) => Err(LauncherError::Input(format!(
             "spec.domain.devices.interfaces[{i}]: standalone mode has no pod network; pass --setup-pod-network to create one"
@@ -532,7 +532,7 @@ fn network_phase1(
     let mut secondaries: u8 = 0;
     let mut links_up = false;
     for (index, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
-        if iface.state.as_deref() == Some("absent") || converter::sriov::is_sriov(iface) {
+        if iface.is_absent() || converter::sriov::is_sriov(iface) {
             // SR-IOV: a host device, nothing to build in the pod.
             continue;
         }
@@ -878,7 +878,7 @@ pub fn run_vmi(
             .devices
             .interfaces
             .iter()
-            .any(|i| i.state.as_deref() != Some("absent") && !converter::sriov::is_sriov(i));
+            .any(|i| !i.is_absent() && !converter::sriov::is_sriov(i));
         if live {
             let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
             let phase2 = network::phase2::prepare(
@@ -1013,7 +1013,7 @@ pub fn run_vmi(
             }
         }
         for (index, source) in &images {
-            let target = PathBuf::from(converter::disks::container_disk_image(&ctx, *index));
+            let target = PathBuf::from(ctx.paths.container_disk_image(*index));
             mounts.bind_file_read_only(source, &target)?;
         }
         for (dir, target) in &host_disk_dirs {
@@ -1121,7 +1121,7 @@ fn config_volume_dirs(
                 "--config-volume {name}=...: the VMI has no volume named {name:?}"
             )));
         };
-        let takes_dir = converter::disks::ConfigKind::of(v).is_some()
+        let takes_dir = api::layout::ConfigKind::of(v).is_some()
             || v.cloud_init_no_cloud.is_some()
             || v.cloud_init_config_drive.is_some();
         if !takes_dir {
@@ -1147,7 +1147,7 @@ fn config_volume_dirs(
         }
     }
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
-        if let Some(kind) = converter::disks::ConfigKind::of(v) {
+        if let Some(kind) = api::layout::ConfigKind::of(v) {
             if !out.contains_key(&v.name) {
                 return Err(LauncherError::Input(format!(
                     "spec.volumes[{i}].{}: standalone mode has no mounted {} volumes: pass --config-volume {}=DIR with the directory holding its files",
@@ -1968,7 +1968,7 @@ fn run_domain(
                 // thread (isolateEmulatorThread); with no virt-handler here
                 // its second sync is ours: it resumes the domain.
                 let resumed = if virtwrap::manager::starts_paused(vmi)
-                    && vmi.spec.start_strategy.as_deref() != Some("Paused")
+                    && vmi.spec.start_strategy != Some(api::vmi::StartStrategy::Paused)
                 {
                     manager.sync_vmi(vmi).map(|_| ()).map_err(manager_error)
                 } else {

@@ -198,7 +198,7 @@ pub struct LibvirtDomainManager {
 /// its next sync resumes the domain). kubevirt-facts §8.1 step 5.
 pub fn starts_paused(vmi: &VirtualMachineInstance) -> bool {
     let cpu = vmi.spec.domain.cpu.as_ref();
-    vmi.spec.start_strategy.as_deref() == Some("Paused")
+    vmi.spec.start_strategy == Some(api::vmi::StartStrategy::Paused)
         || cpu.is_some_and(|c| c.dedicated_cpu_placement && c.isolate_emulator_thread)
 }
 
@@ -382,9 +382,7 @@ impl LibvirtDomainManager {
         let missing =
             |k: &std::collections::BTreeMap<String, converter::interfaces::InterfaceHost>| {
                 vmi.spec.domain.devices.interfaces.iter().any(|x| {
-                    x.state.as_deref() != Some("absent")
-                        && !converter::sriov::is_sriov(x)
-                        && !k.contains_key(&x.name)
+                    !x.is_absent() && !converter::sriov::is_sriov(x) && !k.contains_key(&x.name)
                 })
             };
         if !missing(known) {
@@ -481,7 +479,7 @@ impl LibvirtDomainManager {
         // standalone) would start without network: refused by name.
         let devs = &vmi.spec.domain.devices.interfaces;
         if let Some(i) = devs.iter().position(|x| {
-            x.state.as_deref() != Some("absent")
+            !x.is_absent()
                 && !converter::sriov::is_sriov(x)
                 && !ctx.prepared.interfaces.contains_key(&x.name)
         }) {
@@ -864,7 +862,7 @@ impl DomainManager for LibvirtDomainManager {
             };
             self.config_drive_devices(vmi, &dom)?;
             dom.create_with_flags(flags)?;
-            if vmi.spec.start_strategy.as_deref() == Some("Paused") {
+            if vmi.spec.start_strategy == Some(api::vmi::StartStrategy::Paused) {
                 self.set_user_paused(&name, true);
             }
             tracing::info!(domain = %name, paused = flags != 0, "domain started");

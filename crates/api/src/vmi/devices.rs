@@ -1,0 +1,185 @@
+//! `spec.domain.devices` and its devices other than disks and interfaces
+//! (watchdog, TPM, sound, filesystems, video, inputs).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Disk, InputBus, InputType, Interface, SoundModel, VideoType, WatchdogAction};
+
+/// `spec.domain.devices`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct Devices {
+    /// Disks, each naming a volume.
+    #[serde(default)]
+    pub disks: Vec<Disk>,
+    /// Network interfaces, each naming a network.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<Interface>,
+    /// One queue per vCPU on virtio interfaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_interface_multiqueue: Option<bool>,
+    /// Add a default pod interface when none is given (virt-api's job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_pod_interface: Option<bool>,
+    /// VNC + video; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_graphics_device: Option<bool>,
+    /// Serial console; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_serial_console: Option<bool>,
+    /// Memory balloon; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_mem_balloon: Option<bool>,
+    /// Tablet input; default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoattach_input_device: Option<bool>,
+    /// Virtio RNG backed by `/dev/urandom` when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
+    pub rng: Option<Value>,
+    /// Input devices (tablet on usb or virtio).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<Input>,
+    /// Attach a vsock device (its CID comes from `status.vsockCID`).
+    #[serde(
+        rename = "autoattachVSOCK",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub autoattach_vsock: Option<bool>,
+    /// Use `virtio-transitional` models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_virtio_transitional: Option<bool>,
+    /// No virtio-scsi controller reserved for hot-plug.
+    #[serde(default)]
+    pub disable_hotplug: bool,
+    /// Log the serial console to a file; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_serial_console: Option<bool>,
+    /// Multi-queue virtio-blk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_multi_queue: Option<bool>,
+    /// Watchdog device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog: Option<Watchdog>,
+    /// Emulated TPM 2.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpm: Option<Tpm>,
+    /// Sound card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sound: Option<SoundDevice>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::vec_value))]
+    pub gpus: Vec<Value>,
+    /// Not implemented yet; refused when present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::vec_value))]
+    pub host_devices: Vec<Value>,
+    /// Shared directories (virtiofs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filesystems: Vec<Filesystem>,
+    /// USB redirection from the client (`{}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
+    pub client_passthrough: Option<Value>,
+    /// Host metrics channel for vhostmd (`{}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
+    pub downward_metrics: Option<Value>,
+    /// Video adapter model of the autoattached graphics device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video: Option<VideoDevice>,
+}
+
+/// `devices.watchdog`: a name and one of the models.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct Watchdog {
+    /// Device name (alias `ua-<name>`).
+    #[serde(default)]
+    pub name: String,
+    /// Intel 6300ESB (amd64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub i6300esb: Option<WatchdogModel>,
+    /// IBM diag288 (s390x).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diag288: Option<WatchdogModel>,
+}
+
+/// A watchdog model's settings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct WatchdogModel {
+    /// `poweroff`, `reset` (default) or `shutdown`.
+    #[serde(default)]
+    pub action: WatchdogAction,
+}
+
+/// `devices.tpm`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct Tpm {
+    /// No TPM when `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Keep the TPM state across restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent: Option<bool>,
+}
+
+/// `devices.sound`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct SoundDevice {
+    /// Device name (alias `ua-<name>`).
+    #[serde(default)]
+    pub name: String,
+    /// `ich9` (default) or `ac97`.
+    #[serde(default)]
+    pub model: SoundModel,
+}
+
+/// `devices.filesystems[]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct Filesystem {
+    /// Name of the volume shared (also the mount tag).
+    pub name: String,
+    /// Share through virtiofs (`{}`; the only kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
+    pub virtiofs: Option<Value>,
+}
+
+/// `devices.video`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct VideoDevice {
+    /// libvirt video model (`vga`, `virtio`, `bochs`, `cirrus`, `ramfb`).
+    #[serde(rename = "type", default)]
+    pub video_type: VideoType,
+}
+
+/// A `spec.domain.devices.inputs[]` entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct Input {
+    /// Device name (alias `ua-<name>`).
+    pub name: String,
+    /// `usb` (default) or `virtio`.
+    #[serde(default)]
+    pub bus: InputBus,
+    /// `tablet` (the only supported type).
+    #[serde(default, rename = "type")]
+    pub input_type: InputType,
+}

@@ -1,0 +1,174 @@
+//! File system steps every volume preparation shares: paths below a
+//! configured root created or walked without following links, images
+//! finished with their mode and owner, O_DIRECT and allocation probes.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use crate::{io_err, volume_err, StorageError};
+
+/// True when `p` is a regular file, false when absent; an error when it is
+/// a symlink or anything else.
+pub(crate) fn exists_regular(field: &str, p: &Path) -> Result<bool, StorageError> {
+    match fs::symlink_metadata(p) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(m) if m.file_type().is_symlink() => Err(volume_err(
+            field,
+            format!("{} is a symbolic link; refusing to use it", p.display()),
+        )),
+        Ok(_) => Err(volume_err(
+            field,
+            format!("{} exists and is not a regular file", p.display()),
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_err(field, "stat", p)(e)),
+    }
+}
+
+/// Creates the directories between `root` (a trusted, configured
+/// directory, created if missing) and `file`, refusing any existing
+/// component below `root` that is not a real directory: a planted symbolic
+/// link there could otherwise redirect the write outside `root`.
+pub(crate) fn ensure_parent_under(
+    field: &str,
+    root: &str,
+    file: &Path,
+) -> Result<(), StorageError> {
+    let root = Path::new(root);
+    let dir = file
+        .parent()
+        .ok_or_else(|| volume_err(field, format!("{} has no directory", file.display())))?;
+    fs::create_dir_all(root).map_err(io_err(field, "mkdir", root))?;
+    walk_dirs_under(field, root, dir, |cur| {
+        fs::create_dir(cur).map_err(io_err(field, "mkdir", cur))?;
+        fs::set_permissions(cur, fs::Permissions::from_mode(0o750))
+            .map_err(io_err(field, "chmod", cur))
+    })
+}
+
+/// Walks the components of `dir` below `root`, requiring each existing one
+/// to be a real directory (never a symbolic link, which could redirect a
+/// write outside `root`); `missing` is called for a component that does not
+/// exist (create it, or refuse).
+pub(crate) fn walk_dirs_under(
+    field: &str,
+    root: &Path,
+    dir: &Path,
+    missing: impl Fn(&Path) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let rel = dir.strip_prefix(root).map_err(|_| {
+        volume_err(
+            field,
+            format!("{} is outside {}", dir.display(), root.display()),
+        )
+    })?;
+    let mut cur = root.to_path_buf();
+    for comp in rel.components() {
+        let std::path::Component::Normal(c) = comp else {
+            return Err(volume_err(
+                field,
+                format!(
+                    "{} is not a plain path below {}",
+                    dir.display(),
+                    root.display()
+                ),
+            ));
+        };
+        cur.push(c);
+        match fs::symlink_metadata(&cur) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(volume_err(
+                    field,
+                    format!(
+                        "{} is a symbolic link; refusing to write through it",
+                        cur.display()
+                    ),
+                ))
+            }
+            Ok(_) => {
+                return Err(volume_err(
+                    field,
+                    format!("{} is not a directory", cur.display()),
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing(&cur)?,
+            Err(e) => return Err(io_err(field, "stat", &cur)(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Removes `dir` (a directory below `root`, or absent) and everything in
+/// it, without following links: `dir` itself must not be a link.
+pub(crate) fn remove_tree_under(field: &str, root: &Path, dir: &Path) -> Result<(), StorageError> {
+    if !dir.starts_with(root) || dir == root {
+        return Err(volume_err(
+            field,
+            format!("{} is not below {}", dir.display(), root.display()),
+        ));
+    }
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(dir).map_err(io_err(field, "remove", dir)),
+        Ok(_) => fs::remove_file(dir).map_err(io_err(field, "remove", dir)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err(field, "stat", dir)(e)),
+    }
+}
+
+/// Checks that the directory of `image`, a mounted claim below `root`, is
+/// a real directory reached without symbolic links. Unlike
+/// [`ensure_parent_under`] it creates nothing: a missing directory means
+/// the claim is not mounted.
+pub(crate) fn claim_dir_under(field: &str, root: &str, image: &Path) -> Result<(), StorageError> {
+    let dir = image
+        .parent()
+        .ok_or_else(|| volume_err(field, format!("{} has no directory", image.display())))?;
+    walk_dirs_under(field, Path::new(root), dir, |_| {
+        Err(volume_err(
+            field,
+            format!(
+                "the claim's directory {} does not exist (is the claim mounted?)",
+                dir.display()
+            ),
+        ))
+    })
+}
+
+/// Gives a file the launcher created its `mode` and, when QEMU runs
+/// unprivileged, its owner.
+pub(crate) fn finish_file(
+    field: &str,
+    p: &Path,
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> Result<(), StorageError> {
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(io_err(field, "chmod", p))?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(p, Some(uid), Some(gid)).map_err(io_err(field, "chown", p))?;
+    }
+    Ok(())
+}
+
+/// Whether `p` can be opened with O_DIRECT (false on tmpfs, for example).
+pub fn supports_direct_io(p: &Path) -> io::Result<bool> {
+    match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(p)
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the image at `p` is fully allocated (its allocated size is at
+/// least its length, as `qemu-img info` actual ≥ virtual size for a raw
+/// file); false when it cannot be read.
+pub fn preallocated(p: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(p).is_ok_and(|m| m.is_file() && m.blocks().saturating_mul(512) >= m.len())
+}
