@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use cmd::proto::cmd::{EmptyRequest, Vmi, VmiRequest};
 use serde_json::{json, Value};
 
-use crate::launcher::LauncherError;
+use crate::error::LauncherError;
 
 /// What to ask the launcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

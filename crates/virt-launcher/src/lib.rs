@@ -13,14 +13,20 @@
 //! - [`flags`], [`logging`], [`ctl`].
 //!
 //! Exit codes: 0 done, 1 runtime failure, 2 input refused
-//! ([`launcher::LauncherError::exit_code`]).
+//! ([`error::LauncherError::exit_code`]).
 
+pub mod bridge;
 pub mod commands;
 pub mod ctl;
+pub mod error;
 pub mod flags;
+pub mod handler;
+pub mod host;
+pub mod input;
 pub mod isolation;
-pub mod launcher;
 pub mod logging;
 pub mod monitor;
 pub mod pidns;
-pub mod service;
+pub mod podnet;
+pub mod standalone;
+pub mod startup;

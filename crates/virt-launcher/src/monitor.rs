@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 use virtwrap::supervisor::Supervisor;
 use virtwrap::{DomainManager, LibvirtDomainManager, ShutdownRequest};
 
-use crate::launcher::LauncherError;
+use crate::error::LauncherError;
 
 /// How often the monitor looks (KubeVirt ticks every second; a tenth of
 /// that makes shutdown and crash detection prompt at negligible cost: one

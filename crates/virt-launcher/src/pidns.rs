@@ -25,7 +25,7 @@ use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::launcher::LauncherError;
+use crate::error::LauncherError;
 
 /// Set in the inner process: `<read-fd>,<write-fd>` of the liveness pipe.
 const ENV_INNER: &str = "VIRT_LAUNCHER_PIDNS_PIPE";

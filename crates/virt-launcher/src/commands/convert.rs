@@ -7,7 +7,8 @@ use api::Arch;
 use clap::Args;
 use converter::ConvertContext;
 
-use crate::launcher::{self, LauncherError};
+use crate::error::LauncherError;
+use crate::host;
 
 /// `convert`'s command line.
 #[derive(Args, Debug)]
@@ -65,11 +66,11 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     let virt = converter::choose_virt_type(kvm, args.allow_emulation, args.use_emulation)
         .map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let mut ctx = ConvertContext::new(arch, virt);
-    ctx.pod_cpuset = launcher::pod_cpuset();
-    ctx.host_numa = launcher::host_numa();
+    ctx.pod_cpuset = host::pod_cpuset();
+    ctx.host_numa = host::host_numa();
     if arch == host {
         // Firmware files are a fact of this host only.
-        ctx.ovmf_files = Some(launcher::dir_files(&ctx.paths.ovmf_dir));
+        ctx.ovmf_files = Some(host::dir_files(&ctx.paths.ovmf_dir));
     }
     // The claim facts virt-handler reports in the VMI's status: preallocated
     // claims get no discard (as in `run`), block-mode claims are the

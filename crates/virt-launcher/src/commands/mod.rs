@@ -7,7 +7,7 @@ pub mod run;
 use std::io::Read;
 use std::path::Path;
 
-use crate::launcher::LauncherError;
+use crate::error::LauncherError;
 
 /// Largest manifest accepted (a VMI is a few KiB).
 const MAX_INPUT: u64 = 16 << 20;

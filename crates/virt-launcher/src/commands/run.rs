@@ -8,8 +8,11 @@ use api::cluster::{ClusterDefaults, VmRolloutStrategy};
 use api::Arch;
 use clap::Args;
 
+use crate::error::LauncherError;
 use crate::flags::LauncherFlags;
-use crate::launcher::{self, LauncherError, Mode, RuntimeSettings};
+use crate::standalone::claims::PvcArg;
+use crate::startup::{Mode, RuntimeSettings};
+use crate::{input, standalone, startup};
 
 /// `run`'s command line.
 #[derive(Args, Debug)]
@@ -34,8 +37,8 @@ pub struct RunArgs {
     /// and request), filesystem-overhead the fraction kept free (for
     /// --expand-disks), preallocated drops discard (KubeVirt's preallocated
     /// volumes). Read-only for ephemeral volumes and read-only claims.
-    #[arg(long = "pvc", value_parser = launcher::PvcArg::parse)]
-    pub pvcs: Vec<launcher::PvcArg>,
+    #[arg(long = "pvc", value_parser = PvcArg::parse)]
+    pub pvcs: Vec<PvcArg>,
     /// KubeVirt's backend storage (the VM's `persistent-state-for-<vm>`
     /// claim): a directory whose `nvram/` and `swtpm/` are mounted where
     /// libvirt keeps EFI variables and TPM state, so VMIs with
@@ -108,7 +111,7 @@ fn parse_config_volume(s: &str) -> Result<(String, PathBuf), String> {
 /// [`LauncherError`]; nothing is left running when it returns.
 pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     crate::pidns::setup_inner()?;
-    launcher::install_signal_handlers()?;
+    startup::signals::install_signal_handlers()?;
     let arch = match &args.arch {
         Some(a) => a
             .parse()
@@ -119,7 +122,7 @@ pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     let cluster = ClusterDefaults {
         vm_rollout_strategy: args.vm_rollout_strategy,
     };
-    let (vmi, applied) = launcher::load(&bytes, &args.flags, arch, Some(&cluster))?;
+    let (vmi, applied) = input::load(&bytes, &args.flags, arch, Some(&cluster))?;
     // Standalone, the guest's architecture is the user's choice: a spec
     // naming another one is input to correct, not a host fault.
     if let Some(want) = vmi.spec.architecture.as_deref() {
@@ -135,7 +138,7 @@ pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     // Networking). Interfaces the manifest names need --setup-pod-network.
     let setup_pod_network = args.setup_pod_network || applied.default_pod_interface;
     if !setup_pod_network {
-        launcher::refuse_networks_without_pod(&vmi)?;
+        standalone::refuse_networks_without_pod(&vmi)?;
     }
     let settings = RuntimeSettings {
         mode: Mode::Standalone,
@@ -152,10 +155,10 @@ pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         backend_storage: args.backend_storage.clone(),
         network_info: args.network_info.clone(),
     };
-    launcher::run_vmi(&vmi, true, &args.flags, &settings, started)
+    startup::run_vmi(&vmi, true, &args.flags, &settings, started)
 }
 
-/// `virt-launcher pod-network-phase1`: see [`launcher::pod_network_phase1`].
+/// `virt-launcher pod-network-phase1`: see [`standalone::network::pod_network_phase1`].
 ///
 /// # Errors
 /// [`LauncherError`] from reading the VMI or building the network.
@@ -163,7 +166,7 @@ pub fn phase1(args: &Phase1Args) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let bytes = super::read_input(&args.file)?;
     let vmi = api::load_vmi(&bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
-    launcher::pod_network_phase1(&vmi, args.cache_dir.as_deref())
+    standalone::network::pod_network_phase1(&vmi, args.cache_dir.as_deref())
 }
 
 /// `--state-dir`, by default `/var/run/virt-launcher/<namespace>_<name>`.
@@ -181,11 +184,11 @@ fn state_dir(flags: &LauncherFlags, vmi: &api::VirtualMachineInstance) -> PathBu
 /// # Errors
 /// [`LauncherError`]; nothing is left running when it returns.
 pub fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
-    launcher::install_signal_handlers()?;
+    startup::signals::install_signal_handlers()?;
     let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let (vmi, sync) = match std::env::var("STANDALONE_VMI") {
-        Ok(doc) => (launcher::load(doc.as_bytes(), flags, arch, None)?.0, true),
-        Err(_) => (launcher::identity_from_flags(flags)?, false),
+        Ok(doc) => (input::load(doc.as_bytes(), flags, arch, None)?.0, true),
+        Err(_) => (input::identity_from_flags(flags)?, false),
     };
     let settings = RuntimeSettings {
         mode: Mode::Pod,
@@ -202,5 +205,5 @@ pub fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError>
         backend_storage: None,
         network_info: None,
     };
-    launcher::run_vmi(&vmi, sync, flags, &settings, started)
+    startup::run_vmi(&vmi, sync, flags, &settings, started)
 }

@@ -1,0 +1,329 @@
+//! The launcher's side of virt-handler's protocol: the command handler the
+//! gRPC server calls ([`LauncherHandler`]), the domain as KubeVirt's
+//! api.Domain JSON ([`json`]) and the domain cache GetDomain answers from
+//! ([`cache`]). The bridge from libvirt's events to virt-handler's notify
+//! socket is [`crate::bridge`].
+
+pub mod cache;
+pub mod json;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use api::VirtualMachineInstance;
+use cmd::notify::{Event, Notifier};
+use cmd::server::{Handler, SyncOptions};
+use virtwrap::agent::Agent;
+use virtwrap::memory_dump::{self, MemoryDumper};
+use virtwrap::metadata::MetadataCache;
+use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
+
+use cache::DomainCache;
+use json::{domain_json, now_rfc3339, Identity};
+
+/// Where memory dumps may be written: in a pod only into a volume under
+/// the hotplug disk directory (where virt-handler mounts the memory dump
+/// volume), standalone anywhere the user asks (an absolute path whose
+/// directory exists; see [`memory_dump::check_dump_path`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DumpPolicy {
+    /// `<hotplug-disk-dir>/<volume>/<file>` only.
+    HotplugVolumes(PathBuf),
+    /// Any absolute path (`run`: the user's own command socket).
+    AnyDirectory,
+}
+
+/// [`Handler`] on the launcher's DomainManager.
+pub struct LauncherHandler {
+    manager: Arc<LibvirtDomainManager>,
+    id: Identity,
+    notifier: Notifier,
+    cache: Arc<DomainCache>,
+    agent: Arc<Agent>,
+    metadata: Arc<MetadataCache>,
+    dumper: MemoryDumper,
+    dump_policy: DumpPolicy,
+    /// The VMI last synced (virt-handler's, with its full spec).
+    pub current: Mutex<Option<VirtualMachineInstance>>,
+}
+
+impl LauncherHandler {
+    /// A handler for `id`'s domain; `metadata` is the runtime metadata
+    /// every domain JSON carries (its changes must reach the event bridge
+    /// as [`DomainEvent::MetadataUpdated`]).
+    pub fn new(
+        manager: Arc<LibvirtDomainManager>,
+        id: Identity,
+        notifier: Notifier,
+        cache: Arc<DomainCache>,
+        agent: Arc<Agent>,
+        metadata: Arc<MetadataCache>,
+        dump_policy: DumpPolicy,
+    ) -> Self {
+        LauncherHandler {
+            manager,
+            id,
+            notifier,
+            cache,
+            agent,
+            dumper: MemoryDumper::new(Arc::clone(&metadata), now_rfc3339),
+            metadata,
+            dump_policy,
+            current: Mutex::new(None),
+        }
+    }
+
+    /// Refuses a request for a domain other than this launcher's.
+    fn check_domain(&self, name: &str) -> Result<(), String> {
+        if name == self.id.domain_name() {
+            Ok(())
+        } else {
+            Err(format!(
+                "Domain not found: no domain with matching name '{name}'"
+            ))
+        }
+    }
+}
+
+/// JSON of a value whose types always serialise.
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| format!("encoding the guest agent data: {e}"))
+}
+
+fn msg(e: ManagerError) -> String {
+    e.to_string()
+}
+
+impl Handler for LauncherHandler {
+    fn vmi_uid(&self) -> String {
+        self.id.uid.clone()
+    }
+
+    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), String> {
+        if vmi.metadata.name != self.id.name || vmi.namespace() != self.id.namespace {
+            return Err(format!(
+                "VMI {}/{} is not the VMI this launcher runs ({}/{})",
+                vmi.namespace(),
+                vmi.metadata.name,
+                self.id.namespace,
+                self.id.name
+            ));
+        }
+        // virt-handler's VMI is already defaulted and admitted; the
+        // launcher's own defaults and checks are idempotent and cheap.
+        let mut vmi = vmi.clone();
+        let arch = api::Arch::host().map_err(|e| e.to_string())?;
+        api::defaults::apply(&mut vmi, arch);
+        if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
+            return Err(e.to_string());
+        }
+        self.manager.update_context(|ctx| {
+            if let Some([manufacturer, family, product, sku, version]) = &opts.smbios {
+                ctx.smbios = converter::SmbiosOptions {
+                    manufacturer: manufacturer.clone(),
+                    family: family.clone(),
+                    product: product.clone(),
+                    sku: sku.clone(),
+                    version: version.clone(),
+                };
+            }
+            ctx.mem_balloon_stats_period = opts.mem_balloon_stats_period;
+            ctx.free_page_reporting = !opts.free_page_reporting_disabled;
+            ctx.serial_console_log = !opts.serial_console_log_disabled;
+            ctx.bochs_for_efi_guests = opts.bochs_display_for_efi_guests;
+            ctx.volumes_discard_ignore = opts.preallocated_volumes.iter().cloned().collect();
+            ctx.expand_disks_enabled = opts.expand_disks_enabled;
+        });
+        self.cache.invalidate();
+        match self.manager.sync_vmi(&vmi) {
+            Ok(_) => {
+                *self
+                    .current
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(vmi);
+                Ok(())
+            }
+            Err(e) => {
+                let m = msg(e);
+                self.notifier.send(Event::K8s {
+                    json: cmd::notify::k8s_event(
+                        &self.id.name,
+                        &self.id.namespace,
+                        &self.id.uid,
+                        "Warning",
+                        "SyncFailed",
+                        &m,
+                    ),
+                });
+                Err(m)
+            }
+        }
+    }
+
+    fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.pause_vmi(vmi).map_err(msg)
+    }
+
+    fn unpause(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.unpause_vmi(vmi).map_err(msg)
+    }
+
+    fn reset(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.reset_vmi(vmi).map_err(msg)
+    }
+
+    /// KubeVirt's SoftRebootVMI: through the guest agent when it is
+    /// connected, else the ACPI power button (refused when ACPI is off).
+    fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        if self.agent.store().connected() {
+            tracing::info!(domain = %vmi.domain_name(), "soft reboot through the guest agent");
+            return self.agent.reboot().map_err(|e| e.to_string());
+        }
+        let acpi_off = vmi
+            .spec
+            .domain
+            .features
+            .as_ref()
+            .and_then(|f| f.acpi.as_ref())
+            .is_some_and(|a| a.enabled == Some(false));
+        if acpi_off {
+            return Err("VMI neither have the agent connected nor the ACPI feature enabled".into());
+        }
+        self.manager.soft_reboot_vmi(vmi).map_err(msg)
+    }
+
+    fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        // During a memory dump nothing is sent; virt-handler asks again.
+        self.manager
+            .signal_shutdown_vmi(vmi)
+            .map(|_| ())
+            .map_err(msg)
+    }
+
+    fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.kill_vmi(vmi).map_err(msg)
+    }
+
+    fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.cache.invalidate();
+        self.manager.delete_vmi(vmi).map_err(msg)
+    }
+
+    fn domain_json(&self) -> Result<Option<String>, String> {
+        let generation = match self.cache.get() {
+            Ok(cached) => return Ok(cached),
+            Err(generation) => generation,
+        };
+        let fresh = domain_json(&self.manager, &self.id, self.agent.store(), &self.metadata)
+            .map_err(msg)?;
+        self.cache.set_if(generation, fresh.clone());
+        Ok(fresh)
+    }
+
+    fn cached_domain_json(&self) -> Option<Option<String>> {
+        self.cache.get().ok()
+    }
+
+    fn domain_stats_json(&self) -> Result<Option<String>, String> {
+        let stats = self
+            .manager
+            .with_domain(&self.id.domain_name(), |d| {
+                let active = d.is_active().unwrap_or(false);
+                if !active {
+                    return Ok(None);
+                }
+                let mut s = virtwrap::stats::collect(d)?;
+                s.load = self.agent.store().load().map(Into::into);
+                Ok(Some(
+                    serde_json::to_string(&s).unwrap_or_else(|_| "null".into()),
+                ))
+            })
+            .map_err(msg)?;
+        Ok(stats.flatten())
+    }
+
+    fn qemu_version(&self) -> Result<String, String> {
+        self.manager.qemu_version()
+    }
+
+    fn dirty_rate_mbs(&self) -> Result<i64, String> {
+        let stat = self
+            .manager
+            .dirty_rate_stats(&self.id.domain_name(), virtwrap::dirtyrate::CALC_DURATION)?;
+        virtwrap::dirtyrate::rate_mbs(stat.as_ref())
+    }
+
+    fn guest_info_json(&self) -> Result<String, String> {
+        to_json(&self.agent.store().guest_info())
+    }
+
+    fn users_json(&self) -> Result<String, String> {
+        to_json(&self.agent.store().users())
+    }
+
+    fn filesystems_json(&self) -> Result<String, String> {
+        to_json(&self.agent.store().filesystems())
+    }
+
+    fn exec(
+        &self,
+        domain: &str,
+        command: &str,
+        args: &[String],
+        timeout: std::time::Duration,
+    ) -> Result<(i32, String), String> {
+        self.check_domain(domain)?;
+        let r = self
+            .agent
+            .exec(command, args, timeout)
+            .map_err(|e| e.to_string())?;
+        Ok((r.exit_code, r.stdout))
+    }
+
+    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), String> {
+        self.check_domain(domain)?;
+        self.agent.ping(timeout).map_err(|e| e.to_string())
+    }
+
+    fn freeze(
+        &self,
+        _vmi: &VirtualMachineInstance,
+        unfreeze_timeout: std::time::Duration,
+    ) -> Result<(), String> {
+        self.agent
+            .freeze(unfreeze_timeout)
+            .map_err(|e| format!("failed to freeze the guest file systems: {e}"))
+    }
+
+    fn unfreeze(&self, _vmi: &VirtualMachineInstance) -> Result<(), String> {
+        self.agent
+            .unfreeze()
+            .map_err(|e| format!("failed to thaw the guest file systems: {e}"))
+    }
+
+    /// KubeVirt's MemoryDump: the path is checked against the
+    /// [`DumpPolicy`], then [`MemoryDumper`] runs the core dump on a thread
+    /// of its own (on a libvirt connection of its own) and records it in
+    /// the metadata, which every change notifies.
+    fn memory_dump(&self, _vmi: &VirtualMachineInstance, dump_path: &str) -> Result<(), String> {
+        let hotplug_dir = match &self.dump_policy {
+            DumpPolicy::HotplugVolumes(d) => Some(d.as_path()),
+            DumpPolicy::AnyDirectory => None,
+        };
+        let path = memory_dump::check_dump_path(dump_path, hotplug_dir)?;
+        let manager = Arc::clone(&self.manager);
+        let name = self.id.domain_name();
+        let r = self.dumper.request(
+            &path,
+            Box::new(move |p: &std::path::Path| manager.core_dump_memory(&name, p).map_err(msg)),
+        )?;
+        tracing::info!(path = %path.display(), request = ?r, "memory dump requested");
+        Ok(())
+    }
+}
