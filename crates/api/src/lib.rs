@@ -11,6 +11,7 @@ pub mod doc;
 pub mod error;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;
+pub mod interfaces_live;
 pub mod load;
 pub mod mac;
 pub mod names;

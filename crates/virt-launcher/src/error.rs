@@ -4,6 +4,7 @@ use converter::ConvertError;
 use virtwrap::ManagerError;
 
 use crate::isolation::IsolationError;
+use crate::sync::SyncError;
 
 /// Exit code for input the launcher refuses (bad or unsupported VMI).
 pub const EXIT_INPUT: u8 = 2;
@@ -42,6 +43,9 @@ impl From<IsolationError> for LauncherError {
     }
 }
 
+/// The class of a domain manager's failure: a VMI that cannot convert, or
+/// a volume refused by field, is input; the rest (the host, libvirt) is a
+/// runtime failure.
 pub(crate) fn manager_error(e: ManagerError) -> LauncherError {
     match e {
         ManagerError::Convert(ConvertError::Host(m)) => LauncherError::Runtime(m),
@@ -49,5 +53,14 @@ pub(crate) fn manager_error(e: ManagerError) -> LauncherError {
             LauncherError::Input(e.to_string())
         }
         other => LauncherError::Runtime(other.to_string()),
+    }
+}
+
+/// The class of a sync's failure: the pod's network refused for the VMI
+/// (network phase 2, SR-IOV) is input, as the manager's input failures.
+pub(crate) fn sync_error(e: SyncError) -> LauncherError {
+    match e {
+        SyncError::Network(m) => LauncherError::Input(m),
+        SyncError::Manager(e) => manager_error(e),
     }
 }

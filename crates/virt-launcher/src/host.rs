@@ -1,56 +1,109 @@
-//! Facts about this host the conversion needs, probed once.
+//! Facts about this host that every conversion of one launcher uses
+//! ([`converter::HostFacts`]): the domain type (KVM or TCG), the pod's
+//! directory layout from the flags, the pod's CPUs, the host's NUMA nodes
+//! and the EFI firmware files. Probed once ([`probe`]), for `run`, pod
+//! mode and `convert` alike; the domain manager keeps them.
 
 use std::path::Path;
 
 use api::Arch;
-use converter::{ConvertContext, VirtType};
+use converter::{HostFacts, VirtType};
 
 use crate::error::LauncherError;
 use crate::flags::LauncherFlags;
 
-/// The conversion context for this host, these flags and a guest of
-/// `arch`. A guest of another architecture than the host's always runs
-/// under TCG: `/dev/kvm` only runs guests of the host's own.
+/// Where the domain of the conversions will run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// On this host (`run`, pod mode): a guest of another architecture
+    /// than the host's always runs under TCG (`/dev/kvm` only runs guests
+    /// of the host's own), and the firmware directory is read.
+    ThisHost,
+    /// On some host of the guest's architecture (`convert`): one of another
+    /// architecture is assumed to have `/dev/kvm`, and firmware files are a
+    /// fact of this host only (not read for another architecture).
+    AnyHost,
+}
+
+/// How the guest may be emulated (KubeVirt's `--allow-emulation`, and
+/// `--use-emulation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Emulation {
+    /// TCG when `/dev/kvm` is absent.
+    pub allow: bool,
+    /// TCG always.
+    pub always: bool,
+}
+
+/// Probes this host for a guest of `arch` whose domain runs on `target`;
+/// `layout`: the pod's directories from the launcher's flags (`None`:
+/// KubeVirt's defaults).
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when KVM is missing and emulation not allowed.
-pub fn context(flags: &LauncherFlags, arch: Arch) -> Result<ConvertContext, LauncherError> {
+/// [`LauncherError::Runtime`] when KVM is missing and emulation not allowed
+/// (KubeVirt's `hardware emulation device '/dev/kvm' not present`), or the
+/// host's architecture is unknown.
+pub fn probe(
+    arch: Arch,
+    target: Target,
+    emulation: Emulation,
+    layout: Option<&LauncherFlags>,
+) -> Result<HostFacts, LauncherError> {
     let host = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let foreign = arch != host;
-    let kvm = !foreign && Path::new("/dev/kvm").exists();
-    let virt =
-        converter::choose_virt_type(kvm, flags.allow_emulation || foreign, flags.use_emulation)
-            .map_err(|e| LauncherError::Runtime(e.to_string()))?;
-    let mut ctx = ConvertContext::new(arch, virt);
-    ctx.paths
-        .container_disk_dir
-        .clone_from(&flags.container_disk_dir);
-    ctx.paths
-        .ephemeral_disk_dir
-        .clone_from(&flags.ephemeral_disk_dir);
-    if let Some(o) = &flags.ovmf_path {
-        ctx.paths.ovmf_dir.clone_from(o);
+    let dev_kvm = Path::new("/dev/kvm").exists();
+    let (kvm, allow) = match target {
+        Target::ThisHost => (!foreign && dev_kvm, emulation.allow || foreign),
+        Target::AnyHost => (foreign || dev_kvm, emulation.allow),
+    };
+    let virt = converter::choose_virt_type(kvm, allow, emulation.always)
+        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let mut facts = HostFacts::new(arch, virt);
+    if let Some(flags) = layout {
+        let paths = &mut facts.paths;
+        paths
+            .container_disk_dir
+            .clone_from(&flags.container_disk_dir);
+        paths
+            .ephemeral_disk_dir
+            .clone_from(&flags.ephemeral_disk_dir);
+        if let Some(o) = &flags.ovmf_path {
+            paths.ovmf_dir.clone_from(o);
+        }
     }
-    ctx.pod_cpuset = pod_cpuset();
-    ctx.ovmf_files = Some(dir_files(&ctx.paths.ovmf_dir));
-    ctx.host_numa = host_numa();
-    ctx.expand_disks_enabled = flags.expand_disks;
-    Ok(ctx)
+    facts.pod_cpuset = pod_cpuset();
+    if target == Target::ThisHost || !foreign {
+        facts.ovmf_files = Some(dir_files(&facts.paths.ovmf_dir));
+    }
+    facts.host_numa = host_numa();
+    Ok(facts)
+}
+
+/// [`probe`] for a launcher running a guest of `arch` here with `flags`.
+///
+/// # Errors
+/// As [`probe`].
+pub fn for_launcher(flags: &LauncherFlags, arch: Arch) -> Result<HostFacts, LauncherError> {
+    let emulation = Emulation {
+        allow: flags.allow_emulation,
+        always: flags.use_emulation,
+    };
+    probe(arch, Target::ThisHost, emulation, Some(flags))
 }
 
 /// Says why the guest runs under TCG, if it does (logged once the input
 /// is known to be good, so that a refusal is not preceded by it).
-pub(crate) fn log_emulation(flags: &LauncherFlags, ctx: &ConvertContext) {
+pub(crate) fn log_emulation(flags: &LauncherFlags, facts: &HostFacts) {
     let Ok(host) = Arch::host() else { return };
-    let foreign = ctx.arch != host;
+    let foreign = facts.arch != host;
     if foreign {
         tracing::info!(
             "guest architecture {} on a {host} host: software emulation (TCG)",
-            ctx.arch
+            facts.arch
         );
     }
     let kvm = !foreign && Path::new("/dev/kvm").exists();
-    match (ctx.virt_type, kvm || foreign, flags.use_emulation) {
+    match (facts.virt_type, kvm || foreign, flags.use_emulation) {
         (VirtType::Qemu, false, _) => {
             tracing::warn!("/dev/kvm is not present: falling back to software emulation (TCG)")
         }

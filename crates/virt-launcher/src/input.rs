@@ -1,11 +1,62 @@
-//! The VMI as it arrives: read, defaulted, checked once.
+//! The VMI as it arrives, defaulted and validated once per arrival: from
+//! a manifest ([`read_input`], [`load`]: `run`, `STANDALONE_VMI`), from
+//! the flags alone ([`identity_from_flags`]: pod mode before virt-handler
+//! syncs), or from virt-handler's SyncVirtualMachine ([`admit_synced`]).
+
+use std::io::Read;
+use std::path::Path;
 
 use api::{Arch, VirtualMachineInstance};
 
 use crate::error::LauncherError;
 use crate::flags::LauncherFlags;
 
-/// Reads, defaults and validates the VMI and applies identity flags.
+/// Largest manifest accepted (a VMI is a few KiB).
+const MAX_INPUT: u64 = 16 << 20;
+
+/// Reads a manifest from `path` (`-`: standard input), at most 16 MiB.
+///
+/// # Errors
+/// [`LauncherError::Input`] naming the file: unreadable, not a regular
+/// file, or larger than 16 MiB.
+pub fn read_input(path: &Path) -> Result<Vec<u8>, LauncherError> {
+    if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .take(MAX_INPUT + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| LauncherError::Input(format!("reading standard input: {e}")))?;
+        if buf.len() as u64 > MAX_INPUT {
+            return Err(LauncherError::Input(
+                "standard input: larger than 16 MiB".into(),
+            ));
+        }
+        return Ok(buf);
+    }
+    let err = |e: std::io::Error| LauncherError::Input(format!("{}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if !meta.is_file() {
+        return Err(LauncherError::Input(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_INPUT + 1).read_to_end(&mut buf))
+        .map_err(err)?;
+    if buf.len() as u64 > MAX_INPUT {
+        return Err(LauncherError::Input(format!(
+            "{}: larger than 16 MiB",
+            path.display()
+        )));
+    }
+    Ok(buf)
+}
+
+/// Reads, defaults and validates the VMI (once, as [`api::load_vmi`]
+/// does), then applies the identity flags (`--uid`; `--name` and
+/// `--namespace` must match) and checks the identity they give.
 /// `cluster`: standalone (`run`), also the defaults KubeVirt's cluster
 /// would have applied ([`api::cluster`]); `None` in a pod, where the VMI
 /// arrives defaulted. Returns what those added.
@@ -43,7 +94,9 @@ pub fn load(
         )));
     }
     api::defaults::fill_missing_uid(&mut vmi);
-    if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
+    // The manifest was validated as loaded; `--uid` is the only value
+    // changed since (a derived UID is valid by construction).
+    if let Some(e) = api::validate::identity(&vmi).into_iter().next() {
         return Err(LauncherError::Input(e.to_string()));
     }
     Ok((vmi, applied))
@@ -76,4 +129,22 @@ pub fn identity_from_flags(flags: &LauncherFlags) -> Result<VirtualMachineInstan
         return Err(LauncherError::Input(e.to_string()));
     }
     Ok(vmi)
+}
+
+/// A VMI virt-handler sent with SyncVirtualMachine: defaulted by the
+/// cluster already (KubeVirt's defaults are applied again for this host's
+/// architecture, idempotently) and validated here, the one check it gets.
+///
+/// # Errors
+/// The first validation error, naming the field.
+pub fn admit_synced(
+    vmi: &VirtualMachineInstance,
+) -> Result<VirtualMachineInstance, api::FieldError> {
+    let mut vmi = vmi.clone();
+    let arch = Arch::host().map_err(|e| api::FieldError::new("", e.to_string()))?;
+    api::defaults::apply(&mut vmi, arch);
+    match api::validate::validate(&vmi).into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(vmi),
+    }
 }

@@ -27,6 +27,8 @@ pub mod isolation;
 pub mod logging;
 pub mod monitor;
 pub mod pidns;
+pub mod pod;
 pub mod podnet;
 pub mod standalone;
 pub mod startup;
+pub mod sync;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use api::cluster::{ClusterDefaults, VmRolloutStrategy};
 use api::Arch;
 use clap::Args;
-use converter::ConvertContext;
+use converter::{ClusterOptions, ConvertContext};
 
 use crate::error::LauncherError;
 use crate::host;
@@ -47,44 +47,45 @@ pub struct ConvertArgs {
 /// [`LauncherError::Input`] for input `run` would refuse too (naming the
 /// field or flag); [`LauncherError::Runtime`] for host failures.
 pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
-    let host = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
     let arch = match &args.arch {
         Some(a) => a
             .parse()
             .map_err(|e: api::arch::UnknownArch| LauncherError::Input(format!("--arch: {e}")))?,
-        None => host,
+        None => Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?,
     };
-    let bytes = super::read_input(&args.file)?;
+    let bytes = crate::input::read_input(&args.file)?;
     let cluster = ClusterDefaults {
         vm_rollout_strategy: args.vm_rollout_strategy,
     };
     let (mut vmi, _) = api::load_standalone(&bytes, arch, &cluster)
         .map_err(|e| LauncherError::Input(e.to_string()))?;
     api::defaults::fill_missing_uid(&mut vmi);
-    // The XML is for a host of `arch`; this host's /dev/kvm only tells for its own arch.
-    let kvm = arch != host || std::path::Path::new("/dev/kvm").exists();
-    let virt = converter::choose_virt_type(kvm, args.allow_emulation, args.use_emulation)
-        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
-    let mut ctx = ConvertContext::new(arch, virt);
-    ctx.pod_cpuset = host::pod_cpuset();
-    ctx.host_numa = host::host_numa();
-    if arch == host {
-        // Firmware files are a fact of this host only.
-        ctx.ovmf_files = Some(host::dir_files(&ctx.paths.ovmf_dir));
-    }
+    let emulation = host::Emulation {
+        allow: args.allow_emulation,
+        always: args.use_emulation,
+    };
+    let facts = host::probe(arch, host::Target::AnyHost, emulation, None)?;
     // The claim facts virt-handler reports in the VMI's status: preallocated
     // claims get no discard (as in `run`), block-mode claims are the
     // device virt-handler would give the pod.
     let status = |e: storage::StorageError| LauncherError::Input(e.to_string());
-    ctx.volumes_discard_ignore = storage::pvc::preallocated_volumes(&vmi).map_err(status)?;
-    ctx.prepared.block_volumes = storage::pvc::block_mode_volumes(&vmi).map_err(status)?;
+    let cluster = ClusterOptions {
+        volumes_discard_ignore: storage::pvc::preallocated_volumes(&vmi).map_err(status)?,
+        ..ClusterOptions::default()
+    };
+    let prepared = converter::Prepared {
+        block_volumes: storage::pvc::block_mode_volumes(&vmi).map_err(status)?,
+        ..converter::Prepared::default()
+    };
+    let mut sriov = std::collections::BTreeMap::new();
     if let Some(file) = &args.network_info {
         let info = network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
             .map_err(|e| LauncherError::Input(format!("--network-info {e}")))?;
-        ctx.sriov_pci =
+        sriov =
             network::sriov::host_addresses(&vmi, info.as_ref(), &file.display().to_string(), None)
                 .map_err(LauncherError::Input)?;
     }
+    let ctx = ConvertContext::from_parts(&facts, &cluster, prepared, sriov);
     let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
     // The inline cloud-init data is refused here as `run` would refuse it.
     storage::cloudinit::check_inline(&vmi).map_err(|e| LauncherError::Input(e.to_string()))?;

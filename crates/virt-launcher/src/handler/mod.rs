@@ -13,10 +13,13 @@ use std::sync::{Arc, Mutex};
 use api::VirtualMachineInstance;
 use cmd::notify::{Event, Notifier};
 use cmd::server::{Handler, SyncOptions};
+use converter::ClusterOptions;
 use virtwrap::agent::Agent;
 use virtwrap::memory_dump::{self, MemoryDumper};
 use virtwrap::metadata::MetadataCache;
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
+
+use crate::sync::VmiSync;
 
 use cache::DomainCache;
 use json::{domain_json, now_rfc3339, Identity};
@@ -33,8 +36,35 @@ pub enum DumpPolicy {
     AnyDirectory,
 }
 
+/// The cluster's settings virt-handler sent with a SyncVirtualMachine
+/// (KubeVirt builds its converter context from them at every sync: a
+/// setting the request leaves out is KubeVirt's default, not the last
+/// request's).
+pub fn cluster_options(opts: &SyncOptions) -> ClusterOptions {
+    let smbios = match &opts.smbios {
+        Some([manufacturer, family, product, sku, version]) => converter::SmbiosOptions {
+            manufacturer: manufacturer.clone(),
+            family: family.clone(),
+            product: product.clone(),
+            sku: sku.clone(),
+            version: version.clone(),
+        },
+        None => converter::SmbiosOptions::default(),
+    };
+    ClusterOptions {
+        smbios,
+        mem_balloon_stats_period: opts.mem_balloon_stats_period,
+        free_page_reporting: !opts.free_page_reporting_disabled,
+        serial_console_log: !opts.serial_console_log_disabled,
+        bochs_for_efi_guests: opts.bochs_display_for_efi_guests,
+        volumes_discard_ignore: opts.preallocated_volumes.iter().cloned().collect(),
+        expand_disks_enabled: opts.expand_disks_enabled,
+    }
+}
+
 /// [`Handler`] on the launcher's DomainManager.
 pub struct LauncherHandler {
+    sync: Arc<VmiSync>,
     manager: Arc<LibvirtDomainManager>,
     id: Identity,
     notifier: Notifier,
@@ -50,9 +80,9 @@ pub struct LauncherHandler {
 impl LauncherHandler {
     /// A handler for `id`'s domain; `metadata` is the runtime metadata
     /// every domain JSON carries (its changes must reach the event bridge
-    /// as [`DomainEvent::MetadataUpdated`]).
+    /// as [`virtwrap::events::DomainEvent::MetadataUpdated`]).
     pub fn new(
-        manager: Arc<LibvirtDomainManager>,
+        sync: Arc<VmiSync>,
         id: Identity,
         notifier: Notifier,
         cache: Arc<DomainCache>,
@@ -61,7 +91,8 @@ impl LauncherHandler {
         dump_policy: DumpPolicy,
     ) -> Self {
         LauncherHandler {
-            manager,
+            manager: Arc::clone(sync.manager()),
+            sync,
             id,
             notifier,
             cache,
@@ -109,33 +140,9 @@ impl Handler for LauncherHandler {
                 self.id.name
             ));
         }
-        // virt-handler's VMI is already defaulted and admitted; the
-        // launcher's own defaults and checks are idempotent and cheap.
-        let mut vmi = vmi.clone();
-        let arch = api::Arch::host().map_err(|e| e.to_string())?;
-        api::defaults::apply(&mut vmi, arch);
-        if let Some(e) = api::validate::validate(&vmi).into_iter().next() {
-            return Err(e.to_string());
-        }
-        self.manager.update_context(|ctx| {
-            if let Some([manufacturer, family, product, sku, version]) = &opts.smbios {
-                ctx.smbios = converter::SmbiosOptions {
-                    manufacturer: manufacturer.clone(),
-                    family: family.clone(),
-                    product: product.clone(),
-                    sku: sku.clone(),
-                    version: version.clone(),
-                };
-            }
-            ctx.mem_balloon_stats_period = opts.mem_balloon_stats_period;
-            ctx.free_page_reporting = !opts.free_page_reporting_disabled;
-            ctx.serial_console_log = !opts.serial_console_log_disabled;
-            ctx.bochs_for_efi_guests = opts.bochs_display_for_efi_guests;
-            ctx.volumes_discard_ignore = opts.preallocated_volumes.iter().cloned().collect();
-            ctx.expand_disks_enabled = opts.expand_disks_enabled;
-        });
+        let vmi = crate::input::admit_synced(vmi).map_err(|e| e.to_string())?;
         self.cache.invalidate();
-        match self.manager.sync_vmi(&vmi) {
+        match self.sync.sync(&vmi, &cluster_options(opts)) {
             Ok(_) => {
                 *self
                     .current
@@ -144,7 +151,7 @@ impl Handler for LauncherHandler {
                 Ok(())
             }
             Err(e) => {
-                let m = msg(e);
+                let m = e.to_string();
                 self.notifier.send(Event::K8s {
                     json: cmd::notify::k8s_event(
                         &self.id.name,

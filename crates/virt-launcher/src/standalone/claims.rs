@@ -6,7 +6,6 @@ use api::VirtualMachineInstance;
 
 use super::volumes::refuse_foreign_entries;
 use crate::error::LauncherError;
-use crate::startup::RuntimeSettings;
 
 /// One `--pvc VOLUME=PATH[,capacity=QUANTITY][,filesystem-overhead=FRACTION][,preallocated]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -101,7 +100,7 @@ pub struct Claim {
 /// them; a directory without disk.img needs the claim's size.
 pub(crate) fn pvc_claims(
     vmi: &VirtualMachineInstance,
-    s: &RuntimeSettings,
+    s: &super::StandaloneArgs,
 ) -> Result<Vec<Claim>, LauncherError> {
     use std::os::unix::fs::FileTypeExt;
     let mut out: Vec<Claim> = Vec::new();

@@ -5,17 +5,6 @@ use std::path::Path;
 use api::VirtualMachineInstance;
 
 use crate::error::LauncherError;
-use crate::startup::PRIVATE_DIR;
-
-/// What `--setup-pod-network` leaves for phase 2.
-pub(crate) enum PodSetup {
-    /// Phase 2 done (masquerade only, or no interface).
-    Ready(network::phase2::Phase2),
-    /// Bridge bindings: phase 1's DHCP caches by pod interface name, to be
-    /// written to `<private>/vif-cache-<podIface>.json` once the private
-    /// directory is mounted; phase 2 then reads them there, as in a pod.
-    BridgeCaches(Vec<(String, network::cache::DhcpConfigCache)>),
-}
 
 /// The namespace playing the node (the CNI's ends of the pod links) in a
 /// `--setup-pod-network` run: held open until the launcher exits.
@@ -24,30 +13,26 @@ static NODE_NAMESPACE: std::sync::OnceLock<network::phase1::NodeNamespace> =
 
 /// `--setup-pod-network`: a new network namespace for this process (and
 /// so for libvirt and QEMU) playing the pod's, a second one playing the
-/// node's side of its links, phase 1's topology for every interface (for
-/// passt only the pod link, in which libvirt starts passt), then phase 2
-/// (for bridge bindings, after the private directory is mounted: see
-/// [`PodSetup`]). Called while the launcher is single-threaded.
-pub(crate) fn setup_pod_network(vmi: &VirtualMachineInstance) -> Result<PodSetup, LauncherError> {
+/// node's side of its links, and phase 1's topology for every interface
+/// (for passt only the pod link, in which libvirt starts passt). Phase 2
+/// then runs as in a pod, when the VMI is synced ([`crate::podnet`]).
+/// Returns phase 1's DHCP caches of bridge bindings by pod interface name,
+/// which virt-handler writes into the private directory: the start-up
+/// sequence writes them there once it is mounted. Called while the
+/// launcher is single-threaded.
+///
+/// # Errors
+/// [`LauncherError::Runtime`] when the namespaces or links cannot be made;
+/// [`LauncherError::Input`] for an interface phase 1 cannot build.
+pub fn setup_pod_network(
+    vmi: &VirtualMachineInstance,
+) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
     let rt = |m: String| LauncherError::Runtime(format!("--setup-pod-network: {m}"));
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
     let node = network::phase1::NodeNamespace::new().map_err(rt)?;
     let node = NODE_NAMESPACE.get_or_init(|| node);
-    let caches = network_phase1(vmi, "--setup-pod-network", Some(node), true)?;
-    if !caches.is_empty() {
-        return Ok(PodSetup::BridgeCaches(caches));
-    }
-    let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-    network::phase2::prepare(
-        vmi,
-        Path::new(PRIVATE_DIR),
-        &resolv,
-        &network::phase1::pod_link,
-        &network::phase1::link_exists,
-    )
-    .map(PodSetup::Ready)
-    .map_err(LauncherError::Input)
+    network_phase1(vmi, "--setup-pod-network", Some(node), true)
 }
 
 /// Why the current network namespace is not one phase 1 may build in:
@@ -134,11 +119,8 @@ fn network_phase1(
     let mut caches = Vec::new();
     let mut secondaries: u8 = 0;
     let mut links_up = false;
-    for (index, iface) in vmi.spec.domain.devices.interfaces.iter().enumerate() {
-        if iface.state.as_deref() == Some("absent") || converter::sriov::is_sriov(iface) {
-            // SR-IOV: a host device, nothing to build in the pod.
-            continue;
-        }
+    // SR-IOV interfaces are host devices: nothing to build in the pod.
+    for (index, iface) in vmi.live_pod_interfaces() {
         let field = format!("spec.domain.devices.interfaces[name={}]", iface.name);
         let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
         let Some(pod_iface) = network::phase2::pod_iface_candidates(vmi, &iface.name)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use api::VirtualMachineInstance;
 
 use crate::error::LauncherError;
-use crate::startup::{RuntimeSettings, PRIVATE_DIR};
+use crate::startup::PRIVATE_DIR;
 
 /// Where KubeVirt mounts the backend storage (the `persistent-state-for-<vm>`
 /// claim) in the pod: (subdirectory of the storage, mount point).
@@ -78,7 +78,7 @@ pub(crate) fn refuse_foreign_entries(
 /// persistence without one is refused (its state would be lost silently).
 pub(crate) fn backend_storage_dir(
     vmi: &VirtualMachineInstance,
-    s: &RuntimeSettings,
+    s: &super::StandaloneArgs,
 ) -> Result<Option<PathBuf>, LauncherError> {
     let Some(dir) = &s.backend_storage else {
         return match backend_storage_field(vmi) {
@@ -115,6 +115,15 @@ pub(crate) fn backend_storage_dir(
         &abs,
         &["nvram", "swtpm", "lost+found"],
     )?;
+    for (sub, _) in BACKEND_STORAGE_MOUNTS {
+        let source = abs.join(sub);
+        if std::fs::symlink_metadata(&source).is_ok_and(|m| !m.is_dir()) {
+            return Err(LauncherError::Input(format!(
+                "--backend-storage: {} is not a directory",
+                source.display()
+            )));
+        }
+    }
     Ok(Some(abs))
 }
 /// For each hostDisk volume, the host directory holding its image and where
@@ -151,7 +160,7 @@ pub(crate) fn host_disk_dirs(
 /// name such a volume.
 pub(crate) fn config_volume_dirs(
     vmi: &VirtualMachineInstance,
-    s: &RuntimeSettings,
+    s: &super::StandaloneArgs,
 ) -> Result<BTreeMap<String, PathBuf>, LauncherError> {
     let mut out = BTreeMap::new();
     for (name, dir) in &s.config_volumes {
@@ -223,7 +232,7 @@ pub(crate) fn config_volume_dirs(
 /// public keys). Every such secret needs one; every flag must name one.
 pub(crate) fn access_credential_dirs(
     vmi: &VirtualMachineInstance,
-    s: &RuntimeSettings,
+    s: &super::StandaloneArgs,
 ) -> Result<BTreeMap<String, PathBuf>, LauncherError> {
     let used: Vec<(usize, &str)> = vmi
         .spec
@@ -275,7 +284,7 @@ pub(crate) fn access_credential_dirs(
 /// Pairs each containerDisk volume with its host image (`--container-disk`).
 pub(crate) fn container_disk_images(
     vmi: &VirtualMachineInstance,
-    s: &RuntimeSettings,
+    s: &super::StandaloneArgs,
 ) -> Result<Vec<(usize, PathBuf)>, LauncherError> {
     let mut out = Vec::new();
     for (n, (name, _)) in s.container_disks.iter().enumerate() {

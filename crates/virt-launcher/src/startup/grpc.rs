@@ -1,15 +1,13 @@
-//! The command server's runtime.
+//! The command server's runtime: a thread of its own driving a
+//! current-thread tokio runtime for the gRPC server and the notify queue.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use virtwrap::LibvirtDomainManager;
-
 use crate::error::LauncherError;
-use crate::handler::cache::DomainCache;
-use crate::handler::json::Identity;
-use crate::handler::{DumpPolicy, LauncherHandler};
+use crate::handler::LauncherHandler;
+use crate::pod::Mode;
 
 /// The command server's runtime: one thread driving a current-thread
 /// tokio runtime (the server, the notify queue), a handle to reach it.
@@ -22,19 +20,15 @@ pub(crate) struct Grpc {
 }
 
 impl Grpc {
-    /// Starts the notify queue and the command server on
-    /// `<share>/sockets/launcher-init-sock`, then checks it answers (dial,
+    /// Starts the notify queue (virt-handler's notify socket in a pod;
+    /// standalone, its absence is expected) and the command server on
+    /// `<share>/sockets/launcher-init-sock` answering with the handler
+    /// `handler` makes for that queue, then checks it answers (dial,
     /// CmdInfo, Ping: KubeVirt's self-check).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         share: &Path,
-        manager: Arc<LibvirtDomainManager>,
-        id: Identity,
-        cache: Arc<DomainCache>,
-        agent: Arc<virtwrap::agent::Agent>,
-        metadata: Arc<virtwrap::metadata::MetadataCache>,
-        dump_policy: DumpPolicy,
-        standalone: bool,
+        mode: Mode,
+        handler: impl FnOnce(cmd::notify::Notifier) -> LauncherHandler,
     ) -> Result<Grpc, LauncherError> {
         // Poll virt-handler's connection briefly before sleeping, as Go's
         // runtime does (cmd::spin): back-to-back calls skip a wake-up.
@@ -50,21 +44,12 @@ impl Grpc {
         let handle = rt.handle().clone();
         let notifier = {
             let _guard = rt.enter();
-            if standalone {
-                cmd::notify::Notifier::start_standalone(share)
-            } else {
-                cmd::notify::Notifier::start(share)
+            match mode {
+                Mode::Standalone => cmd::notify::Notifier::start_standalone(share),
+                Mode::Pod => cmd::notify::Notifier::start(share),
             }
         };
-        let handler = Arc::new(LauncherHandler::new(
-            manager,
-            id,
-            notifier.clone(),
-            cache,
-            agent,
-            metadata,
-            dump_policy,
-        ));
+        let handler = Arc::new(handler(notifier.clone()));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = rt
             .block_on(cmd::server::serve(share, handler, spinner, async move {

@@ -1,102 +1,64 @@
-//! The start-up sequence.
-
-use std::path::{Path, PathBuf};
-use std::time::Instant;
-
-use api::{Arch, VirtualMachineInstance};
-use converter::ConvertError;
-use storage::{ConfigSources, PrepareOptions};
-use virtwrap::config::DaemonKind;
-
-use crate::error::LauncherError;
-use crate::flags::LauncherFlags;
-use crate::host::{context, log_emulation};
-use crate::isolation::{enter_private_mount_namespace, Mounts, StateDir};
-use crate::podnet::sriov_addresses;
-use crate::standalone::claims::{pvc_claims, with_claim_status, ClaimSource, PvcArg};
-use crate::standalone::network::{setup_pod_network, PodSetup};
-use crate::standalone::volumes::{
-    access_credential_dirs, backend_storage_dir, config_volume_dirs, container_disk_images,
-    host_disk_dirs, BACKEND_STORAGE_MOUNTS,
-};
-use runtime::run_in_runtime;
+//! The start-up sequence, supervision and shutdown of one VMI (KubeVirt
+//! `cmd/virt-launcher/virt-launcher.go`, sections 1.4-1.8 of the facts),
+//! the same steps in a pod and standalone:
+//!
+//! 1. the pod's claims, then the input checks (the VMI must convert; no
+//!    daemon is started for input that cannot run), then the prepared pod
+//!    ([`crate::pod`]: kubelet's, or the standalone stand-in's);
+//! 2. private runtime ([`runtime`]): state directory, mount namespace, bind
+//!    mounts (libvirt's directories and the pod's);
+//! 3. KubeVirt's directories; libvirt configuration; virtlogd and the
+//!    libvirt daemon under supervision ([`runtime`]); connection, agent,
+//!    command server and event bridge ([`domain`], [`grpc`]);
+//! 4. SyncVMI ([`crate::sync`]): network phase 2, volumes, convert,
+//!    define, start;
+//! 5. watch QEMU until it exits, shutting the guest down on a signal
+//!    ([`signals`], [`crate::monitor`]);
+//! 6. stop the daemons, undo the mounts, remove the state, exit.
 
 pub mod domain;
 pub mod grpc;
 pub mod runtime;
 pub mod signals;
 
-/// Which directories the launcher makes private.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// `virt-launcher run`: everything, including the share, ephemeral and
-    /// container-disk directories, lives in the state directory.
-    Standalone,
-    /// KubeVirt's pod: the share and disk directories are virt-handler's and
-    /// are used in place; only libvirt's and the private directory are made
-    /// private.
-    Pod,
-}
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
 
-/// The runtime settings of `virt-launcher run` (and of pod mode).
-#[derive(Clone, Debug)]
-pub struct RuntimeSettings {
-    /// Which directories are private.
-    pub mode: Mode,
-    /// Architecture of the guest: the host's, except for a standalone run
-    /// with `--arch` (always TCG then, see [`context`]).
-    pub arch: Arch,
-    /// Private state directory.
-    pub state_dir: PathBuf,
-    /// containerDisk volume name → image file on the host.
-    pub container_disks: Vec<(String, PathBuf)>,
-    /// Standalone: the claims of persistentVolumeClaim, dataVolume and
-    /// ephemeral volumes (`--pvc`): image files, directories or block
-    /// devices on the host, shown where virt-handler and kubelet put them.
-    pub pvcs: Vec<PvcArg>,
-    /// Standalone: access credential secret name → directory of its keys
-    /// (`--access-credential`).
-    pub access_credentials: Vec<(String, PathBuf)>,
-    /// Standalone: config volume (or cloud-init secret) name → directory
-    /// on the host holding its files (`--config-volume`).
-    pub config_volumes: Vec<(String, PathBuf)>,
-    /// Keep the state directory after exit.
-    pub keep_state: bool,
-    /// Shared libvirt capability cache (QEMU probing costs seconds per start).
-    pub cache_dir: PathBuf,
-    /// Standalone: build the pod network in a fresh network namespace
-    /// (`--setup-pod-network`) and run network phase 2 on it.
-    pub setup_pod_network: bool,
-    /// Standalone: the pod network is built for KubeVirt's default
-    /// interface, which the VMI got for naming no network (logged once
-    /// the input is known to be good).
-    pub default_pod_interface: bool,
-    /// Standalone: KubeVirt's backend storage (`--backend-storage`), the
-    /// directory that keeps EFI variables and TPM state across runs.
-    pub backend_storage: Option<PathBuf>,
-    /// Standalone: KubeVirt's network-info downward API file
-    /// (`--network-info`), giving each SR-IOV interface's VF.
-    pub network_info: Option<PathBuf>,
-}
+use api::{Arch, VirtualMachineInstance};
+use converter::{ClusterOptions, ConvertContext, ConvertError, HostFacts};
+use storage::PrepareOptions;
+use virtwrap::config::DaemonKind;
 
-/// Where the private runtime's directories go in the mount namespace.
-struct Layout {
-    private_dir: &'static str,
-    libvirt: [(&'static str, &'static str); 4],
-}
+use crate::error::LauncherError;
+use crate::flags::LauncherFlags;
+use crate::host::{self, log_emulation};
+use crate::isolation::{enter_private_mount_namespace, Mounts, StateDir};
+use crate::pod::{Pod, PodSource};
+use crate::podnet::PodNetwork;
 
 /// KubeVirt's private directory (not a flag in KubeVirt).
 pub const PRIVATE_DIR: &str = "/var/run/kubevirt-private";
 
-const LAYOUT: Layout = Layout {
-    private_dir: PRIVATE_DIR,
-    libvirt: [
-        ("libvirt/etc", "/etc/libvirt"),
-        ("libvirt/run", "/var/run/libvirt"),
-        ("libvirt/lib", "/var/lib/libvirt"),
-        ("libvirt/log", "/var/log/libvirt"),
-    ],
-};
+/// What the start-up sequence has settled before the runtime starts.
+pub(crate) struct Launch<'a> {
+    /// The VMI (standalone: with its claims' status).
+    pub vmi: &'a VirtualMachineInstance,
+    /// Sync it at start (a manifest was given); else virt-handler will.
+    pub sync: bool,
+    /// The launcher's flags.
+    pub flags: &'a LauncherFlags,
+    /// This host, probed once.
+    pub host: &'a HostFacts,
+    /// The cluster's settings for the syncs at start.
+    pub cluster: &'a ClusterOptions,
+    /// The prepared pod.
+    pub pod: &'a Pod,
+    /// The pod's network (phase 2, SR-IOV).
+    pub network: &'a Arc<PodNetwork>,
+    /// When the launcher started (for the log's timings).
+    pub started: Instant,
+}
 
 fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
     let refuse = |f: &str| Err(LauncherError::Input(format!("{f} is not supported yet")));
@@ -112,245 +74,110 @@ fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
     Ok(())
 }
 
-/// Runs `vmi` in a private runtime until the guest stops (see module docs).
-/// Must be called before any thread is started.
+/// `--state-dir`, by default `/var/run/virt-launcher/<namespace>_<name>`.
+fn state_dir(flags: &LauncherFlags, vmi: &VirtualMachineInstance) -> PathBuf {
+    flags
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())))
+}
+
+/// Runs `vmi`, a guest of `arch`, in a private runtime until the guest
+/// stops (see module docs), in the pod `source` makes; `sync`: the VMI is
+/// the whole VMI, synced at start (else only its identity, and
+/// virt-handler syncs it). Must be called before any thread is started.
 ///
 /// # Errors
 /// [`LauncherError`]; nothing is left running when it returns.
 pub fn run_vmi(
-    vmi: &VirtualMachineInstance,
+    mut vmi: VirtualMachineInstance,
     sync: bool,
     flags: &LauncherFlags,
-    settings: &RuntimeSettings,
+    arch: Arch,
+    source: PodSource<'_>,
     started: Instant,
 ) -> Result<(), LauncherError> {
     check_flags(flags)?;
-    let mut ctx = context(flags, settings.arch)?;
+    let host = host::for_launcher(flags, arch)?;
     // Standalone claims: checked now; their sizes become the VMI's
     // status.volumeStatus, as virt-handler reports a claim's.
-    let claims = match settings.mode {
-        Mode::Standalone => pvc_claims(vmi, settings)?,
-        Mode::Pod => Vec::new(),
-    };
-    let with_status;
-    let vmi = if settings.pvcs.is_empty() {
-        vmi
-    } else {
-        with_status = with_claim_status(vmi, &settings.pvcs, &claims);
-        &with_status
-    };
+    let claims = source.claims(&mut vmi)?;
+    let vmi = vmi;
     // virt-handler's PreallocatedVolumes: claims whose status says so
-    // (`--pvc ...,preallocated` standalone). Under virt-handler its options
-    // replace this at each sync.
-    ctx.volumes_discard_ignore =
-        storage::pvc::preallocated_volumes(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
-    if sync {
-        ctx.sriov_pci = sriov_addresses(vmi, settings)?;
-    }
+    // (`--pvc ...,preallocated` standalone); the ExpandDisks gate from
+    // `--expand-disks`. Under virt-handler its options replace these at
+    // each sync.
+    let cluster = ClusterOptions {
+        volumes_discard_ignore: storage::pvc::preallocated_volumes(&vmi)
+            .map_err(|e| LauncherError::Input(e.to_string()))?,
+        expand_disks_enabled: flags.expand_disks,
+        ..ClusterOptions::default()
+    };
+    let network = Arc::new(PodNetwork::new(source.sriov()));
     // Pure conversion first: refuses unsupported or invalid specs up front.
+    let mut ctx = None;
     if sync {
-        converter::convert(vmi, &ctx).map_err(|e| match e {
+        let sriov = network
+            .sriov_addresses(&vmi)
+            .map_err(LauncherError::Input)?;
+        let c = ConvertContext::from_parts(&host, &cluster, converter::Prepared::default(), sriov);
+        converter::convert(&vmi, &c).map_err(|e| match e {
             ConvertError::Host(m) => LauncherError::Runtime(m),
             other => LauncherError::Input(other.to_string()),
         })?;
-        storage::cloudinit::check_inline(vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
-        network::phase2::check_spec(vmi).map_err(LauncherError::Input)?;
+        storage::cloudinit::check_inline(&vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
+        network::phase2::check_spec(&vmi).map_err(LauncherError::Input)?;
+        ctx = Some(c);
     }
-    // Network phase 2 in a pod, once the spec is known to convert (the
-    // standalone stand-in of phase 1 comes after the input checks below).
-    let mut dhcp = Vec::new();
-    let mut dhcp6 = Vec::new();
-    let mut bridge_caches = Vec::new();
-    if settings.mode == Mode::Pod && sync {
-        // In a pod, virt-handler's phase 1 made eth0, k6t-eth0 and tap0.
-        let live = vmi
-            .spec
-            .domain
-            .devices
-            .interfaces
-            .iter()
-            .any(|i| i.state.as_deref() != Some("absent") && !converter::sriov::is_sriov(i));
-        if live {
-            let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-            let phase2 = network::phase2::prepare(
-                vmi,
-                Path::new(PRIVATE_DIR),
-                &resolv,
-                &network::phase1::pod_link,
-                &network::phase1::link_exists,
-            )
-            .map_err(LauncherError::Input)?;
-            ctx.prepared.interfaces = phase2.hosts;
-            dhcp = phase2.dhcp;
-            dhcp6 = phase2.dhcp6;
-        }
-    }
-    let backend_storage = match settings.mode {
-        Mode::Standalone => backend_storage_dir(vmi, settings)?,
-        Mode::Pod => None,
-    };
-    let (images, host_disk_dirs, config_sources) = match settings.mode {
-        Mode::Standalone => (
-            container_disk_images(vmi, settings)?,
-            host_disk_dirs(vmi)?,
-            ConfigSources::Standalone {
-                volumes: config_volume_dirs(vmi, settings)?,
-                secrets: access_credential_dirs(vmi, settings)?,
-            },
-        ),
-        Mode::Pod => (Vec::new(), Vec::new(), ConfigSources::Pod),
-    };
-    if sync {
+    let pod = source.prepare(&vmi, claims, flags, &host)?;
+    if let Some(ctx) = &ctx {
         // Everything read from outside the launcher's directories (cloud-init
         // secrets, keys, config volume trees) is checked now, before libvirt
         // starts, so bad input is refused without starting anything.
         let check = PrepareOptions {
-            config_sources: config_sources.clone(),
+            config_sources: pod.config_sources.clone(),
             config_disk_fs: flags.config_disk_fs.into(),
             ..PrepareOptions::default()
         };
-        storage::check_inputs(vmi, &ctx, &check)
+        storage::check_inputs(&vmi, ctx, &check)
             .map_err(|e| LauncherError::Input(e.to_string()))?;
     }
-    log_emulation(flags, &ctx);
-    // The standalone pod, once the input is known to be good (nothing is
-    // built for input that is refused).
-    if settings.setup_pod_network {
-        if settings.default_pod_interface {
-            tracing::info!(
-                "the VMI names no network: KubeVirt's default interface (bridge binding on the pod network) gets a pod network stand-in, as with --setup-pod-network (autoattachPodInterface: false runs it without a NIC)"
-            );
-        }
-        match setup_pod_network(vmi)? {
-            PodSetup::Ready(phase2) => {
-                ctx.prepared.interfaces = phase2.hosts;
-                dhcp = phase2.dhcp;
-                dhcp6 = phase2.dhcp6;
-            }
-            PodSetup::BridgeCaches(caches) => bridge_caches = caches,
-        }
-    }
+    log_emulation(flags, &host);
+    // The standalone pod's network, once the input is known to be good
+    // (nothing is built for input that is refused).
+    let vif_caches = pod.network.build(&vmi)?;
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
     })?;
 
-    let state = StateDir::acquire(&settings.state_dir)?;
+    let state = StateDir::acquire(&state_dir(flags, &vmi))?;
     enter_private_mount_namespace()?;
     let mut mounts = Mounts::default();
+    let launch = Launch {
+        vmi: &vmi,
+        sync,
+        flags,
+        host: &host,
+        cluster: &cluster,
+        pod: &pod,
+        network: &network,
+        started,
+    };
     let result = (|| {
-        for (rel, target) in LAYOUT.libvirt {
-            mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
+        runtime::mount(&mut mounts, &state, flags, &pod)?;
+        // The stand-in's phase 1 writes its caches where virt-handler's
+        // does; phase 2 reads them as in a pod.
+        for (pod_iface, cache) in &vif_caches {
+            let file = network::cache::vif_cache_path(std::path::Path::new(PRIVATE_DIR), pod_iface);
+            network::cache::write_json(&file, cache)
+                .map_err(|e| LauncherError::Runtime(e.to_string()))?;
         }
-        std::fs::create_dir_all(&settings.cache_dir).map_err(|e| {
-            LauncherError::Runtime(format!("mkdir {}: {e}", settings.cache_dir.display()))
-        })?;
-        mounts.bind_dir(&settings.cache_dir, Path::new("/var/cache/libvirt"))?;
-        if settings.mode == Mode::Standalone {
-            // In a pod this directory is the pod's own, with kubelet's
-            // mounts of config volumes, secrets and claims below it: never
-            // hide it there.
-            mounts.bind_dir(&state.subdir("private")?, Path::new(LAYOUT.private_dir))?;
-            if !bridge_caches.is_empty() {
-                // The stand-in's phase 1 writes its caches where
-                // virt-handler's does; phase 2 reads them as in a pod.
-                let dir = Path::new(PRIVATE_DIR);
-                for (pod_iface, cache) in bridge_caches.drain(..) {
-                    let file = network::cache::vif_cache_path(dir, &pod_iface);
-                    network::cache::write_json(&file, &cache)
-                        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
-                }
-                let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-                let phase2 = network::phase2::prepare(
-                    vmi,
-                    dir,
-                    &resolv,
-                    &network::phase1::pod_link,
-                    &network::phase1::link_exists,
-                )
-                .map_err(LauncherError::Input)?;
-                ctx.prepared.interfaces = phase2.hosts;
-                dhcp = phase2.dhcp;
-                dhcp6 = phase2.dhcp6;
-            }
-            mounts.bind_dir(
-                &state.subdir("share")?,
-                Path::new(&flags.kubevirt_share_dir),
-            )?;
-            mounts.bind_dir(
-                &state.subdir("ephemeral")?,
-                Path::new(&flags.ephemeral_disk_dir),
-            )?;
-            if !Path::new(&flags.container_disk_dir).starts_with(&flags.kubevirt_share_dir) {
-                mounts.bind_dir(
-                    &state.subdir("container-disks")?,
-                    Path::new(&flags.container_disk_dir),
-                )?;
-            }
-        }
-        if let Some(dir) = &backend_storage {
-            // After /var/lib/libvirt's bind: these sit on top of it.
-            for (sub, target) in BACKEND_STORAGE_MOUNTS {
-                let source = dir.join(sub);
-                match std::fs::symlink_metadata(&source) {
-                    Ok(m) if !m.is_dir() => {
-                        return Err(LauncherError::Input(format!(
-                            "--backend-storage: {} is not a directory",
-                            source.display()
-                        )))
-                    }
-                    _ => {}
-                }
-                mounts.bind_dir(&source, Path::new(target))?;
-            }
-        }
-        for (index, source) in &images {
-            let target = PathBuf::from(converter::disks::container_disk_image(&ctx, *index));
-            mounts.bind_file_read_only(source, &target)?;
-        }
-        for (dir, target) in &host_disk_dirs {
-            mounts.bind_dir(dir, target)?;
-        }
-        let mut block_claims = Vec::new();
-        for c in &claims {
-            let dir = PathBuf::from(format!("{PRIVATE_DIR}/vmi-disks/{}", c.volume));
-            match c.source {
-                ClaimSource::File => {
-                    mounts.bind_file(&c.path, &dir.join("disk.img"), c.read_only)?;
-                }
-                ClaimSource::Dir => mounts.bind_dir_as(&c.path, &dir, c.read_only)?,
-                ClaimSource::Block => block_claims.push((c.volume.clone(), c.path.clone())),
-            }
-        }
-        if !block_claims.is_empty() {
-            // kubelet puts a block claim's node at /dev/<vol> in the pod;
-            // standalone, the launcher's private /dev does (the host's /dev
-            // is never written).
-            mounts.private_dev(&state.subdir("dev")?, &block_claims)?;
-        }
-        if process::is_pid1() {
-            mounts.mount_proc()?;
-        }
-        // Threads may start now that the mount namespace is private.
-        let servers = network::phase2::DhcpServers::start(
-            std::mem::take(&mut dhcp),
-            std::mem::take(&mut dhcp6),
-        )
-        .map_err(LauncherError::Runtime)?;
-        // A panic must not skip the clean-up below (daemons, mounts, state).
+        // Threads may start now that the mount namespace is private. A
+        // panic must not skip the clean-up below (daemons, mounts, state).
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_in_runtime(
-                vmi,
-                sync,
-                flags,
-                &ctx,
-                &daemon,
-                settings.mode,
-                &claims,
-                &config_sources,
-                started,
-            )
+            runtime::run_in_runtime(&launch, &daemon)
         }));
-        servers.stop();
+        network.stop();
         r.unwrap_or_else(|p| {
             let what = p
                 .downcast_ref::<String>()
@@ -363,7 +190,7 @@ pub fn run_vmi(
         })
     })();
     mounts.unmount_all();
-    if settings.keep_state {
+    if flags.keep_state {
         tracing::info!(state_dir = %state.path().display(), "state kept");
     } else if let Err(e) = state.remove() {
         tracing::warn!("cannot remove the state: {e}");

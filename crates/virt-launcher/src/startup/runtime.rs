@@ -1,21 +1,75 @@
-//! The private runtime.
+//! The private runtime: libvirt's directories and the pod's mounts in
+//! the launcher's own mount namespace, KubeVirt's directories, libvirt's
+//! configuration and its daemons under supervision; and what may not
+//! outlive the launcher.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use api::VirtualMachineInstance;
-use converter::ConvertContext;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use storage::ConfigSources;
 use virtwrap::config::{DaemonConfig, DaemonKind};
 use virtwrap::supervisor::{DaemonSpec, Supervisor};
 
 use super::domain::run_domain;
-use super::{Mode, PRIVATE_DIR};
+use super::{Launch, PRIVATE_DIR};
 use crate::error::LauncherError;
 use crate::flags::LauncherFlags;
-use crate::standalone::claims::{Claim, ClaimSource};
+use crate::isolation::{Mounts, StateDir};
+use crate::pod::{Pod, PodMount};
+use api::VirtualMachineInstance;
+
+/// libvirt's directories, private to the launcher: (below the state
+/// directory, mount point).
+const LIBVIRT_DIRS: [(&str, &str); 4] = [
+    ("libvirt/etc", "/etc/libvirt"),
+    ("libvirt/run", "/var/run/libvirt"),
+    ("libvirt/lib", "/var/lib/libvirt"),
+    ("libvirt/log", "/var/log/libvirt"),
+];
+
+/// Mounts the private runtime, in the launcher's own mount namespace:
+/// libvirt's directories from the state directory `state`, the shared
+/// capability cache (`--libvirt-cache-dir`), then `pod`'s mounts in order,
+/// and, as PID 1 of a PID namespace, a `/proc` of its own.
+///
+/// # Errors
+/// [`LauncherError`] from a mkdir or mount.
+pub(crate) fn mount(
+    mounts: &mut Mounts,
+    state: &StateDir,
+    flags: &LauncherFlags,
+    pod: &Pod,
+) -> Result<(), LauncherError> {
+    for (rel, target) in LIBVIRT_DIRS {
+        mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
+    }
+    let cache = &flags.libvirt_cache_dir;
+    std::fs::create_dir_all(cache)
+        .map_err(|e| LauncherError::Runtime(format!("mkdir {}: {e}", cache.display())))?;
+    mounts.bind_dir(cache, Path::new("/var/cache/libvirt"))?;
+    for m in &pod.mounts {
+        match m {
+            PodMount::State { rel, target } => mounts.bind_dir(&state.subdir(rel)?, target)?,
+            PodMount::WritableDir { source, target } => mounts.bind_dir(source, target)?,
+            PodMount::Dir {
+                source,
+                target,
+                read_only,
+            } => mounts.bind_dir_as(source, target, *read_only)?,
+            PodMount::File {
+                source,
+                target,
+                read_only,
+            } => mounts.bind_file(source, target, *read_only)?,
+            PodMount::Devices(nodes) => mounts.private_dev(&state.subdir("dev")?, nodes)?,
+        }
+    }
+    if process::is_pid1() {
+        mounts.mount_proc()?;
+    }
+    Ok(())
+}
 
 /// KubeVirt's directory initialisation (facts 1.4 step 3).
 fn initialize_dirs(
@@ -48,20 +102,18 @@ fn initialize_dirs(
     Ok(())
 }
 
-/// Steps 3-6 inside the private runtime.
-#[allow(clippy::too_many_arguments)]
+/// Steps 3-6 inside the private runtime: KubeVirt's directories, the
+/// daemons under supervision, the domain ([`run_domain`]); then the
+/// daemons are stopped and nothing the launcher started is left.
+///
+/// # Errors
+/// [`LauncherError`].
 pub(crate) fn run_in_runtime(
-    vmi: &VirtualMachineInstance,
-    sync: bool,
-    flags: &LauncherFlags,
-    ctx: &ConvertContext,
+    launch: &Launch<'_>,
     daemon: &DaemonKind,
-    mode: Mode,
-    claims: &[Claim],
-    config_sources: &ConfigSources,
-    started: Instant,
 ) -> Result<(), LauncherError> {
-    initialize_dirs(vmi, flags)?;
+    let flags = launch.flags;
+    initialize_dirs(launch.vmi, flags)?;
     if flags.simulate_crash {
         return Err(LauncherError::Runtime(
             "Simulated virt-launcher crash".into(),
@@ -109,27 +161,7 @@ pub(crate) fn run_in_runtime(
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 
-    // Block-mode PVCs are device nodes in the pod's /dev. Standalone, only
-    // the `--pvc` block claims are (nodes in the launcher's private /dev):
-    // the host's devices are never handed out by volume name.
-    let block_volumes = (mode == Mode::Standalone).then(|| {
-        claims
-            .iter()
-            .filter(|c| c.source == ClaimSource::Block)
-            .map(|c| c.volume.clone())
-            .collect()
-    });
-    let result = run_domain(
-        vmi,
-        sync,
-        flags,
-        ctx,
-        daemon,
-        &sup,
-        block_volumes,
-        config_sources,
-        started,
-    );
+    let result = run_domain(launch, daemon, &sup);
     sup.stop(Duration::from_secs(5));
     kill_leftover_children();
     result
