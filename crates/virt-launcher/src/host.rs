@@ -40,7 +40,7 @@ pub struct Emulation {
 /// KubeVirt's defaults).
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when KVM is missing and emulation not allowed
+/// a runtime failure ([`LauncherError`], exit 1) when KVM is missing and emulation not allowed
 /// (KubeVirt's `hardware emulation device '/dev/kvm' not present`), or the
 /// host's architecture is unknown.
 pub fn probe(
@@ -49,7 +49,7 @@ pub fn probe(
     emulation: Emulation,
     layout: Option<&LauncherFlags>,
 ) -> Result<HostFacts, LauncherError> {
-    let host = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let host = Arch::host().map_err(|e| LauncherError::runtime(e.to_string()))?;
     let foreign = arch != host;
     let dev_kvm = Path::new("/dev/kvm").exists();
     let (kvm, allow) = match target {
@@ -57,7 +57,7 @@ pub fn probe(
         Target::AnyHost => (foreign || dev_kvm, emulation.allow),
     };
     let virt = converter::choose_virt_type(kvm, allow, emulation.always)
-        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+        .map_err(|e| LauncherError::runtime(e.to_string()))?;
     let mut facts = HostFacts::new(arch, virt);
     if let Some(flags) = layout {
         let paths = &mut facts.paths;

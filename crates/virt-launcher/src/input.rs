@@ -17,7 +17,7 @@ const MAX_INPUT: u64 = 16 << 20;
 /// Reads a manifest from `path` (`-`: standard input), at most 16 MiB.
 ///
 /// # Errors
-/// [`LauncherError::Input`] naming the file: unreadable, not a regular
+/// refused input ([`LauncherError`], exit 2) naming the file: unreadable, not a regular
 /// file, or larger than 16 MiB.
 pub fn read_input(path: &Path) -> Result<Vec<u8>, LauncherError> {
     if path.as_os_str() == "-" {
@@ -25,18 +25,16 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, LauncherError> {
         std::io::stdin()
             .take(MAX_INPUT + 1)
             .read_to_end(&mut buf)
-            .map_err(|e| LauncherError::Input(format!("reading standard input: {e}")))?;
+            .map_err(|e| LauncherError::input(format!("reading standard input: {e}")))?;
         if buf.len() as u64 > MAX_INPUT {
-            return Err(LauncherError::Input(
-                "standard input: larger than 16 MiB".into(),
-            ));
+            return Err(LauncherError::input("standard input: larger than 16 MiB"));
         }
         return Ok(buf);
     }
-    let err = |e: std::io::Error| LauncherError::Input(format!("{}: {e}", path.display()));
+    let err = |e: std::io::Error| LauncherError::input(format!("{}: {e}", path.display()));
     let meta = std::fs::metadata(path).map_err(err)?;
     if !meta.is_file() {
-        return Err(LauncherError::Input(format!(
+        return Err(LauncherError::input(format!(
             "{}: not a regular file",
             path.display()
         )));
@@ -46,7 +44,7 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, LauncherError> {
         .and_then(|f| f.take(MAX_INPUT + 1).read_to_end(&mut buf))
         .map_err(err)?;
     if buf.len() as u64 > MAX_INPUT {
-        return Err(LauncherError::Input(format!(
+        return Err(LauncherError::input(format!(
             "{}: larger than 16 MiB",
             path.display()
         )));
@@ -62,14 +60,14 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, LauncherError> {
 /// arrives defaulted. Returns what those added.
 ///
 /// # Errors
-/// [`LauncherError::Input`] naming the field.
+/// refused input ([`LauncherError`], exit 2) naming the field.
 pub fn load(
     bytes: &[u8],
     flags: &LauncherFlags,
     arch: Arch,
     cluster: Option<&api::cluster::ClusterDefaults>,
 ) -> Result<(VirtualMachineInstance, api::cluster::Applied), LauncherError> {
-    let input = |e: api::load::LoadError| LauncherError::Input(e.to_string());
+    let input = LauncherError::from;
     let (mut vmi, applied) = match cluster {
         Some(c) => api::load_standalone(bytes, arch, c).map_err(input)?,
         None => (
@@ -81,13 +79,13 @@ pub fn load(
         vmi.metadata.uid = Some(flags.uid.clone());
     }
     if !flags.name.is_empty() && flags.name != vmi.metadata.name {
-        return Err(LauncherError::Input(format!(
+        return Err(LauncherError::input(format!(
             "--name {:?} does not match metadata.name {:?}",
             flags.name, vmi.metadata.name
         )));
     }
     if !flags.namespace.is_empty() && flags.namespace != vmi.namespace() {
-        return Err(LauncherError::Input(format!(
+        return Err(LauncherError::input(format!(
             "--namespace {:?} does not match metadata.namespace {:?}",
             flags.namespace,
             vmi.namespace()
@@ -97,7 +95,7 @@ pub fn load(
     // The manifest was validated as loaded; `--uid` is the only value
     // changed since (a derived UID is valid by construction).
     if let Some(e) = api::validate::identity(&vmi).into_iter().next() {
-        return Err(LauncherError::Input(e.to_string()));
+        return Err(e.into());
     }
     Ok((vmi, applied))
 }
@@ -106,7 +104,7 @@ pub fn load(
 /// where the full VMI arrives later from virt-handler).
 ///
 /// # Errors
-/// [`LauncherError::Input`] when a flag is missing or invalid.
+/// refused input ([`LauncherError`], exit 2) when a flag is missing or invalid.
 pub fn identity_from_flags(flags: &LauncherFlags) -> Result<VirtualMachineInstance, LauncherError> {
     for (flag, v) in [
         ("--name", &flags.name),
@@ -114,7 +112,7 @@ pub fn identity_from_flags(flags: &LauncherFlags) -> Result<VirtualMachineInstan
         ("--uid", &flags.uid),
     ] {
         if v.is_empty() {
-            return Err(LauncherError::Input(format!(
+            return Err(LauncherError::input(format!(
                 "{flag} is required when no VMI is given (set STANDALONE_VMI, or use `virt-launcher run VMI.yaml`)"
             )));
         }
@@ -126,7 +124,7 @@ pub fn identity_from_flags(flags: &LauncherFlags) -> Result<VirtualMachineInstan
     // The identity only: a name libvirt cannot hold is refused by
     // SyncVirtualMachine, where virt-handler reports it on the VMI.
     if let Some(e) = api::validate::identity(&vmi).into_iter().next() {
-        return Err(LauncherError::Input(e.to_string()));
+        return Err(e.into());
     }
     Ok(vmi)
 }

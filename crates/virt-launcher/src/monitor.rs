@@ -57,7 +57,7 @@ fn to_pid(pid: u32) -> Pid {
 /// longer be managed).
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when QEMU never appeared within
+/// a runtime failure ([`LauncherError`], exit 1) when QEMU never appeared within
 /// `qemu_timeout`, a daemon failed, or the guest crashed.
 pub fn watch(
     vmi: &VirtualMachineInstance,
@@ -103,7 +103,7 @@ fn watch_with<'s>(
             if let Some(p) = pid {
                 let _ = kill(to_pid(p), Signal::SIGKILL);
             }
-            return Err(LauncherError::Runtime(format!(
+            return Err(LauncherError::runtime(format!(
                 "{} could not be kept running: {}",
                 f.name, f.message
             )));
@@ -143,8 +143,8 @@ fn watch_with<'s>(
                 if let Some(p) = pid {
                     tracing::info!(pid = p, "watching QEMU");
                 } else if start.elapsed() > qemu_timeout {
-                    return Err(LauncherError::Runtime(
-                        "timed out waiting for the domain's QEMU process".into(),
+                    return Err(LauncherError::runtime(
+                        "timed out waiting for the domain's QEMU process",
                     ));
                 } else if shutdown_at.is_some() {
                     return Ok(());
@@ -217,7 +217,7 @@ fn finished(
     }
     tracing::info!(state = last.0, reason = last.1, "QEMU exited");
     match last.1 {
-        "Crashed" | "Failed" | "Panicked" if !requested => Err(LauncherError::Runtime(format!(
+        "Crashed" | "Failed" | "Panicked" if !requested => Err(LauncherError::runtime(format!(
             "the guest ended abnormally: {} ({})",
             last.0, last.1
         ))),

@@ -69,7 +69,7 @@ impl PodSource<'_> {
     /// interfaces need a pod network is refused here without one.
     ///
     /// # Errors
-    /// [`LauncherError::Input`] naming the field or flag.
+    /// refused input ([`LauncherError`], exit 2) naming the field or flag.
     pub fn claims(&self, vmi: &mut VirtualMachineInstance) -> Result<Claims, LauncherError> {
         match self {
             PodSource::Kubelet => Ok(Claims::default()),
@@ -85,7 +85,7 @@ impl PodSource<'_> {
     /// anything is mounted.
     ///
     /// # Errors
-    /// [`LauncherError::Input`] naming the field or flag.
+    /// refused input ([`LauncherError`], exit 2) naming the field or flag.
     pub fn prepare(
         &self,
         vmi: &VirtualMachineInstance,

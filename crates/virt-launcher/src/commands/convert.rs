@@ -44,21 +44,20 @@ pub struct ConvertArgs {
 /// schema with `--validate`).
 ///
 /// # Errors
-/// [`LauncherError::Input`] for input `run` would refuse too (naming the
-/// field or flag); [`LauncherError::Runtime`] for host failures.
+/// refused input ([`LauncherError`], exit 2) for input `run` would refuse too (naming the
+/// field or flag); a runtime failure ([`LauncherError`], exit 1) for host failures.
 pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     let arch = match &args.arch {
-        Some(a) => a
-            .parse()
-            .map_err(|e: api::arch::UnknownArch| LauncherError::Input(format!("--arch: {e}")))?,
-        None => Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?,
+        Some(a) => a.parse().map_err(|e: api::arch::UnknownArch| {
+            LauncherError::input_at("--arch", e.to_string())
+        })?,
+        None => Arch::host().map_err(|e| LauncherError::runtime(e.to_string()))?,
     };
     let bytes = crate::input::read_input(&args.file)?;
     let cluster = ClusterDefaults {
         vm_rollout_strategy: args.vm_rollout_strategy,
     };
-    let (mut vmi, _) = api::load_standalone(&bytes, arch, &cluster)
-        .map_err(|e| LauncherError::Input(e.to_string()))?;
+    let (mut vmi, _) = api::load_standalone(&bytes, arch, &cluster).map_err(LauncherError::from)?;
     api::defaults::fill_missing_uid(&mut vmi);
     let emulation = host::Emulation {
         allow: args.allow_emulation,
@@ -68,7 +67,7 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     // The claim facts virt-handler reports in the VMI's status: preallocated
     // claims get no discard (as in `run`), block-mode claims are the
     // device virt-handler would give the pod.
-    let status = |e: storage::StorageError| LauncherError::Input(e.to_string());
+    let status = LauncherError::from;
     let cluster = ClusterOptions {
         volumes_discard_ignore: storage::pvc::preallocated_volumes(&vmi).map_err(status)?,
         ..ClusterOptions::default()
@@ -80,20 +79,21 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     let mut sriov = std::collections::BTreeMap::new();
     if let Some(file) = &args.network_info {
         let info = network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
-            .map_err(|e| LauncherError::Input(format!("--network-info {e}")))?;
+            .map_err(|e| LauncherError::input(format!("--network-info {e}")))?;
         sriov =
             network::sriov::host_addresses(&vmi, info.as_ref(), &file.display().to_string(), None)
-                .map_err(LauncherError::Input)?;
+                .map_err(LauncherError::input)?;
     }
     let ctx = ConvertContext::from_parts(&facts, &cluster, prepared, sriov);
-    let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::Input(e.to_string()))?;
+    // Whatever the reason (the host included), `convert` refuses the input.
+    let dom = converter::convert(&vmi, &ctx).map_err(|e| LauncherError::from(e).as_input())?;
     // The inline cloud-init data is refused here as `run` would refuse it.
-    storage::cloudinit::check_inline(&vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
+    storage::cloudinit::check_inline(&vmi)?;
     // So are network values only phase 2 reads (CIDRs, dhcpOptions).
-    network::phase2::check_spec(&vmi).map_err(LauncherError::Input)?;
+    network::phase2::check_spec(&vmi).map_err(LauncherError::input)?;
     let xml = dom
         .to_xml()
-        .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+        .map_err(|e| LauncherError::runtime(e.to_string()))?;
     if args.validate {
         validate_xml(&xml)?;
     }
@@ -105,19 +105,19 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
 fn validate_xml(xml: &str) -> Result<(), LauncherError> {
     let dir = std::env::temp_dir().join(format!("virt-launcher-validate-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
-        .map_err(|e| LauncherError::Runtime(format!("{}: {e}", dir.display())))?;
+        .map_err(|e| LauncherError::runtime(format!("{}: {e}", dir.display())))?;
     let file = dir.join("domain.xml");
     std::fs::write(&file, xml)
-        .map_err(|e| LauncherError::Runtime(format!("{}: {e}", file.display())))?;
+        .map_err(|e| LauncherError::runtime(format!("{}: {e}", file.display())))?;
     let mut cmd = std::process::Command::new("virt-xml-validate");
     cmd.arg(&file).arg("domain");
     let res = process::run(cmd, std::time::Duration::from_secs(30), 1 << 20);
     let _ = std::fs::remove_dir_all(&dir);
     match res {
         Ok(_) => Ok(()),
-        Err(process::RunError::Failed { stderr, .. }) => Err(LauncherError::Input(format!(
+        Err(process::RunError::Failed { stderr, .. }) => Err(LauncherError::input(format!(
             "libvirt's schema rejects the domain XML:\n{stderr}"
         ))),
-        Err(e) => Err(LauncherError::Runtime(format!("virt-xml-validate: {e}"))),
+        Err(e) => Err(LauncherError::runtime(format!("virt-xml-validate: {e}"))),
     }
 }

@@ -60,10 +60,10 @@ pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     crate::pidns::setup_inner()?;
     startup::signals::install_signal_handlers()?;
     let arch = match &args.arch {
-        Some(a) => a
-            .parse()
-            .map_err(|e: api::arch::UnknownArch| LauncherError::Input(format!("--arch: {e}")))?,
-        None => Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?,
+        Some(a) => a.parse().map_err(|e: api::arch::UnknownArch| {
+            LauncherError::input_at("--arch", e.to_string())
+        })?,
+        None => Arch::host().map_err(|e| LauncherError::runtime(e.to_string()))?,
     };
     let bytes = input::read_input(&args.file)?;
     let cluster = ClusterDefaults {
@@ -74,7 +74,7 @@ pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     // naming another one is input to correct, not a host fault.
     if let Some(want) = vmi.spec.architecture.as_deref() {
         if want != arch.kubevirt_name() {
-            return Err(LauncherError::Input(format!(
+            return Err(LauncherError::input(format!(
                 "spec.architecture is {want} but this run is for {}: pass --arch {want}",
                 arch.kubevirt_name()
             )));
@@ -96,9 +96,9 @@ pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
 /// # Errors
 /// [`LauncherError`] from reading the VMI or building the network.
 pub fn phase1(args: &Phase1Args) -> Result<(), LauncherError> {
-    let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let arch = Arch::host().map_err(|e| LauncherError::runtime(e.to_string()))?;
     let bytes = input::read_input(&args.file)?;
-    let vmi = api::load_vmi(&bytes, arch).map_err(|e| LauncherError::Input(e.to_string()))?;
+    let vmi = api::load_vmi(&bytes, arch)?;
     standalone::network::pod_network_phase1(&vmi, args.cache_dir.as_deref())
 }
 
@@ -110,7 +110,7 @@ pub fn phase1(args: &Phase1Args) -> Result<(), LauncherError> {
 /// [`LauncherError`]; nothing is left running when it returns.
 pub fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError> {
     startup::signals::install_signal_handlers()?;
-    let arch = Arch::host().map_err(|e| LauncherError::Runtime(e.to_string()))?;
+    let arch = Arch::host().map_err(|e| LauncherError::runtime(e.to_string()))?;
     let (vmi, sync) = match std::env::var("STANDALONE_VMI") {
         Ok(doc) => (input::load(doc.as_bytes(), flags, arch, None)?.0, true),
         Err(_) => (input::identity_from_flags(flags)?, false),

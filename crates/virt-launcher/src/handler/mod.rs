@@ -12,14 +12,14 @@ use std::sync::{Arc, Mutex};
 
 use api::VirtualMachineInstance;
 use cmd::notify::{Event, Notifier};
-use cmd::server::{Handler, SyncOptions};
+use cmd::server::{CommandError, Handler, SyncOptions};
 use converter::ClusterOptions;
 use virtwrap::agent::Agent;
 use virtwrap::memory_dump::{self, MemoryDumper};
 use virtwrap::metadata::MetadataCache;
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
 
-use crate::sync::VmiSync;
+use crate::sync::{SyncError, VmiSync};
 
 use cache::DomainCache;
 use json::{domain_json, now_rfc3339, Identity};
@@ -105,24 +105,44 @@ impl LauncherHandler {
     }
 
     /// Refuses a request for a domain other than this launcher's.
-    fn check_domain(&self, name: &str) -> Result<(), String> {
+    fn check_domain(&self, name: &str) -> Result<(), CommandError> {
         if name == self.id.domain_name() {
             Ok(())
         } else {
-            Err(format!(
-                "Domain not found: no domain with matching name '{name}'"
-            ))
+            Err(CommandError::NoSuchDomain(name.to_owned()))
         }
     }
 }
 
 /// JSON of a value whose types always serialise.
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
-    serde_json::to_string(v).map_err(|e| format!("encoding the guest agent data: {e}"))
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, CommandError> {
+    serde_json::to_string(v)
+        .map_err(|e| CommandError::Failed(format!("encoding the guest agent data: {e}")))
 }
 
-fn msg(e: ManagerError) -> String {
-    e.to_string()
+/// A domain manager failure as virt-handler reads it: libvirt's in
+/// KubeVirt's `LibvirtError(...)` form, the rest as its message.
+pub fn command_error(e: ManagerError) -> CommandError {
+    match e {
+        ManagerError::Libvirt {
+            code,
+            domain,
+            message,
+        } => CommandError::Libvirt {
+            code,
+            domain,
+            message,
+        },
+        other => CommandError::Failed(other.to_string()),
+    }
+}
+
+/// A sync failure as virt-handler reads it.
+fn sync_command_error(e: SyncError) -> CommandError {
+    match e {
+        SyncError::Network(m) => CommandError::Failed(m),
+        SyncError::Manager(e) => command_error(e),
+    }
 }
 
 impl Handler for LauncherHandler {
@@ -130,17 +150,17 @@ impl Handler for LauncherHandler {
         self.id.uid.clone()
     }
 
-    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), String> {
+    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), CommandError> {
         if vmi.metadata.name != self.id.name || vmi.namespace() != self.id.namespace {
-            return Err(format!(
-                "VMI {}/{} is not the VMI this launcher runs ({}/{})",
-                vmi.namespace(),
-                vmi.metadata.name,
-                self.id.namespace,
-                self.id.name
-            ));
+            return Err(CommandError::OtherVmi {
+                namespace: vmi.namespace().to_owned(),
+                name: vmi.metadata.name.clone(),
+                ours_namespace: self.id.namespace.clone(),
+                ours_name: self.id.name.clone(),
+            });
         }
-        let vmi = crate::input::admit_synced(vmi).map_err(|e| e.to_string())?;
+        let vmi =
+            crate::input::admit_synced(vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
         self.cache.invalidate();
         match self.sync.sync(&vmi, &cluster_options(opts)) {
             Ok(_) => {
@@ -151,6 +171,7 @@ impl Handler for LauncherHandler {
                 Ok(())
             }
             Err(e) => {
+                let e = sync_command_error(e);
                 let m = e.to_string();
                 self.notifier.send(Event::K8s {
                     json: cmd::notify::k8s_event(
@@ -162,33 +183,36 @@ impl Handler for LauncherHandler {
                         &m,
                     ),
                 });
-                Err(m)
+                Err(e)
             }
         }
     }
 
-    fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+    fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
-        self.manager.pause_vmi(vmi).map_err(msg)
+        self.manager.pause_vmi(vmi).map_err(command_error)
     }
 
-    fn unpause(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+    fn unpause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
-        self.manager.unpause_vmi(vmi).map_err(msg)
+        self.manager.unpause_vmi(vmi).map_err(command_error)
     }
 
-    fn reset(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+    fn reset(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
-        self.manager.reset_vmi(vmi).map_err(msg)
+        self.manager.reset_vmi(vmi).map_err(command_error)
     }
 
     /// KubeVirt's SoftRebootVMI: through the guest agent when it is
     /// connected, else the ACPI power button (refused when ACPI is off).
-    fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+    fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
         if self.agent.store().connected() {
             tracing::info!(domain = %vmi.domain_name(), "soft reboot through the guest agent");
-            return self.agent.reboot().map_err(|e| e.to_string());
+            return self
+                .agent
+                .reboot()
+                .map_err(|e| CommandError::Failed(e.to_string()));
         }
         let acpi_off = vmi
             .spec
@@ -198,37 +222,37 @@ impl Handler for LauncherHandler {
             .and_then(|f| f.acpi.as_ref())
             .is_some_and(|a| a.enabled == Some(false));
         if acpi_off {
-            return Err("VMI neither have the agent connected nor the ACPI feature enabled".into());
+            return Err(CommandError::NoAgentNoAcpi);
         }
-        self.manager.soft_reboot_vmi(vmi).map_err(msg)
+        self.manager.soft_reboot_vmi(vmi).map_err(command_error)
     }
 
-    fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+    fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
         // During a memory dump nothing is sent; virt-handler asks again.
         self.manager
             .signal_shutdown_vmi(vmi)
             .map(|_| ())
-            .map_err(msg)
+            .map_err(command_error)
     }
 
-    fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+    fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
-        self.manager.kill_vmi(vmi).map_err(msg)
+        self.manager.kill_vmi(vmi).map_err(command_error)
     }
 
-    fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+    fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
-        self.manager.delete_vmi(vmi).map_err(msg)
+        self.manager.delete_vmi(vmi).map_err(command_error)
     }
 
-    fn domain_json(&self) -> Result<Option<String>, String> {
+    fn domain_json(&self) -> Result<Option<String>, CommandError> {
         let generation = match self.cache.get() {
             Ok(cached) => return Ok(cached),
             Err(generation) => generation,
         };
         let fresh = domain_json(&self.manager, &self.id, self.agent.store(), &self.metadata)
-            .map_err(msg)?;
+            .map_err(command_error)?;
         self.cache.set_if(generation, fresh.clone());
         Ok(fresh)
     }
@@ -237,7 +261,7 @@ impl Handler for LauncherHandler {
         self.cache.get().ok()
     }
 
-    fn domain_stats_json(&self) -> Result<Option<String>, String> {
+    fn domain_stats_json(&self) -> Result<Option<String>, CommandError> {
         let stats = self
             .manager
             .with_domain(&self.id.domain_name(), |d| {
@@ -251,30 +275,31 @@ impl Handler for LauncherHandler {
                     serde_json::to_string(&s).unwrap_or_else(|_| "null".into()),
                 ))
             })
-            .map_err(msg)?;
+            .map_err(command_error)?;
         Ok(stats.flatten())
     }
 
-    fn qemu_version(&self) -> Result<String, String> {
-        self.manager.qemu_version()
+    fn qemu_version(&self) -> Result<String, CommandError> {
+        self.manager.qemu_version().map_err(CommandError::Failed)
     }
 
-    fn dirty_rate_mbs(&self) -> Result<i64, String> {
+    fn dirty_rate_mbs(&self) -> Result<i64, CommandError> {
         let stat = self
             .manager
-            .dirty_rate_stats(&self.id.domain_name(), virtwrap::dirtyrate::CALC_DURATION)?;
-        virtwrap::dirtyrate::rate_mbs(stat.as_ref())
+            .dirty_rate_stats(&self.id.domain_name(), virtwrap::dirtyrate::CALC_DURATION)
+            .map_err(CommandError::Failed)?;
+        virtwrap::dirtyrate::rate_mbs(stat.as_ref()).map_err(CommandError::Failed)
     }
 
-    fn guest_info_json(&self) -> Result<String, String> {
+    fn guest_info_json(&self) -> Result<String, CommandError> {
         to_json(&self.agent.store().guest_info())
     }
 
-    fn users_json(&self) -> Result<String, String> {
+    fn users_json(&self) -> Result<String, CommandError> {
         to_json(&self.agent.store().users())
     }
 
-    fn filesystems_json(&self) -> Result<String, String> {
+    fn filesystems_json(&self) -> Result<String, CommandError> {
         to_json(&self.agent.store().filesystems())
     }
 
@@ -284,51 +309,62 @@ impl Handler for LauncherHandler {
         command: &str,
         args: &[String],
         timeout: std::time::Duration,
-    ) -> Result<(i32, String), String> {
+    ) -> Result<(i32, String), CommandError> {
         self.check_domain(domain)?;
         let r = self
             .agent
             .exec(command, args, timeout)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| CommandError::Failed(e.to_string()))?;
         Ok((r.exit_code, r.stdout))
     }
 
-    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), String> {
+    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), CommandError> {
         self.check_domain(domain)?;
-        self.agent.ping(timeout).map_err(|e| e.to_string())
+        self.agent
+            .ping(timeout)
+            .map_err(|e| CommandError::Failed(e.to_string()))
     }
 
     fn freeze(
         &self,
         _vmi: &VirtualMachineInstance,
         unfreeze_timeout: std::time::Duration,
-    ) -> Result<(), String> {
-        self.agent
-            .freeze(unfreeze_timeout)
-            .map_err(|e| format!("failed to freeze the guest file systems: {e}"))
+    ) -> Result<(), CommandError> {
+        self.agent.freeze(unfreeze_timeout).map_err(|e| {
+            CommandError::Failed(format!("failed to freeze the guest file systems: {e}"))
+        })
     }
 
-    fn unfreeze(&self, _vmi: &VirtualMachineInstance) -> Result<(), String> {
-        self.agent
-            .unfreeze()
-            .map_err(|e| format!("failed to thaw the guest file systems: {e}"))
+    fn unfreeze(&self, _vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
+        self.agent.unfreeze().map_err(|e| {
+            CommandError::Failed(format!("failed to thaw the guest file systems: {e}"))
+        })
     }
 
     /// KubeVirt's MemoryDump: the path is checked against the
     /// [`DumpPolicy`], then [`MemoryDumper`] runs the core dump on a thread
     /// of its own (on a libvirt connection of its own) and records it in
     /// the metadata, which every change notifies.
-    fn memory_dump(&self, _vmi: &VirtualMachineInstance, dump_path: &str) -> Result<(), String> {
+    fn memory_dump(
+        &self,
+        _vmi: &VirtualMachineInstance,
+        dump_path: &str,
+    ) -> Result<(), CommandError> {
         let hotplug_dir = match &self.dump_policy {
             DumpPolicy::HotplugVolumes(d) => Some(d.as_path()),
             DumpPolicy::AnyDirectory => None,
         };
-        let path = memory_dump::check_dump_path(dump_path, hotplug_dir)?;
+        let path =
+            memory_dump::check_dump_path(dump_path, hotplug_dir).map_err(CommandError::Failed)?;
         let manager = Arc::clone(&self.manager);
         let name = self.id.domain_name();
         let r = self.dumper.request(
             &path,
-            Box::new(move |p: &std::path::Path| manager.core_dump_memory(&name, p).map_err(msg)),
+            Box::new(move |p: &std::path::Path| {
+                manager
+                    .core_dump_memory(&name, p)
+                    .map_err(|e| e.to_string())
+            }),
         )?;
         tracing::info!(path = %path.display(), request = ?r, "memory dump requested");
         Ok(())

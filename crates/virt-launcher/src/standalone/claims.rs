@@ -113,18 +113,20 @@ pub(crate) fn pvc_claims(
             // A disk image needs at least 1 MiB (KubeVirt aligns sizes down
             // to it); said here, before anything starts.
             if q.to_bytes().map_or(true, |b| b < (1 << 20)) {
-                return Err(LauncherError::Input(format!(
-                    "--pvc {name}=...,capacity={q}: the size for volume {name} is too low, must be at least 1MiB"
-                )));
+                return Err(LauncherError::input_at(
+                    format!("--pvc {name}=...,capacity={q}"),
+                    format!("the size for volume {name} is too low, must be at least 1MiB"),
+                ));
             }
         }
         if !vmi.spec.volumes.iter().any(|v| &v.name == name) {
-            return Err(LauncherError::Input(format!(
-                "--pvc {name}=...: the VMI has no volume named {name:?}"
-            )));
+            return Err(LauncherError::input_at(
+                format!("--pvc {name}=..."),
+                format!("the VMI has no volume named {name:?}"),
+            ));
         }
         if !seen.insert(name) {
-            return Err(LauncherError::Input(format!(
+            return Err(LauncherError::input(format!(
                 "--pvc {name}=... is given twice"
             )));
         }
@@ -132,27 +134,27 @@ pub(crate) fn pvc_claims(
     for p in &s.pvcs {
         let name = &p.volume;
         let Some(v) = vmi.spec.volumes.iter().find(|v| &v.name == name) else {
-            return Err(LauncherError::Input(format!(
-                "--pvc {name}=...: the VMI has no volume named {name:?}"
-            )));
+            return Err(LauncherError::input_at(
+                format!("--pvc {name}=..."),
+                format!("the VMI has no volume named {name:?}"),
+            ));
         };
         let read_only = v.ephemeral.is_some()
             || v.persistent_volume_claim
                 .as_ref()
                 .is_some_and(|p| p.read_only);
         if v.persistent_volume_claim.is_none() && v.data_volume.is_none() && v.ephemeral.is_none() {
-            return Err(LauncherError::Input(format!(
-                "--pvc {name}=...: volume {name:?} is not a persistentVolumeClaim, dataVolume or ephemeral volume"
-            )));
+            return Err(LauncherError::input_at(format!("--pvc {name}=..."), format!("volume {name:?} is not a persistentVolumeClaim, dataVolume or ephemeral volume")));
         }
         if out.iter().any(|c| &c.volume == name) {
-            return Err(LauncherError::Input(format!(
+            return Err(LauncherError::input(format!(
                 "--pvc {name}=... is given twice"
             )));
         }
         let file = &p.path;
-        let meta = std::fs::metadata(file)
-            .map_err(|e| LauncherError::Input(format!("--pvc {name}={}: {e}", file.display())))?;
+        let meta = std::fs::metadata(file).map_err(|e| {
+            LauncherError::input_at(format!("--pvc {name}={}", file.display()), e.to_string())
+        })?;
         let source = if meta.is_file() {
             ClaimSource::File
         } else if meta.is_dir() {
@@ -160,13 +162,13 @@ pub(crate) fn pvc_claims(
         } else if meta.file_type().is_block_device() {
             ClaimSource::Block
         } else {
-            return Err(LauncherError::Input(format!(
-                "--pvc {name}={}: not a raw image file, a claim directory or a block device",
-                file.display()
-            )));
+            return Err(LauncherError::input_at(
+                format!("--pvc {name}={}", file.display()),
+                "not a raw image file, a claim directory or a block device",
+            ));
         };
         let abs = std::fs::canonicalize(file)
-            .map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
+            .map_err(|e| LauncherError::input(format!("{}: {e}", file.display())))?;
         if source == ClaimSource::Block {
             // A device the host uses (a mounted file system, or one held by
             // md/dm) is claimed exclusively by the kernel: O_EXCL fails with
@@ -182,10 +184,10 @@ pub(crate) fn pvc_claims(
                 } else {
                     e.to_string()
                 };
-                return Err(LauncherError::Input(format!(
-                    "--pvc {name}={}: {why}",
-                    file.display()
-                )));
+                return Err(LauncherError::input_at(
+                    format!("--pvc {name}={}", file.display()),
+                    why.to_string(),
+                ));
             }
         }
         if source == ClaimSource::Dir {
@@ -197,20 +199,16 @@ pub(crate) fn pvc_claims(
             let img = abs.join("disk.img");
             let has_image = std::fs::symlink_metadata(&img).is_ok();
             let status_size = storage::pvc::info(vmi, name)
-                .map_err(|e| LauncherError::Input(e.to_string()))?
+                .map_err(LauncherError::from)?
                 .is_some_and(|i| i.capacity.is_some() || i.requests.is_some());
             if !has_image && p.capacity.is_none() && !status_size {
-                return Err(LauncherError::Input(format!(
-                    "--pvc {name}={}: the claim has no disk.img and its size is unknown: give it as --pvc {name}={},capacity=QUANTITY",
-                    file.display(),
-                    file.display()
-                )));
+                return Err(LauncherError::input_at(format!("--pvc {name}={}", file.display()), format!("the claim has no disk.img and its size is unknown: give it as --pvc {name}={},capacity=QUANTITY", file.display())));
             }
             if read_only && !has_image {
-                return Err(LauncherError::Input(format!(
-                    "--pvc {name}={}: a read-only claim needs its disk.img (it cannot be created)",
-                    file.display()
-                )));
+                return Err(LauncherError::input_at(
+                    format!("--pvc {name}={}", file.display()),
+                    "a read-only claim needs its disk.img (it cannot be created)",
+                ));
             }
         }
         out.push(Claim {
@@ -231,10 +229,7 @@ pub(crate) fn pvc_claims(
             continue;
         };
         if !out.iter().any(|c| c.volume == v.name) {
-            return Err(LauncherError::Input(format!(
-                "spec.volumes[{i}].{kind}: standalone mode has no mounted claims: pass --pvc {}=PATH, a raw disk image, a claim directory or a block device",
-                v.name
-            )));
+            return Err(LauncherError::input_at(format!("spec.volumes[{i}].{kind}"), format!("standalone mode has no mounted claims: pass --pvc {}=PATH, a raw disk image, a claim directory or a block device", v.name)));
         }
     }
     Ok(out)

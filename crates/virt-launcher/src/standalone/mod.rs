@@ -104,12 +104,13 @@ fn parse_config_volume(s: &str) -> Result<(String, PathBuf), String> {
 /// [`crate::podnet::SriovSource`]).
 ///
 /// # Errors
-/// [`LauncherError::Input`] naming the first interface and the flag.
+/// refused input ([`LauncherError`], exit 2) naming the first interface and the flag.
 pub fn refuse_networks_without_pod(vmi: &VirtualMachineInstance) -> Result<(), LauncherError> {
     match vmi.live_pod_interfaces().next() {
-        Some((i, _)) => Err(LauncherError::Input(format!(
-            "spec.domain.devices.interfaces[{i}]: standalone mode has no pod network; pass --setup-pod-network to create one"
-        ))),
+        Some((i, _)) => Err(LauncherError::input_at(
+            format!("spec.domain.devices.interfaces[{i}]"),
+            "standalone mode has no pod network; pass --setup-pod-network to create one",
+        )),
         None => Ok(()),
     }
 }
@@ -120,7 +121,7 @@ pub fn refuse_networks_without_pod(vmi: &VirtualMachineInstance) -> Result<(), L
 /// reports a claim's.
 ///
 /// # Errors
-/// [`LauncherError::Input`] naming the field or flag.
+/// refused input ([`LauncherError`], exit 2) naming the field or flag.
 pub fn claims(
     vmi: &mut VirtualMachineInstance,
     args: &StandaloneArgs,
@@ -141,7 +142,7 @@ pub fn claims(
 /// pod has it are listed, in the order they are made.
 ///
 /// # Errors
-/// [`LauncherError::Input`] naming the field or flag.
+/// refused input ([`LauncherError`], exit 2) naming the field or flag.
 pub fn prepare(
     vmi: &VirtualMachineInstance,
     args: &StandaloneArgs,

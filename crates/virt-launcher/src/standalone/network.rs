@@ -22,12 +22,12 @@ static NODE_NAMESPACE: std::sync::OnceLock<network::phase1::NodeNamespace> =
 /// launcher is single-threaded.
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when the namespaces or links cannot be made;
-/// [`LauncherError::Input`] for an interface phase 1 cannot build.
+/// a runtime failure ([`LauncherError`], exit 1) when the namespaces or links cannot be made;
+/// refused input ([`LauncherError`], exit 2) for an interface phase 1 cannot build.
 pub fn setup_pod_network(
     vmi: &VirtualMachineInstance,
 ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
-    let rt = |m: String| LauncherError::Runtime(format!("--setup-pod-network: {m}"));
+    let rt = |m: String| LauncherError::runtime_at("--setup-pod-network", m.to_string());
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
     let node = network::phase1::NodeNamespace::new().map_err(rt)?;
@@ -76,15 +76,15 @@ fn foreign_network_namespace() -> Option<String> {
 /// where its DHCP caches (`vif-cache-<podIface>.json`) are written.
 ///
 /// # Errors
-/// [`LauncherError::Input`] for a VMI phase 1 cannot build, or when run in
-/// the host's network namespace; [`LauncherError::Runtime`] when a command
+/// refused input ([`LauncherError`], exit 2) for a VMI phase 1 cannot build, or when run in
+/// the host's network namespace; a runtime failure ([`LauncherError`], exit 1) when a command
 /// fails or a cache cannot be written.
 pub fn pod_network_phase1(
     vmi: &VirtualMachineInstance,
     cache_dir: Option<&Path>,
 ) -> Result<(), LauncherError> {
     if let Some(why) = foreign_network_namespace() {
-        return Err(LauncherError::Input(format!(
+        return Err(LauncherError::input(format!(
             "pod-network-phase1: {why}; run it in a new network namespace of its own (e.g. unshare -n)"
         )));
     }
@@ -93,7 +93,7 @@ pub fn pod_network_phase1(
         // The names are KubeVirt's pod interface names (eth0, pod<hex>).
         for (pod_iface, cache) in &caches {
             network::cache::write_json(&network::cache::vif_cache_path(dir, pod_iface), cache)
-                .map_err(|e| LauncherError::Runtime(format!("pod-network-phase1: {e}")))?;
+                .map_err(|e| LauncherError::runtime(format!("pod-network-phase1: {e}")))?;
         }
     }
     Ok(())
@@ -114,7 +114,7 @@ fn network_phase1(
     bridges: bool,
 ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
     use network::phase1::PodAddrs;
-    let rt = |m: String| LauncherError::Runtime(format!("{what}: {m}"));
+    let rt = |m: String| LauncherError::runtime(format!("{what}: {m}"));
     let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
     let mut caches = Vec::new();
     let mut secondaries: u8 = 0;
@@ -126,9 +126,10 @@ fn network_phase1(
         let Some(pod_iface) = network::phase2::pod_iface_candidates(vmi, &iface.name)
             .and_then(|c| c.into_iter().next())
         else {
-            return Err(LauncherError::Input(format!(
-                "{field}: no spec.networks entry with a pod or multus source"
-            )));
+            return Err(LauncherError::input_at(
+                field.to_string(),
+                "no spec.networks entry with a pod or multus source",
+            ));
         };
         let bridge = iface.bridge.is_some() && bridges;
         let passt = converter::passt::is_passt(iface);
@@ -138,9 +139,10 @@ fn network_phase1(
             } else {
                 "the masquerade and passt bindings (the bridge binding with --cache-dir)"
             };
-            return Err(LauncherError::Input(format!(
-                "{field}: {what} builds {which} only"
-            )));
+            return Err(LauncherError::input_at(
+                field.to_string(),
+                format!("{what} builds {which} only"),
+            ));
         }
         let primary = pod_iface == "eth0";
         let addrs = if primary {
@@ -150,7 +152,10 @@ fn network_phase1(
                 .checked_add(1)
                 .filter(|k| *k < 255)
                 .ok_or_else(|| {
-                    LauncherError::Input(format!("{field}: {what} builds at most 254 Multus links"))
+                    LauncherError::input_at(
+                        field.to_string(),
+                        format!("{what} builds at most 254 Multus links"),
+                    )
                 })?;
             PodAddrs::secondary(secondaries)
         };
@@ -175,17 +180,18 @@ fn network_phase1(
             continue;
         }
         let Some(pod) = net.and_then(|n| n.pod.as_ref()) else {
-            return Err(LauncherError::Input(format!(
-                "{field}.masquerade: masquerade is only allowed on the pod network"
-            )));
+            return Err(LauncherError::input_at(
+                format!("{field}.masquerade"),
+                "masquerade is only allowed on the pod network",
+            ));
         };
         let (plan, plan6) =
-            network::plan::masquerade_plans(&iface.name, pod).map_err(LauncherError::Input)?;
+            network::plan::masquerade_plans(&iface.name, pod).map_err(LauncherError::input)?;
         let ports = converter::interfaces::ports(
             iface,
             &format!("spec.domain.devices.interfaces[{index}]"),
         )
-        .map_err(|e| LauncherError::Input(e.to_string()))?;
+        .map_err(LauncherError::from)?;
         network::phase1::setup_masquerade(&plan, &plan6, &ports, mq).map_err(rt)?;
     }
     Ok(caches)

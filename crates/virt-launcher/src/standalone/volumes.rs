@@ -59,19 +59,22 @@ pub(crate) fn refuse_foreign_entries(
     dir: &Path,
     allowed: &[&str],
 ) -> Result<(), LauncherError> {
-    let extra =
-        foreign_entries(dir, allowed).map_err(|e| LauncherError::Input(format!("{what}: {e}")))?;
+    let extra = foreign_entries(dir, allowed)
+        .map_err(|e| LauncherError::input_at(what.to_string(), e.to_string()))?;
     if extra.is_empty() {
         return Ok(());
     }
     let shown: Vec<&str> = extra.iter().take(5).map(String::as_str).collect();
-    Err(LauncherError::Input(format!(
-        "{what}: {} holds {}{}, but may hold only {}; refusing to use it",
-        dir.display(),
-        shown.join(", "),
-        if extra.len() > 5 { ", ..." } else { "" },
-        allowed.join(", ")
-    )))
+    Err(LauncherError::input_at(
+        what.to_string(),
+        format!(
+            "{} holds {}{}, but may hold only {}; refusing to use it",
+            dir.display(),
+            shown.join(", "),
+            if extra.len() > 5 { ", ..." } else { "" },
+            allowed.join(", ")
+        ),
+    ))
 }
 
 /// Standalone: the backend storage directory, checked; a VMI that asks for
@@ -82,9 +85,7 @@ pub(crate) fn backend_storage_dir(
 ) -> Result<Option<PathBuf>, LauncherError> {
     let Some(dir) = &s.backend_storage else {
         return match backend_storage_field(vmi) {
-            Some(field) => Err(LauncherError::Input(format!(
-                "{field}: standalone mode has no backend storage; pass --backend-storage DIR to keep the state across runs"
-            ))),
+            Some(field) => Err(LauncherError::input_at(field.to_string(), "standalone mode has no backend storage; pass --backend-storage DIR to keep the state across runs")),
             None => Ok(None),
         };
     };
@@ -96,20 +97,24 @@ pub(crate) fn backend_storage_dir(
             } else {
                 "not a directory"
             };
-            return Err(LauncherError::Input(format!(
-                "--backend-storage {}: {what}",
-                dir.display()
-            )));
+            return Err(LauncherError::input_at(
+                format!("--backend-storage {}", dir.display()),
+                what.to_string(),
+            ));
         }
         Err(e) => {
-            return Err(LauncherError::Input(format!(
-                "--backend-storage {}: {e}",
-                dir.display()
-            )))
+            return Err(LauncherError::input_at(
+                format!("--backend-storage {}", dir.display()),
+                e.to_string(),
+            ))
         }
     }
-    let abs = std::fs::canonicalize(dir)
-        .map_err(|e| LauncherError::Input(format!("--backend-storage {}: {e}", dir.display())))?;
+    let abs = std::fs::canonicalize(dir).map_err(|e| {
+        LauncherError::input_at(
+            format!("--backend-storage {}", dir.display()),
+            e.to_string(),
+        )
+    })?;
     refuse_foreign_entries(
         &format!("--backend-storage {}", dir.display()),
         &abs,
@@ -118,10 +123,10 @@ pub(crate) fn backend_storage_dir(
     for (sub, _) in BACKEND_STORAGE_MOUNTS {
         let source = abs.join(sub);
         if std::fs::symlink_metadata(&source).is_ok_and(|m| !m.is_dir()) {
-            return Err(LauncherError::Input(format!(
-                "--backend-storage: {} is not a directory",
-                source.display()
-            )));
+            return Err(LauncherError::input_at(
+                "--backend-storage",
+                format!("{} is not a directory", source.display()),
+            ));
         }
     }
     Ok(Some(abs))
@@ -140,10 +145,10 @@ pub(crate) fn host_disk_dirs(
         match std::fs::symlink_metadata(dir) {
             Ok(m) if m.is_dir() => {}
             _ => {
-                return Err(LauncherError::Input(format!(
-                    "spec.volumes[{i}].hostDisk.path: directory {} does not exist on this host",
-                    dir.display()
-                )))
+                return Err(LauncherError::input_at(
+                    format!("spec.volumes[{i}].hostDisk.path"),
+                    format!("directory {} does not exist on this host", dir.display()),
+                ))
             }
         }
         out.push((
@@ -165,31 +170,33 @@ pub(crate) fn config_volume_dirs(
     let mut out = BTreeMap::new();
     for (name, dir) in &s.config_volumes {
         let Some(v) = vmi.spec.volumes.iter().find(|v| &v.name == name) else {
-            return Err(LauncherError::Input(format!(
-                "--config-volume {name}=...: the VMI has no volume named {name:?}"
-            )));
+            return Err(LauncherError::input_at(
+                format!("--config-volume {name}=..."),
+                format!("the VMI has no volume named {name:?}"),
+            ));
         };
         let takes_dir = converter::disks::ConfigKind::of(v).is_some()
             || v.cloud_init_no_cloud.is_some()
             || v.cloud_init_config_drive.is_some();
         if !takes_dir {
-            return Err(LauncherError::Input(format!(
-                "--config-volume {name}=...: volume {name:?} is not a configMap, secret, downwardAPI, serviceAccount, sysprep or cloud-init volume"
-            )));
+            return Err(LauncherError::input_at(format!("--config-volume {name}=..."), format!("volume {name:?} is not a configMap, secret, downwardAPI, serviceAccount, sysprep or cloud-init volume")));
         }
         let meta = std::fs::metadata(dir).map_err(|e| {
-            LauncherError::Input(format!("--config-volume {name}={}: {e}", dir.display()))
+            LauncherError::input_at(
+                format!("--config-volume {name}={}", dir.display()),
+                e.to_string(),
+            )
         })?;
         if !meta.is_dir() {
-            return Err(LauncherError::Input(format!(
-                "--config-volume {name}={}: not a directory",
-                dir.display()
-            )));
+            return Err(LauncherError::input_at(
+                format!("--config-volume {name}={}", dir.display()),
+                "not a directory",
+            ));
         }
         let abs = std::fs::canonicalize(dir)
-            .map_err(|e| LauncherError::Input(format!("{}: {e}", dir.display())))?;
+            .map_err(|e| LauncherError::input(format!("{}: {e}", dir.display())))?;
         if out.insert(name.clone(), abs).is_some() {
-            return Err(LauncherError::Input(format!(
+            return Err(LauncherError::input(format!(
                 "--config-volume {name}=... is given twice"
             )));
         }
@@ -197,12 +204,7 @@ pub(crate) fn config_volume_dirs(
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         if let Some(kind) = converter::disks::ConfigKind::of(v) {
             if !out.contains_key(&v.name) {
-                return Err(LauncherError::Input(format!(
-                    "spec.volumes[{i}].{}: standalone mode has no mounted {} volumes: pass --config-volume {}=DIR with the directory holding its files",
-                    kind.field(),
-                    kind.field(),
-                    v.name
-                )));
+                return Err(LauncherError::input_at(format!("spec.volumes[{i}].{}", kind.field()), format!("standalone mode has no mounted {} volumes: pass --config-volume {}=DIR with the directory holding its files", kind.field(), v.name)));
             }
         }
     }
@@ -216,11 +218,7 @@ pub(crate) fn config_volume_dirs(
         };
         if let Some(f) = field {
             if !out.contains_key(&v.name) {
-                return Err(LauncherError::Input(format!(
-                    "spec.volumes[{i}].{}.{f}: standalone mode has no mounted secrets: pass --config-volume {}=DIR, a directory with the file userdata (or networkdata)",
-                    kind.field(),
-                    v.name
-                )));
+                return Err(LauncherError::input_at(format!("spec.volumes[{i}].{}.{f}", kind.field()), format!("standalone mode has no mounted secrets: pass --config-volume {}=DIR, a directory with the file userdata (or networkdata)", v.name)));
             }
         }
     }
@@ -255,28 +253,24 @@ pub(crate) fn access_credential_dirs(
     let mut out = BTreeMap::new();
     for (name, dir) in &s.access_credentials {
         if !used.iter().any(|(_, n)| n == name) {
-            return Err(LauncherError::Input(format!(
-                "--access-credential {name}=...: no sshPublicKey access credential with noCloud or configDrive propagation uses secret {name:?}"
-            )));
+            return Err(LauncherError::input_at(format!("--access-credential {name}=..."), format!("no sshPublicKey access credential with noCloud or configDrive propagation uses secret {name:?}")));
         }
         if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
-            return Err(LauncherError::Input(format!(
-                "--access-credential {name}={}: not a directory",
-                dir.display()
-            )));
+            return Err(LauncherError::input_at(
+                format!("--access-credential {name}={}", dir.display()),
+                "not a directory",
+            ));
         }
         let abs = std::fs::canonicalize(dir)
-            .map_err(|e| LauncherError::Input(format!("{}: {e}", dir.display())))?;
+            .map_err(|e| LauncherError::input(format!("{}: {e}", dir.display())))?;
         if out.insert(name.clone(), abs).is_some() {
-            return Err(LauncherError::Input(format!(
+            return Err(LauncherError::input(format!(
                 "--access-credential {name}=... is given twice"
             )));
         }
     }
     if let Some((i, name)) = used.iter().find(|(_, n)| !out.contains_key(*n)) {
-        return Err(LauncherError::Input(format!(
-            "spec.accessCredentials[{i}].sshPublicKey.source.secret: standalone mode has no mounted secrets: pass --access-credential {name}=DIR, a directory whose files are public keys"
-        )));
+        return Err(LauncherError::input_at(format!("spec.accessCredentials[{i}].sshPublicKey.source.secret"), format!("standalone mode has no mounted secrets: pass --access-credential {name}=DIR, a directory whose files are public keys")));
     }
     Ok(out)
 }
@@ -292,7 +286,7 @@ pub(crate) fn container_disk_images(
             .iter()
             .any(|(other, _)| other == name)
         {
-            return Err(LauncherError::Input(format!(
+            return Err(LauncherError::input(format!(
                 "--container-disk {name}=... is given twice"
             )));
         }
@@ -302,9 +296,10 @@ pub(crate) fn container_disk_images(
             .iter()
             .any(|v| &v.name == name && v.container_disk.is_some())
         {
-            return Err(LauncherError::Input(format!(
-                "--container-disk {name}=...: the VMI has no containerDisk volume named {name:?}"
-            )));
+            return Err(LauncherError::input_at(
+                format!("--container-disk {name}=..."),
+                format!("the VMI has no containerDisk volume named {name:?}"),
+            ));
         }
     }
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
@@ -312,26 +307,28 @@ pub(crate) fn container_disk_images(
             continue;
         }
         let Some((_, file)) = s.container_disks.iter().find(|(n, _)| n == &v.name) else {
-            return Err(LauncherError::Input(format!(
-                "spec.volumes[{i}].containerDisk: no image for volume {:?}: pass --container-disk {}=FILE",
-                v.name, v.name
-            )));
+            return Err(LauncherError::input_at(
+                format!("spec.volumes[{i}].containerDisk"),
+                format!(
+                    "no image for volume {:?}: pass --container-disk {}=FILE",
+                    v.name, v.name
+                ),
+            ));
         };
         let meta = std::fs::metadata(file).map_err(|e| {
-            LauncherError::Input(format!(
-                "spec.volumes[{i}].containerDisk: image {} for volume {:?}: {e}",
-                file.display(),
-                v.name
-            ))
+            LauncherError::input_at(
+                format!("spec.volumes[{i}].containerDisk"),
+                format!("image {} for volume {:?}: {e}", file.display(), v.name),
+            )
         })?;
         if !meta.is_file() {
-            return Err(LauncherError::Input(format!(
-                "spec.volumes[{i}].containerDisk: {} is not a regular file",
-                file.display()
-            )));
+            return Err(LauncherError::input_at(
+                format!("spec.volumes[{i}].containerDisk"),
+                format!("{} is not a regular file", file.display()),
+            ));
         }
         let abs = std::fs::canonicalize(file)
-            .map_err(|e| LauncherError::Input(format!("{}: {e}", file.display())))?;
+            .map_err(|e| LauncherError::input(format!("{}: {e}", file.display())))?;
         out.push((i, abs));
     }
     Ok(out)

@@ -27,7 +27,7 @@ use virtwrap::{DomainManager, LibvirtDomainManager};
 use super::grpc::Grpc;
 use super::signals::{grace_period, ms, signals};
 use super::Launch;
-use crate::error::{sync_error, LauncherError};
+use crate::error::LauncherError;
 use crate::handler::cache::DomainCache;
 use crate::handler::json::Identity;
 use crate::handler::{DumpPolicy, LauncherHandler};
@@ -134,7 +134,7 @@ impl Services {
                 prepare,
                 Arc::clone(&metadata),
             )
-            .map_err(|e| LauncherError::Runtime(e.to_string()))?,
+            .map_err(|e| LauncherError::runtime(e.to_string()))?,
         );
         let sync = Arc::new(VmiSync::new(
             Arc::clone(&manager),
@@ -160,7 +160,7 @@ impl Services {
                     }),
                 )
                 .map_err(|e| {
-                    LauncherError::Runtime(format!("cannot start the agent poller: {e}"))
+                    LauncherError::runtime(format!("cannot start the agent poller: {e}"))
                 })?,
             )
         };
@@ -183,7 +183,7 @@ impl Services {
         })?;
         let stop_events = Arc::new(AtomicBool::new(false));
         let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))
-            .map_err(|e| LauncherError::Runtime(format!("cannot watch domain events: {e}")))?;
+            .map_err(|e| LauncherError::runtime(format!("cannot watch domain events: {e}")))?;
         let bridge = {
             let (manager, id, notifier, agent) = (
                 Arc::clone(&manager),
@@ -199,11 +199,11 @@ impl Services {
                     );
                 })
                 .map_err(|e| {
-                    LauncherError::Runtime(format!("cannot start the notify bridge: {e}"))
+                    LauncherError::runtime(format!("cannot start the notify bridge: {e}"))
                 })?
         };
         cmd::server::mark_ready(&share)
-            .map_err(|e| LauncherError::Runtime(format!("markReady: {e}")))?;
+            .map_err(|e| LauncherError::runtime(format!("markReady: {e}")))?;
         tracing::info!(socket = %cmd::server::ready_socket(&share).display(), "command server ready");
         Ok(Services {
             id,
@@ -300,7 +300,7 @@ pub(crate) fn run_domain(
                         .sync
                         .sync(vmi, launch.cluster)
                         .map(|_| ())
-                        .map_err(sync_error)
+                        .map_err(LauncherError::from)
                 } else {
                     Ok(())
                 };
@@ -336,7 +336,7 @@ fn sync_watching_signals(
         let handle = std::thread::Builder::new()
             .name("sync-vmi".into())
             .spawn_scoped(scope, || sync.sync(vmi, cluster))
-            .map_err(|e| LauncherError::Runtime(format!("cannot start the sync thread: {e}")))?;
+            .map_err(|e| LauncherError::runtime(format!("cannot start the sync thread: {e}")))?;
         let mut stopping: Option<&str> = None;
         while !handle.is_finished() {
             if stopping.is_none() {
@@ -361,14 +361,14 @@ fn sync_watching_signals(
         }
         let res = handle
             .join()
-            .map_err(|_| LauncherError::Runtime("the sync thread panicked".into()))?;
+            .map_err(|_| LauncherError::runtime("the sync thread panicked"))?;
         match (stopping, res) {
-            (Some("qemu timeout"), _) => Err(LauncherError::Runtime(format!(
+            (Some("qemu timeout"), _) => Err(LauncherError::runtime(format!(
                 "timed out after {} s waiting for the domain to start (--qemu-timeout)",
                 timeout.as_secs()
             ))),
             (Some(_), _) => Ok(false),
-            (None, r) => r.map(|_| true).map_err(sync_error),
+            (None, r) => r.map(|_| true).map_err(LauncherError::from),
         }
     })
 }

@@ -40,7 +40,7 @@ impl Grpc {
                 parked.park();
             })
             .build()
-            .map_err(|e| LauncherError::Runtime(format!("cannot start the gRPC runtime: {e}")))?;
+            .map_err(|e| LauncherError::runtime(format!("cannot start the gRPC runtime: {e}")))?;
         let handle = rt.handle().clone();
         let notifier = {
             let _guard = rt.enter();
@@ -55,7 +55,7 @@ impl Grpc {
             .block_on(cmd::server::serve(share, handler, spinner, async move {
                 let _ = stop_rx.await;
             }))
-            .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+            .map_err(|e| LauncherError::runtime(e.to_string()))?;
         let thread = std::thread::Builder::new()
             .name("grpc".into())
             .spawn(move || {
@@ -63,7 +63,7 @@ impl Grpc {
                     let _ = server.await;
                 });
             })
-            .map_err(|e| LauncherError::Runtime(format!("cannot start the gRPC thread: {e}")))?;
+            .map_err(|e| LauncherError::runtime(format!("cannot start the gRPC thread: {e}")))?;
         let g = Grpc {
             handle,
             stop: Some(stop_tx),
@@ -83,7 +83,7 @@ impl Grpc {
                     .map_err(|e| e.to_string())?;
                 Ok::<(), String>(())
             })
-            .map_err(|e| LauncherError::Runtime(format!("failed to connect to cmd server: {e}")))?;
+            .map_err(|e| LauncherError::runtime(format!("failed to connect to cmd server: {e}")))?;
         Ok(g)
     }
 

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use api::{Arch, VirtualMachineInstance};
-use converter::{ClusterOptions, ConvertContext, ConvertError, HostFacts};
+use converter::{ClusterOptions, ConvertContext, HostFacts};
 use storage::PrepareOptions;
 use virtwrap::config::DaemonKind;
 
@@ -61,7 +61,7 @@ pub(crate) struct Launch<'a> {
 }
 
 fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
-    let refuse = |f: &str| Err(LauncherError::Input(format!("{f} is not supported yet")));
+    let refuse = |f: &str| Err(LauncherError::input(format!("{f} is not supported yet")));
     if flags.run_as_nonroot {
         return refuse("--run-as-nonroot");
     }
@@ -109,7 +109,7 @@ pub fn run_vmi(
     // each sync.
     let cluster = ClusterOptions {
         volumes_discard_ignore: storage::pvc::preallocated_volumes(&vmi)
-            .map_err(|e| LauncherError::Input(e.to_string()))?,
+            .map_err(LauncherError::from)?,
         expand_disks_enabled: flags.expand_disks,
         ..ClusterOptions::default()
     };
@@ -119,14 +119,11 @@ pub fn run_vmi(
     if sync {
         let sriov = network
             .sriov_addresses(&vmi)
-            .map_err(LauncherError::Input)?;
+            .map_err(LauncherError::input)?;
         let c = ConvertContext::from_parts(&host, &cluster, converter::Prepared::default(), sriov);
-        converter::convert(&vmi, &c).map_err(|e| match e {
-            ConvertError::Host(m) => LauncherError::Runtime(m),
-            other => LauncherError::Input(other.to_string()),
-        })?;
-        storage::cloudinit::check_inline(&vmi).map_err(|e| LauncherError::Input(e.to_string()))?;
-        network::phase2::check_spec(&vmi).map_err(LauncherError::Input)?;
+        converter::convert(&vmi, &c)?;
+        storage::cloudinit::check_inline(&vmi)?;
+        network::phase2::check_spec(&vmi).map_err(LauncherError::input)?;
         ctx = Some(c);
     }
     let pod = source.prepare(&vmi, claims, flags, &host)?;
@@ -139,15 +136,14 @@ pub fn run_vmi(
             config_disk_fs: flags.config_disk_fs.into(),
             ..PrepareOptions::default()
         };
-        storage::check_inputs(&vmi, ctx, &check)
-            .map_err(|e| LauncherError::Input(e.to_string()))?;
+        storage::check_inputs(&vmi, ctx, &check)?;
     }
     log_emulation(flags, &host);
     // The standalone pod's network, once the input is known to be good
     // (nothing is built for input that is refused).
     let vif_caches = pod.network.build(&vmi)?;
     let daemon = DaemonKind::detect().ok_or_else(|| {
-        LauncherError::Runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)".into())
+        LauncherError::runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)")
     })?;
 
     let state = StateDir::acquire(&state_dir(flags, &vmi))?;
@@ -170,7 +166,7 @@ pub fn run_vmi(
         for (pod_iface, cache) in &vif_caches {
             let file = network::cache::vif_cache_path(std::path::Path::new(PRIVATE_DIR), pod_iface);
             network::cache::write_json(&file, cache)
-                .map_err(|e| LauncherError::Runtime(e.to_string()))?;
+                .map_err(|e| LauncherError::runtime(e.to_string()))?;
         }
         // Threads may start now that the mount namespace is private. A
         // panic must not skip the clean-up below (daemons, mounts, state).
@@ -184,7 +180,7 @@ pub fn run_vmi(
                 .map(String::as_str)
                 .or_else(|| p.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown");
-            Err(LauncherError::Runtime(format!(
+            Err(LauncherError::runtime(format!(
                 "internal error (panic: {what})"
             )))
         })

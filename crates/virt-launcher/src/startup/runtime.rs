@@ -46,7 +46,7 @@ pub(crate) fn mount(
     }
     let cache = &flags.libvirt_cache_dir;
     std::fs::create_dir_all(cache)
-        .map_err(|e| LauncherError::Runtime(format!("mkdir {}: {e}", cache.display())))?;
+        .map_err(|e| LauncherError::runtime(format!("mkdir {}: {e}", cache.display())))?;
     mounts.bind_dir(cache, Path::new("/var/cache/libvirt"))?;
     for m in &pod.mounts {
         match m {
@@ -77,7 +77,7 @@ fn initialize_dirs(
     flags: &LauncherFlags,
 ) -> Result<(), LauncherError> {
     let mk = |p: &str| {
-        std::fs::create_dir_all(p).map_err(|e| LauncherError::Runtime(format!("mkdir {p}: {e}")))
+        std::fs::create_dir_all(p).map_err(|e| LauncherError::runtime(format!("mkdir {p}: {e}")))
     };
     let uid_dir = format!("{PRIVATE_DIR}/{}", vmi.uid());
     for d in [
@@ -98,7 +98,7 @@ fn initialize_dirs(
         .create(true)
         .append(true)
         .open(&log)
-        .map_err(|e| LauncherError::Runtime(format!("create {log}: {e}")))?;
+        .map_err(|e| LauncherError::runtime(format!("create {log}: {e}")))?;
     Ok(())
 }
 
@@ -115,9 +115,7 @@ pub(crate) fn run_in_runtime(
     let flags = launch.flags;
     initialize_dirs(launch.vmi, flags)?;
     if flags.simulate_crash {
-        return Err(LauncherError::Runtime(
-            "Simulated virt-launcher crash".into(),
-        ));
+        return Err(LauncherError::runtime("Simulated virt-launcher crash"));
     }
     if let Err(e) = process::become_subreaper() {
         tracing::warn!("cannot become a child subreaper: {e}");
@@ -131,11 +129,11 @@ pub(crate) fn run_in_runtime(
         cfg.hugetlbfs_mount = Some("/dev/hugepages".into());
     }
     virtwrap::config::write_all(Path::new("/etc/libvirt"), daemon, &cfg)
-        .map_err(|e| LauncherError::Runtime(format!("writing libvirt configuration: {e}")))?;
+        .map_err(|e| LauncherError::runtime(format!("writing libvirt configuration: {e}")))?;
 
     let mut sup = Supervisor::new();
     let spawn_err =
-        |name: &str, e: std::io::Error| LauncherError::Runtime(format!("cannot start {name}: {e}"));
+        |name: &str, e: std::io::Error| LauncherError::runtime(format!("cannot start {name}: {e}"));
     sup.start(DaemonSpec {
         name: "virtlogd".into(),
         program: "/usr/sbin/virtlogd".into(),

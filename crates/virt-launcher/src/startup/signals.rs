@@ -21,7 +21,7 @@ pub(crate) fn signals() -> Arc<AtomicUsize> {
 /// ignored. The domain is then shut down in order.
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when a handler cannot be installed.
+/// a runtime failure ([`LauncherError`], exit 1) when a handler cannot be installed.
 pub fn install_signal_handlers() -> Result<(), LauncherError> {
     let flag = signals();
     for sig in [
@@ -31,7 +31,7 @@ pub fn install_signal_handlers() -> Result<(), LauncherError> {
         signal_hook::consts::SIGQUIT,
     ] {
         signal_hook::flag::register_usize(sig, Arc::clone(&flag), sig as usize)
-            .map_err(|e| LauncherError::Runtime(format!("cannot install signal handler: {e}")))?;
+            .map_err(|e| LauncherError::runtime(format!("cannot install signal handler: {e}")))?;
     }
     Ok(())
 }
