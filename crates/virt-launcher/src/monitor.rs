@@ -59,32 +59,45 @@ fn to_pid(pid: u32) -> Pid {
 /// # Errors
 /// a runtime failure ([`LauncherError`], exit 1) when QEMU never appeared within
 /// `qemu_timeout`, a daemon failed, or the guest crashed.
-pub fn watch(
-    vmi: &VirtualMachineInstance,
-    manager: &LibvirtDomainManager,
-    sup: &Supervisor,
-    signals: &AtomicUsize,
-    grace: Duration,
-    qemu_timeout: Duration,
-) -> Result<(), LauncherError> {
+pub fn watch(w: &Watch<'_>) -> Result<(), LauncherError> {
     thread::scope(|scope| {
-        let ask = |again: bool| scope.spawn(move || request_shutdown(vmi, manager, again));
-        watch_with(vmi, manager, sup, signals, grace, qemu_timeout, ask)
+        let ask = |again: bool| scope.spawn(move || request_shutdown(w.vmi, w.manager, again));
+        watch_with(w, ask)
     })
+}
+
+/// What [`watch`] watches, and its time limits.
+#[derive(Clone, Copy)]
+pub struct Watch<'a> {
+    /// The VMI whose domain's QEMU is watched.
+    pub vmi: &'a VirtualMachineInstance,
+    /// Its domain manager (shutdown request, kill, final state).
+    pub manager: &'a LibvirtDomainManager,
+    /// The libvirt daemons' supervisor (a daemon that cannot be kept
+    /// running ends the VM).
+    pub sup: &'a Supervisor,
+    /// The last termination signal received (0: none yet).
+    pub signals: &'a AtomicUsize,
+    /// From the first termination signal to the kill.
+    pub grace: Duration,
+    /// How long QEMU may take to appear (`--qemu-timeout`).
+    pub qemu_timeout: Duration,
 }
 
 /// [`watch`], with `ask(again)` starting a shutdown request whose result
 /// (ask again after a memory dump) is read once it has finished.
-#[allow(clippy::too_many_arguments)]
 fn watch_with<'s>(
-    vmi: &VirtualMachineInstance,
-    manager: &LibvirtDomainManager,
-    sup: &Supervisor,
-    signals: &AtomicUsize,
-    grace: Duration,
-    qemu_timeout: Duration,
+    w: &Watch<'_>,
     ask: impl Fn(bool) -> thread::ScopedJoinHandle<'s, bool>,
 ) -> Result<(), LauncherError> {
+    let Watch {
+        vmi,
+        manager,
+        sup,
+        signals,
+        grace,
+        qemu_timeout,
+    } = *w;
     let start = Instant::now();
     let mut pid = None;
     let mut shutdown_at: Option<Instant> = None;

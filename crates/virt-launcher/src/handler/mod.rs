@@ -370,3 +370,58 @@ impl Handler for LauncherHandler {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each sync's options make its own settings: KubeVirt builds its
+    /// converter context from the request, so a setting a request leaves
+    /// out is KubeVirt's default, not an earlier request's.
+    #[test]
+    fn cluster_options_come_from_each_request() {
+        let opts = SyncOptions {
+            smbios: Some(["M".into(), "F".into(), "P".into(), "S".into(), "V".into()]),
+            mem_balloon_stats_period: 0,
+            preallocated_volumes: vec!["thick".into()],
+            free_page_reporting_disabled: true,
+            serial_console_log_disabled: true,
+            bochs_display_for_efi_guests: true,
+            expand_disks_enabled: true,
+        };
+        let c = cluster_options(&opts);
+        assert_eq!(c.smbios.manufacturer, "M");
+        assert_eq!(c.smbios.version, "V");
+        assert_eq!(c.mem_balloon_stats_period, 0);
+        assert!(!c.free_page_reporting && !c.serial_console_log);
+        assert!(c.bochs_for_efi_guests && c.expand_disks_enabled);
+        assert!(c.volumes_discard_ignore.contains("thick"));
+        let c = cluster_options(&SyncOptions::default());
+        assert_eq!(c.smbios, converter::SmbiosOptions::default());
+        // Without a ClusterConfig, no Bochs display (as KubeVirt reads it).
+        assert!(!c.bochs_for_efi_guests);
+        assert!(c.volumes_discard_ignore.is_empty());
+    }
+
+    #[test]
+    fn libvirt_failures_keep_kubevirts_form() {
+        let e = command_error(ManagerError::Libvirt {
+            code: 42,
+            domain: 10,
+            message: "Domain not found.".into(),
+        });
+        assert_eq!(
+            e.to_string(),
+            "LibvirtError(Code=42, Domain=10, Message='Domain not found.')"
+        );
+        let e = sync_command_error(SyncError::Network(
+            "spec.domain.devices.interfaces[0]: pod link eth0 is missing".into(),
+        ));
+        assert_eq!(
+            e,
+            CommandError::Failed(
+                "spec.domain.devices.interfaces[0]: pod link eth0 is missing".into()
+            )
+        );
+    }
+}

@@ -244,3 +244,94 @@ pub fn prepare(
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        flags: LauncherFlags,
+    }
+
+    fn vmi() -> VirtualMachineInstance {
+        let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: s, namespace: e2e}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    devices:\n      disks:\n      - {name: containerdisk}\n      - {name: data}\n      - {name: cfg}\n  volumes:\n  - {name: containerdisk, containerDisk: {image: x}}\n  - {name: data, persistentVolumeClaim: {claimName: c, readOnly: true}}\n  - {name: cfg, configMap: {name: app}}\n";
+        let mut v = api::load_vmi(doc.as_bytes(), api::Arch::Amd64).unwrap();
+        api::defaults::fill_missing_uid(&mut v);
+        v
+    }
+
+    /// The stand-in checks every flag's path, writes the claim's status as
+    /// virt-handler would, and lists the mounts that show each file where
+    /// KubeVirt's pod has it, in order, without mounting anything.
+    #[test]
+    fn the_prepared_pod_says_what_is_mounted_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("disk.img");
+        let claim = dir.path().join("claim.img");
+        let cfg = dir.path().join("cfg");
+        std::fs::write(&image, b"x").unwrap();
+        std::fs::write(&claim, b"y").unwrap();
+        std::fs::create_dir(&cfg).unwrap();
+        let args = StandaloneArgs {
+            container_disks: vec![("containerdisk".into(), image.clone())],
+            config_volumes: vec![("cfg".into(), cfg.clone())],
+            pvcs: vec![PvcArg::parse(&format!("data={},capacity=64Mi", claim.display())).unwrap()],
+            ..StandaloneArgs::default()
+        };
+        let flags = Cli::parse_from(["virt-launcher"]).flags;
+        let host = converter::HostFacts::new(api::Arch::Amd64, converter::VirtType::Qemu);
+        let mut v = vmi();
+        let found = claims(&mut v, &args, false).unwrap();
+        let info = storage::pvc::info(&v, "data").unwrap().unwrap();
+        assert_eq!(info.capacity, Some(64 << 20), "the claim's status");
+        let pod = prepare(&v, &args, found, &flags, &host, false).unwrap();
+        assert_eq!(pod.mode, Mode::Standalone);
+        assert_eq!(pod.network, PodNetworkSetup::Given);
+        assert_eq!(pod.block_volumes, Some(BTreeSet::new()));
+        let ConfigSources::Standalone { volumes, secrets } = &pod.config_sources else {
+            panic!("{:?}", pod.config_sources);
+        };
+        assert_eq!(volumes["cfg"], cfg.canonicalize().unwrap());
+        assert!(secrets.is_empty());
+        let state = |rel: &'static str, target: &str| PodMount::State {
+            rel,
+            target: PathBuf::from(target),
+        };
+        assert_eq!(
+            pod.mounts,
+            [
+                state("private", "/var/run/kubevirt-private"),
+                state("share", "/var/run/kubevirt"),
+                state("ephemeral", "/var/run/kubevirt-ephemeral-disks"),
+                PodMount::File {
+                    source: image.canonicalize().unwrap(),
+                    target: PathBuf::from("/var/run/kubevirt/container-disks/disk_0.img"),
+                    read_only: true,
+                },
+                PodMount::File {
+                    source: claim.canonicalize().unwrap(),
+                    target: PathBuf::from("/var/run/kubevirt-private/vmi-disks/data/disk.img"),
+                    read_only: true,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_vmi_that_needs_a_pod_network_nobody_plays_is_refused_by_field() {
+        let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: n}\nspec:\n  domain:\n    devices:\n      interfaces:\n      - {name: red, sriov: {}}\n      - {name: default, masquerade: {}}\n    resources: {requests: {memory: 64Mi}}\n  networks:\n  - {name: red, multus: {networkName: red}}\n  - {name: default, pod: {}}\n";
+        let mut v = api::load_vmi(doc.as_bytes(), api::Arch::Amd64).unwrap();
+        let e = claims(&mut v, &StandaloneArgs::default(), false).unwrap_err();
+        assert_eq!(
+            e.field.as_deref(),
+            Some("spec.domain.devices.interfaces[1]")
+        );
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("--setup-pod-network"), "{e}");
+        // With the stand-in playing it (KubeVirt's default interface too).
+        claims(&mut v, &StandaloneArgs::default(), true).unwrap();
+    }
+}

@@ -276,7 +276,16 @@ pub(crate) fn run_domain(
             .unsigned_abs(),
     );
     let manager = &services.manager;
-    let watch = || crate::monitor::watch(vmi, manager, sup, &signals, grace, flags.qemu_timeout);
+    let watch = || {
+        crate::monitor::watch(&crate::monitor::Watch {
+            vmi,
+            manager,
+            sup,
+            signals: &signals,
+            grace,
+            qemu_timeout: flags.qemu_timeout,
+        })
+    };
     let outcome = if launch.sync {
         match sync_watching_signals(
             vmi,
