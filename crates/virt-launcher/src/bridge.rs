@@ -1,4 +1,6 @@
-//! The event bridge.
+//! The event bridge: libvirt's domain events, the guest agent's updates
+//! and the runtime metadata's changes, turned into virt-handler's notify
+//! calls (KubeVirt's event callback), in order.
 
 use std::sync::mpsc::Receiver;
 

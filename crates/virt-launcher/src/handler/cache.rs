@@ -1,4 +1,5 @@
-//! The domain cache.
+//! The domain JSON GetDomain answers from, kept fresh by the event bridge
+//! and dropped by every command that changes the domain.
 
 use std::sync::Mutex;
 

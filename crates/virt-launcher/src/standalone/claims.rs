@@ -1,4 +1,6 @@
-//! `--pvc` claims.
+//! `--pvc`: the claims of persistentVolumeClaim, dataVolume and ephemeral
+//! volumes (image files, claim directories, block devices), checked, and
+//! the facts virt-handler writes into the VMI's status for them.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,10 @@
-//! The pod network stand-in.
+//! The standalone stand-in for the pod's network: virt-handler's network
+//! phase 1 (pod links, masquerade bridge, tap and NAT, the bridge
+//! binding's dummy and DHCP cache; for passt only the pod link) built with
+//! `ip` and `nft` in a network namespace of the launcher's own
+//! (`--setup-pod-network`, KubeVirt's default interface), or in the current
+//! one for `virt-launcher pod-network-phase1`. Phase 2 then runs as in a
+//! pod ([`crate::podnet`]).
 
 use std::path::Path;
 

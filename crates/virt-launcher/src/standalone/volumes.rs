@@ -1,4 +1,8 @@
-//! Standalone volumes.
+//! What kubelet and CSI would mount in a pod, from `run`'s flags: backend
+//! storage (`--backend-storage`), hostDisk directories, config volumes and
+//! cloud-init secrets (`--config-volume`), access-credential keys
+//! (`--access-credential`), container-disk images (`--container-disk`),
+//! each checked before anything is mounted.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

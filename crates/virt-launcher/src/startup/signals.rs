@@ -1,4 +1,5 @@
-//! Signals.
+//! Termination signals (recorded, never fatal: the guest is shut down in
+//! order) and the grace period they start.
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock};
