@@ -16,8 +16,8 @@
 //!
 //! - this module: [`prepare`] (every interface's host facts and DHCP
 //!   plan) and [`check_spec`] (what needs no host);
-//! - [`bridge`]: the bridge binding's part (phase 1's DHCP cache);
-//! - [`servers`]: running the planned DHCP servers.
+//! - `bridge`: the bridge binding's part (phase 1's DHCP cache);
+//! - `servers`: running the planned DHCP servers.
 
 mod bridge;
 mod servers;

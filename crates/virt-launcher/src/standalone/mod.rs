@@ -4,7 +4,7 @@
 //! into a [`Pod`] value (what is where, what to mount), so the start-up
 //! sequence runs as in a pod:
 //!
-//! - [`claims`]: `--pvc` claims and the status virt-handler would report
+//! - [`mod@claims`]: `--pvc` claims and the status virt-handler would report
 //!   for them;
 //! - [`volumes`]: container-disk images (`--container-disk`), hostDisk
 //!   directories, config volumes and cloud-init secrets

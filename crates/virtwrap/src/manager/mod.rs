@@ -4,12 +4,12 @@
 //!
 //! - this module: the [`DomainManager`] trait, its errors and the
 //!   [`LibvirtDomainManager`] with its connection and state;
-//! - [`sync`]: SyncVMI: prepare the volumes, convert with the inputs of
+//! - `sync`: SyncVMI: prepare the volumes, convert with the inputs of
 //!   this sync ([`SyncInputs`]), define KubeVirt's way, start; online
 //!   ExpandDisks; the config drive's tagged devices;
-//! - [`lifecycle`]: kill, delete and undefine, the shutdown request,
+//! - `lifecycle`: kill, delete and undefine, the shutdown request,
 //!   pause, unpause, reset, soft reboot, listing;
-//! - [`dump`]: the memory dump, the dirty rate, the QEMU version.
+//! - `dump`: the memory dump, the dirty rate, the QEMU version.
 //!
 //! The manager holds no conversion settings of its own: the host's facts
 //! ([`converter::HostFacts`]) are fixed when it is made, and everything
