@@ -31,11 +31,7 @@ use crate::proto::cmd_info::{CmdInfoRequest, CmdInfoResponse};
 pub const SUPPORTED_CMD_VERSIONS: [u32; 1] = [1];
 /// Largest request accepted (a VMI JSON is a few KiB; gRPC's default is 4 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 4 << 20;
-/// KubeVirt's message for a request whose VMI does not decode.
-pub const NO_VALID_VMI: &str = "No valid vmi object present in command server request";
-/// KubeVirt's exact message virt-handler matches when cancelling a
-/// migration that is not running.
-pub const NOT_MIGRATING: &str = "failed to cancel migration - vmi is not migrating";
+pub use crate::error::{CommandError, NOT_MIGRATING, NO_VALID_VMI};
 
 /// Settings virt-handler sends with SyncVirtualMachine
 /// (`VirtualMachineOptions`), the parts the launcher uses today.
@@ -60,58 +56,58 @@ pub struct SyncOptions {
     pub expand_disks_enabled: bool,
 }
 
-/// What the server asks of the launcher. Errors are the message virt-handler
-/// sees in `Response.message` (libvirt's as `LibvirtError(Code=..,
-/// Domain=.., Message='..')`). Methods block; the server calls them on
-/// tokio's blocking pool.
+/// What the server asks of the launcher. Errors are [`CommandError`]s,
+/// whose text virt-handler sees in `Response.message` (libvirt's as
+/// `LibvirtError(Code=.., Domain=.., Message='..')`). Methods block; the
+/// server calls them on tokio's blocking pool.
 pub trait Handler: Send + Sync + 'static {
     /// UID of the VMI this launcher runs (requests for another are refused).
     fn vmi_uid(&self) -> String;
     /// SyncVMI: prepare, convert, define, start (idempotent).
     ///
     /// # Errors
-    /// The failure message.
-    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), String>;
+    /// [`CommandError`].
+    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), CommandError>;
     /// Pause.
     ///
     /// # Errors
-    /// The failure message.
-    fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), String>;
+    /// [`CommandError`].
+    fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
     /// Unpause.
     ///
     /// # Errors
-    /// The failure message.
-    fn unpause(&self, vmi: &VirtualMachineInstance) -> Result<(), String>;
+    /// [`CommandError`].
+    fn unpause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
     /// Hard reset.
     ///
     /// # Errors
-    /// The failure message.
-    fn reset(&self, vmi: &VirtualMachineInstance) -> Result<(), String>;
+    /// [`CommandError`].
+    fn reset(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
     /// Guest-cooperative reboot (ACPI until the guest agent is used).
     ///
     /// # Errors
-    /// The failure message.
-    fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), String>;
+    /// [`CommandError`].
+    fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
     /// Graceful shutdown request (SignalShutdownVMI).
     ///
     /// # Errors
-    /// The failure message.
-    fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), String>;
+    /// [`CommandError`].
+    fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
     /// Immediate power-off.
     ///
     /// # Errors
-    /// The failure message.
-    fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), String>;
+    /// [`CommandError`].
+    fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
     /// Undefine.
     ///
     /// # Errors
-    /// The failure message.
-    fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), String>;
+    /// [`CommandError`].
+    fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
     /// The domain as KubeVirt's api.Domain JSON, `None` when there is none.
     ///
     /// # Errors
-    /// The failure message.
-    fn domain_json(&self) -> Result<Option<String>, String>;
+    /// [`CommandError`].
+    fn domain_json(&self) -> Result<Option<String>, CommandError>;
     /// [`Handler::domain_json`] when it can be answered without blocking
     /// (from memory); `None` sends GetDomain to [`Handler::domain_json`]
     /// on a blocking thread.
@@ -121,35 +117,35 @@ pub trait Handler: Send + Sync + 'static {
     /// KubeVirt's DomainStats JSON, `None` when no domain runs.
     ///
     /// # Errors
-    /// The failure message.
-    fn domain_stats_json(&self) -> Result<Option<String>, String>;
+    /// [`CommandError`].
+    fn domain_stats_json(&self) -> Result<Option<String>, CommandError>;
     /// `QEMU <major>.<minor>.<micro>`.
     ///
     /// # Errors
-    /// The failure message.
-    fn qemu_version(&self) -> Result<String, String>;
+    /// [`CommandError`].
+    fn qemu_version(&self) -> Result<String, CommandError>;
     /// GetGuestInfo: KubeVirt's `VirtualMachineInstanceGuestAgentInfo` JSON.
     /// Called on the gRPC runtime: answer from memory, never block (this
     /// and the two below).
     ///
     /// # Errors
     /// The failure message (by default: not supported yet).
-    fn guest_info_json(&self) -> Result<String, String> {
-        Err(not_supported("guest agent information"))
+    fn guest_info_json(&self) -> Result<String, CommandError> {
+        Err(CommandError::not_supported("guest agent information"))
     }
     /// GetUsers: a JSON array of `VirtualMachineInstanceGuestOSUser`.
     ///
     /// # Errors
     /// The failure message (by default: not supported yet).
-    fn users_json(&self) -> Result<String, String> {
-        Err(not_supported("guest agent users"))
+    fn users_json(&self) -> Result<String, CommandError> {
+        Err(CommandError::not_supported("guest agent users"))
     }
     /// GetFilesystems: a JSON array of `VirtualMachineInstanceFileSystem`.
     ///
     /// # Errors
     /// The failure message (by default: not supported yet).
-    fn filesystems_json(&self) -> Result<String, String> {
-        Err(not_supported("guest agent file systems"))
+    fn filesystems_json(&self) -> Result<String, CommandError> {
+        Err(CommandError::not_supported("guest agent file systems"))
     }
     /// Exec: runs `command args` in the guest of domain `domain` through
     /// the agent, waiting up to `timeout`; (exit code, stdout).
@@ -162,17 +158,17 @@ pub trait Handler: Send + Sync + 'static {
         command: &str,
         args: &[String],
         timeout: std::time::Duration,
-    ) -> Result<(i32, String), String> {
+    ) -> Result<(i32, String), CommandError> {
         let _ = (domain, command, args, timeout);
-        Err(not_supported("guest exec (guest agent)"))
+        Err(CommandError::not_supported("guest exec (guest agent)"))
     }
     /// GuestPing: `guest-ping` to domain `domain`'s agent within `timeout`.
     ///
     /// # Errors
     /// The failure message (by default: not supported yet).
-    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), String> {
+    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), CommandError> {
         let _ = (domain, timeout);
-        Err(not_supported("guest ping (guest agent)"))
+        Err(CommandError::not_supported("guest ping (guest agent)"))
     }
     /// Freeze the guest's file systems; thaw them by itself after
     /// `unfreeze_timeout` unless it is zero.
@@ -183,17 +179,21 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         vmi: &VirtualMachineInstance,
         unfreeze_timeout: std::time::Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), CommandError> {
         let _ = (vmi, unfreeze_timeout);
-        Err(not_supported("file system freeze (guest agent)"))
+        Err(CommandError::not_supported(
+            "file system freeze (guest agent)",
+        ))
     }
     /// Thaw the guest's file systems.
     ///
     /// # Errors
     /// The failure message (by default: not supported yet).
-    fn unfreeze(&self, vmi: &VirtualMachineInstance) -> Result<(), String> {
+    fn unfreeze(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         let _ = vmi;
-        Err(not_supported("file system thaw (guest agent)"))
+        Err(CommandError::not_supported(
+            "file system thaw (guest agent)",
+        ))
     }
     /// VirtualMachineMemoryDump: starts a memory-only core dump of the
     /// guest into `dump_path` (virt-handler's
@@ -206,9 +206,13 @@ pub trait Handler: Send + Sync + 'static {
     /// # Errors
     /// A bad `dump_path` (one line naming `dumpPath`), or the dump could
     /// not be started (by default: not supported yet).
-    fn memory_dump(&self, vmi: &VirtualMachineInstance, dump_path: &str) -> Result<(), String> {
+    fn memory_dump(
+        &self,
+        vmi: &VirtualMachineInstance,
+        dump_path: &str,
+    ) -> Result<(), CommandError> {
         let _ = (vmi, dump_path);
-        Err(not_supported("memory dump"))
+        Err(CommandError::not_supported("memory dump"))
     }
     /// GetDomainDirtyRateStats: the guest's memory dirty rate in MiB/s
     /// (`dirtyRateMbs`) from KubeVirt's 1 s page-sampling calculation,
@@ -218,15 +222,9 @@ pub trait Handler: Send + Sync + 'static {
     /// # Errors
     /// The failure message, e.g. KubeVirt's `Dirty rate
     /// MegabytesPerSecondSet is false` (by default: not supported yet).
-    fn dirty_rate_mbs(&self) -> Result<i64, String> {
-        Err(not_supported("dirty rate statistics"))
+    fn dirty_rate_mbs(&self) -> Result<i64, CommandError> {
+        Err(CommandError::not_supported("dirty rate statistics"))
     }
-}
-
-/// `not supported yet: <feature>`, the answer to a command whose feature
-/// is not built.
-pub fn not_supported(feature: &str) -> String {
-    format!("not supported yet: {feature}")
 }
 
 fn ok() -> Response {
@@ -236,15 +234,23 @@ fn ok() -> Response {
     }
 }
 
-fn fail(message: impl Into<String>) -> Response {
+fn fail(e: &CommandError) -> Response {
     Response {
         success: false,
-        message: message.into(),
+        message: e.to_string(),
     }
 }
 
 fn unsupported(feature: &str) -> Response {
-    fail(not_supported(feature))
+    fail(&CommandError::not_supported(feature))
+}
+
+/// A handler call's result, or [`CommandError::Internal`] when its task
+/// did not finish.
+fn joined<T>(
+    r: Result<Result<T, CommandError>, tokio::task::JoinError>,
+) -> Result<T, CommandError> {
+    r.unwrap_or_else(|e| Err(CommandError::Internal(e.to_string())))
 }
 
 /// The gRPC service implementation.
@@ -260,17 +266,17 @@ impl<H: Handler> CmdService<H> {
 
     /// Decodes the VMI of a request and checks it is this launcher's.
     fn vmi(&self, json: Option<&[u8]>) -> Result<VirtualMachineInstance, Response> {
-        let json = json.ok_or_else(|| fail(NO_VALID_VMI))?;
-        let vmi =
-            api::load::from_command_json(json).map_err(|e| fail(format!("{NO_VALID_VMI}: {e}")))?;
+        let json = json.ok_or_else(|| fail(&CommandError::NoValidVmi(None)))?;
+        let vmi = api::load::from_command_json(json)
+            .map_err(|e| fail(&CommandError::NoValidVmi(Some(e.to_string()))))?;
         let mine = self.handler.vmi_uid();
         if !mine.is_empty() && vmi.uid() != mine {
-            return Err(fail(format!(
-                "VMI {}/{} with UID {:?} is not the VMI this launcher runs (UID {mine:?})",
-                vmi.namespace(),
-                vmi.metadata.name,
-                vmi.uid()
-            )));
+            return Err(fail(&CommandError::OtherUid {
+                namespace: vmi.namespace().to_owned(),
+                name: vmi.metadata.name.clone(),
+                uid: vmi.uid().to_owned(),
+                ours: mine,
+            }));
         }
         Ok(vmi)
     }
@@ -278,17 +284,16 @@ impl<H: Handler> CmdService<H> {
     /// Runs a blocking handler call for the VMI of `req`.
     async fn with_vmi<F>(&self, req: &VmiRequest, f: F) -> Response
     where
-        F: FnOnce(&H, &VirtualMachineInstance) -> Result<(), String> + Send + 'static,
+        F: FnOnce(&H, &VirtualMachineInstance) -> Result<(), CommandError> + Send + 'static,
     {
         let vmi = match self.vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice())) {
             Ok(v) => v,
             Err(r) => return r,
         };
         let h = Arc::clone(&self.handler);
-        match tokio::task::spawn_blocking(move || f(&h, &vmi)).await {
-            Ok(Ok(())) => ok(),
-            Ok(Err(m)) => fail(m),
-            Err(e) => fail(format!("internal error: {e}")),
+        match joined(tokio::task::spawn_blocking(move || f(&h, &vmi)).await) {
+            Ok(()) => ok(),
+            Err(e) => fail(&e),
         }
     }
 }
@@ -331,11 +336,17 @@ fn sync_options(req: &VmiRequest) -> SyncOptions {
 
 type R<T> = Result<TonicResponse<T>, Status>;
 
+/// A failure as a gRPC error (status Unknown) carrying the message, as
+/// KubeVirt's Exec and GuestPing fail.
+fn status(e: &CommandError) -> Status {
+    Status::unknown(e.to_string())
+}
+
 /// A handler's JSON answer as (Response, payload).
-fn split(r: Result<String, String>) -> (Response, String) {
+fn split(r: Result<String, CommandError>) -> (Response, String) {
     match r {
         Ok(json) => (ok(), json),
-        Err(m) => (fail(m), String::new()),
+        Err(e) => (fail(&e), String::new()),
     }
 }
 
@@ -363,20 +374,19 @@ impl<H: Handler> Cmd for CmdService<H> {
             Err(r) => return reply(r),
         };
         let Ok(secs) = u64::try_from(req.unfreeze_timeout_seconds) else {
-            return reply(fail(format!(
+            return reply(fail(&CommandError::BadRequest(format!(
                 "unfreezeTimeoutSeconds: {} is negative",
                 req.unfreeze_timeout_seconds
-            )));
+            ))));
         };
         let h = Arc::clone(&self.handler);
         let res = tokio::task::spawn_blocking(move || {
             h.freeze(&vmi, std::time::Duration::from_secs(secs))
         })
         .await;
-        reply(match res {
-            Ok(Ok(())) => ok(),
-            Ok(Err(m)) => fail(m),
-            Err(e) => fail(format!("internal error: {e}")),
+        reply(match joined(res) {
+            Ok(()) => ok(),
+            Err(e) => fail(&e),
         })
     }
     async fn unfreeze_virtual_machine(&self, r: Request<VmiRequest>) -> R<Response> {
@@ -406,9 +416,9 @@ impl<H: Handler> Cmd for CmdService<H> {
             return reply(resp);
         }
         if req.options.is_empty() {
-            return reply(fail(
-                "migration options object not present in command server request",
-            ));
+            return reply(fail(&CommandError::BadRequest(
+                "migration options object not present in command server request".into(),
+            )));
         }
         reply(unsupported("live migration"))
     }
@@ -417,7 +427,7 @@ impl<H: Handler> Cmd for CmdService<H> {
     }
     async fn cancel_virtual_machine_migration(&self, _r: Request<VmiRequest>) -> R<Response> {
         // Nothing ever migrates yet: the answer KubeVirt gives then.
-        reply(fail(NOT_MIGRATING))
+        reply(fail(&CommandError::NotMigrating))
     }
     async fn signal_target_pod_cleanup(&self, _r: Request<VmiRequest>) -> R<Response> {
         // KubeVirt always succeeds; this launcher is never a migration target yet.
@@ -434,38 +444,30 @@ impl<H: Handler> Cmd for CmdService<H> {
     async fn get_domain(&self, _r: Request<EmptyRequest>) -> R<DomainResponse> {
         let h = Arc::clone(&self.handler);
         let res = match h.cached_domain_json() {
-            Some(d) => Ok(Ok(d)),
-            None => tokio::task::spawn_blocking(move || h.domain_json()).await,
+            Some(d) => Ok(d),
+            None => joined(tokio::task::spawn_blocking(move || h.domain_json()).await),
         };
         reply(match res {
-            Ok(Ok(d)) => DomainResponse {
+            Ok(d) => DomainResponse {
                 response: Some(ok()),
                 domain: d.unwrap_or_default(),
             },
-            Ok(Err(m)) => DomainResponse {
-                response: Some(fail(m)),
-                domain: String::new(),
-            },
             Err(e) => DomainResponse {
-                response: Some(fail(format!("internal error: {e}"))),
+                response: Some(fail(&e)),
                 domain: String::new(),
             },
         })
     }
     async fn get_domain_stats(&self, _r: Request<EmptyRequest>) -> R<DomainStatsResponse> {
         let h = Arc::clone(&self.handler);
-        let res = tokio::task::spawn_blocking(move || h.domain_stats_json()).await;
+        let res = joined(tokio::task::spawn_blocking(move || h.domain_stats_json()).await);
         reply(match res {
-            Ok(Ok(s)) => DomainStatsResponse {
+            Ok(s) => DomainStatsResponse {
                 response: Some(ok()),
                 domain_stats: s.unwrap_or_else(|| "null".into()),
             },
-            Ok(Err(m)) => DomainStatsResponse {
-                response: Some(fail(m)),
-                domain_stats: String::new(),
-            },
             Err(e) => DomainStatsResponse {
-                response: Some(fail(format!("internal error: {e}"))),
+                response: Some(fail(&e)),
                 domain_stats: String::new(),
             },
         })
@@ -502,13 +504,15 @@ impl<H: Handler> Cmd for CmdService<H> {
     async fn exec(&self, r: Request<ExecRequest>) -> R<ExecResponse> {
         let req = r.into_inner();
         let Ok(secs) = u64::try_from(req.timeout_seconds) else {
-            return Err(Status::unknown(format!(
+            return Err(status(&CommandError::BadRequest(format!(
                 "timeoutSeconds: {} is negative",
                 req.timeout_seconds
-            )));
+            ))));
         };
         if secs == 0 {
-            return Err(Status::unknown("timeoutSeconds: must be at least 1"));
+            return Err(status(&CommandError::BadRequest(
+                "timeoutSeconds: must be at least 1".into(),
+            )));
         }
         let h = Arc::clone(&self.handler);
         let res = tokio::task::spawn_blocking(move || {
@@ -520,14 +524,13 @@ impl<H: Handler> Cmd for CmdService<H> {
             )
         })
         .await;
-        match res {
-            Ok(Ok((exit_code, std_out))) => reply(ExecResponse {
+        match joined(res) {
+            Ok((exit_code, std_out)) => reply(ExecResponse {
                 response: Some(ok()),
                 exit_code,
                 std_out,
             }),
-            Ok(Err(m)) => Err(Status::unknown(m)),
-            Err(e) => Err(Status::unknown(format!("internal error: {e}"))),
+            Err(e) => Err(status(&e)),
         }
     }
     /// KubeVirt: success, or a gRPC error (status Unknown) with the message.
@@ -539,12 +542,11 @@ impl<H: Handler> Cmd for CmdService<H> {
             h.guest_ping(&req.domain_name, std::time::Duration::from_secs(secs))
         })
         .await;
-        match res {
-            Ok(Ok(())) => reply(GuestPingResponse {
+        match joined(res) {
+            Ok(()) => reply(GuestPingResponse {
                 response: Some(ok()),
             }),
-            Ok(Err(m)) => Err(Status::unknown(m)),
-            Err(e) => Err(Status::unknown(format!("internal error: {e}"))),
+            Err(e) => Err(status(&e)),
         }
     }
     /// KubeVirt: checks the VMI, starts the dump and answers at once (the
@@ -557,26 +559,21 @@ impl<H: Handler> Cmd for CmdService<H> {
         };
         let h = Arc::clone(&self.handler);
         let res = tokio::task::spawn_blocking(move || h.memory_dump(&vmi, &req.dump_path)).await;
-        reply(match res {
-            Ok(Ok(())) => ok(),
-            Ok(Err(m)) => fail(m),
-            Err(e) => fail(format!("internal error: {e}")),
+        reply(match joined(res) {
+            Ok(()) => ok(),
+            Err(e) => fail(&e),
         })
     }
     async fn get_qemu_version(&self, _r: Request<EmptyRequest>) -> R<QemuVersionResponse> {
         let h = Arc::clone(&self.handler);
-        let res = tokio::task::spawn_blocking(move || h.qemu_version()).await;
+        let res = joined(tokio::task::spawn_blocking(move || h.qemu_version()).await);
         reply(match res {
-            Ok(Ok(v)) => QemuVersionResponse {
+            Ok(v) => QemuVersionResponse {
                 response: Some(ok()),
                 version: v,
             },
-            Ok(Err(m)) => QemuVersionResponse {
-                response: Some(fail(m)),
-                version: String::new(),
-            },
             Err(e) => QemuVersionResponse {
-                response: Some(fail(format!("internal error: {e}"))),
+                response: Some(fail(&e)),
                 version: String::new(),
             },
         })
@@ -613,18 +610,14 @@ impl<H: Handler> Cmd for CmdService<H> {
         _r: Request<EmptyRequest>,
     ) -> R<DirtyRateStatsResponse> {
         let h = Arc::clone(&self.handler);
-        let res = tokio::task::spawn_blocking(move || h.dirty_rate_mbs()).await;
+        let res = joined(tokio::task::spawn_blocking(move || h.dirty_rate_mbs()).await);
         reply(match res {
-            Ok(Ok(mbs)) => DirtyRateStatsResponse {
+            Ok(mbs) => DirtyRateStatsResponse {
                 response: Some(ok()),
                 dirty_rate_mbs: mbs,
             },
-            Ok(Err(m)) => DirtyRateStatsResponse {
-                response: Some(fail(m)),
-                dirty_rate_mbs: 0,
-            },
             Err(e) => DirtyRateStatsResponse {
-                response: Some(fail(format!("internal error: {e}"))),
+                response: Some(fail(&e)),
                 dirty_rate_mbs: 0,
             },
         })

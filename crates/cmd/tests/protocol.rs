@@ -15,7 +15,7 @@ use cmd::proto::notify::notify_server::{Notify, NotifyServer};
 use cmd::proto::notify::{DomainEventRequest, K8sEventRequest, Response as NotifyResponse};
 use cmd::proto::notify_info::notify_info_server::{NotifyInfo, NotifyInfoServer};
 use cmd::proto::notify_info::{NotifyInfoRequest, NotifyInfoResponse};
-use cmd::server::{self, Handler, SyncOptions};
+use cmd::server::{self, CommandError, Handler, SyncOptions};
 use tokio::io::AsyncWriteExt;
 
 #[derive(Default)]
@@ -34,48 +34,56 @@ impl Handler for Fake {
     fn vmi_uid(&self) -> String {
         "uid-1".into()
     }
-    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), String> {
+    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), CommandError> {
         self.synced
             .lock()
             .unwrap()
             .push((vmi.metadata.name.clone(), opts.clone()));
         Ok(())
     }
-    fn pause(&self, _: &VirtualMachineInstance) -> Result<(), String> {
-        Err("LibvirtError(Code=42, Domain=10, Message='Domain not found.')".into())
+    fn pause(&self, _: &VirtualMachineInstance) -> Result<(), CommandError> {
+        Err(CommandError::Libvirt {
+            code: 42,
+            domain: 10,
+            message: "Domain not found.".into(),
+        })
     }
-    fn unpause(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+    fn unpause(&self, _: &VirtualMachineInstance) -> Result<(), CommandError> {
         Ok(())
     }
-    fn reset(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+    fn reset(&self, _: &VirtualMachineInstance) -> Result<(), CommandError> {
         Ok(())
     }
-    fn soft_reboot(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+    fn soft_reboot(&self, _: &VirtualMachineInstance) -> Result<(), CommandError> {
         Ok(())
     }
-    fn shutdown(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+    fn shutdown(&self, _: &VirtualMachineInstance) -> Result<(), CommandError> {
         Ok(())
     }
-    fn kill(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+    fn kill(&self, _: &VirtualMachineInstance) -> Result<(), CommandError> {
         std::thread::sleep(Duration::from_millis(300));
         self.calls.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
-    fn delete(&self, _: &VirtualMachineInstance) -> Result<(), String> {
+    fn delete(&self, _: &VirtualMachineInstance) -> Result<(), CommandError> {
         Ok(())
     }
-    fn domain_json(&self) -> Result<Option<String>, String> {
+    fn domain_json(&self) -> Result<Option<String>, CommandError> {
         Ok(Some(r#"{"kind":"Domain"}"#.into()))
     }
-    fn domain_stats_json(&self) -> Result<Option<String>, String> {
+    fn domain_stats_json(&self) -> Result<Option<String>, CommandError> {
         Ok(None)
     }
-    fn qemu_version(&self) -> Result<String, String> {
+    fn qemu_version(&self) -> Result<String, CommandError> {
         Ok("QEMU 10.0.2".into())
     }
-    fn memory_dump(&self, vmi: &VirtualMachineInstance, dump_path: &str) -> Result<(), String> {
+    fn memory_dump(
+        &self,
+        vmi: &VirtualMachineInstance,
+        dump_path: &str,
+    ) -> Result<(), CommandError> {
         if dump_path.is_empty() {
-            return Err("dumpPath: is empty".into());
+            return Err(CommandError::Failed("dumpPath: is empty".into()));
         }
         self.dumps
             .lock()
@@ -83,15 +91,18 @@ impl Handler for Fake {
             .push(format!("{} {dump_path}", vmi.uid()));
         Ok(())
     }
-    fn dirty_rate_mbs(&self) -> Result<i64, String> {
+    fn dirty_rate_mbs(&self) -> Result<i64, CommandError> {
         self.dirty_calls.fetch_add(1, Ordering::SeqCst);
         match &*self.dirty.lock().unwrap() {
             // Bounded: a server that ran this on its runtime thread would
             // otherwise hang the test instead of failing it.
             Some(rx) => rx
                 .recv_timeout(Duration::from_secs(10))
-                .unwrap_or_else(|e| Err(format!("no answer from the test: {e}"))),
-            None => Err("Dirty rate MegabytesPerSecondSet is false".into()),
+                .unwrap_or_else(|e| Err(format!("no answer from the test: {e}")))
+                .map_err(CommandError::Failed),
+            None => Err(CommandError::Failed(
+                "Dirty rate MegabytesPerSecondSet is false".into(),
+            )),
         }
     }
 }

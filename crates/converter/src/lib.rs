@@ -14,6 +14,7 @@
 //! refused first by [`unsupported`], so nothing is ever silently dropped.
 
 pub mod arch;
+pub mod context;
 pub mod cpu;
 pub mod cputune;
 pub mod devices;
@@ -33,6 +34,7 @@ pub mod unsupported;
 use std::collections::BTreeMap;
 
 use api::{Arch, FieldError, VirtualMachineInstance};
+pub use context::{ClusterOptions, HostFacts};
 use domain::{Domain, GracePeriodMetadata, KubeVirtMetadata, Metadata};
 
 /// Directories the converter writes into the domain: KubeVirt's layout,
@@ -247,29 +249,16 @@ pub struct ConvertContext {
 }
 
 impl ConvertContext {
-    /// KubeVirt's defaults for `arch` and `virt_type`.
+    /// KubeVirt's defaults for `arch` and `virt_type`: the in-pod layout,
+    /// nothing probed, KubeVirt's default cluster settings (see
+    /// [`ConvertContext::from_parts`] for a context from its parts).
     pub fn new(arch: Arch, virt_type: VirtType) -> Self {
-        let mut paths = Paths::default();
-        if arch == Arch::Arm64 {
-            "/usr/share/AAVMF".clone_into(&mut paths.ovmf_dir);
-        }
-        ConvertContext {
-            arch,
-            virt_type,
-            paths,
-            smbios: SmbiosOptions::default(),
-            mem_balloon_stats_period: 10,
-            serial_console_log: true,
-            free_page_reporting: true,
-            bochs_for_efi_guests: true,
-            volumes_discard_ignore: std::collections::BTreeSet::new(),
-            expand_disks_enabled: false,
-            prepared: Prepared::default(),
-            pod_cpuset: None,
-            ovmf_files: None,
-            host_numa: None,
-            sriov_pci: BTreeMap::new(),
-        }
+        ConvertContext::from_parts(
+            &HostFacts::new(arch, virt_type),
+            &ClusterOptions::default(),
+            Prepared::default(),
+            BTreeMap::new(),
+        )
     }
 }
 

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use cmd::proto::cmd::{EmptyRequest, Vmi, VmiRequest};
 use serde_json::{json, Value};
 
-use crate::launcher::LauncherError;
+use crate::error::LauncherError;
 
 /// What to ask the launcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -91,15 +91,15 @@ pub struct CtlArgs {
 }
 
 fn err(e: impl std::fmt::Display) -> LauncherError {
-    LauncherError::Runtime(e.to_string())
+    LauncherError::runtime(e.to_string())
 }
 
 /// A command's `Response`: `Ok` on success, else its message.
 fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
     match r {
         Some(r) if r.success => Ok(()),
-        Some(r) => Err(LauncherError::Runtime(r.message)),
-        None => Err(LauncherError::Runtime("empty response".into())),
+        Some(r) => Err(LauncherError::runtime(r.message)),
+        None => Err(LauncherError::runtime("empty response")),
     }
 }
 
@@ -121,13 +121,13 @@ async fn current_domain(c: &mut cmd::client::CmdChannel) -> Result<Value, Launch
 /// Runs one `ctl` action and prints the result.
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when the launcher cannot be reached or says no.
+/// a runtime failure ([`LauncherError`], exit 1) when the launcher cannot be reached or says no.
 pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     let json_out = match args.output.as_str() {
         "json" => true,
         "text" => false,
         other => {
-            return Err(LauncherError::Input(format!(
+            return Err(LauncherError::input(format!(
                 "-o {other:?}: use text or json"
             )))
         }
@@ -138,7 +138,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             .to_possible_value()
             .map(|v| v.get_name().to_owned())
             .unwrap_or_default();
-        return Err(LauncherError::Input(format!(
+        return Err(LauncherError::input(format!(
             "ctl {name} takes no argument (got {})",
             p.display()
         )));
@@ -248,9 +248,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                     json!({"ok": true})
                 } else {
                     let Some((command, rest)) = args.command.split_first() else {
-                        return Err(LauncherError::Input(
-                            "exec: give the command after --".into(),
-                        ));
+                        return Err(LauncherError::input("exec: give the command after --"));
                     };
                     let r = c
                         .exec(cmd::proto::cmd::ExecRequest {
@@ -268,15 +266,15 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             }
             Action::Memorydump => {
                 let Some(path) = &args.path else {
-                    return Err(LauncherError::Input(
-                        "memorydump: give the dump file: memorydump PATH".into(),
+                    return Err(LauncherError::input(
+                        "memorydump: give the dump file: memorydump PATH",
                     ));
                 };
                 let path = std::path::absolute(path).map_err(|e| {
-                    LauncherError::Input(format!("memorydump: {}: {e}", path.display()))
+                    LauncherError::input(format!("memorydump: {}: {e}", path.display()))
                 })?;
                 let Some(dump_path) = path.to_str() else {
-                    return Err(LauncherError::Input(format!(
+                    return Err(LauncherError::input(format!(
                         "memorydump: {} is not UTF-8",
                         path.display()
                     )));
@@ -367,7 +365,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     if !json_out && matches!(args.action, Action::Exec) {
         let code = out["exitCode"].as_i64().unwrap_or(-1);
         if code != 0 {
-            return Err(LauncherError::Runtime(format!("exit code {code}")));
+            return Err(LauncherError::runtime(format!("exit code {code}")));
         }
     }
     Ok(())
@@ -423,7 +421,7 @@ async fn wait_for_dump(
         let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
         let m = &dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"];
         if let Some(other) = m["FileName"].as_str().filter(|f| *f != name) {
-            return Err(LauncherError::Runtime(if first && m["Completed"] != true {
+            return Err(LauncherError::runtime(if first && m["Completed"] != true {
                 format!(
                     "the memory dump to {} was dropped: the dump of {other} is running (one at a time, as KubeVirt)",
                     path.display()
@@ -441,14 +439,14 @@ async fn wait_for_dump(
         first = false;
         if m["FileName"] == name.as_str() && m["Completed"] == true {
             if m["Failed"] == true {
-                return Err(LauncherError::Runtime(
+                return Err(LauncherError::runtime(
                     m["FailureReason"].as_str().unwrap_or("").to_owned(),
                 ));
             }
             return Ok(m.clone());
         }
         if start.elapsed() >= timeout {
-            return Err(LauncherError::Runtime(format!(
+            return Err(LauncherError::runtime(format!(
                 "the memory dump to {} did not end within {} s",
                 path.display(),
                 timeout.as_secs()
@@ -464,7 +462,7 @@ fn write_stdout(text: &str) -> Result<(), LauncherError> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(LauncherError::Runtime(
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(LauncherError::runtime(
             format!("cannot write to stdout: {e}"),
         )),
         _ => Ok(()),

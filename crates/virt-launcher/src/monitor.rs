@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 use virtwrap::supervisor::Supervisor;
 use virtwrap::{DomainManager, LibvirtDomainManager, ShutdownRequest};
 
-use crate::launcher::LauncherError;
+use crate::error::LauncherError;
 
 /// How often the monitor looks (KubeVirt ticks every second; a tenth of
 /// that makes shutdown and crash detection prompt at negligible cost: one
@@ -57,34 +57,47 @@ fn to_pid(pid: u32) -> Pid {
 /// longer be managed).
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when QEMU never appeared within
+/// a runtime failure ([`LauncherError`], exit 1) when QEMU never appeared within
 /// `qemu_timeout`, a daemon failed, or the guest crashed.
-pub fn watch(
-    vmi: &VirtualMachineInstance,
-    manager: &LibvirtDomainManager,
-    sup: &Supervisor,
-    signals: &AtomicUsize,
-    grace: Duration,
-    qemu_timeout: Duration,
-) -> Result<(), LauncherError> {
+pub fn watch(w: &Watch<'_>) -> Result<(), LauncherError> {
     thread::scope(|scope| {
-        let ask = |again: bool| scope.spawn(move || request_shutdown(vmi, manager, again));
-        watch_with(vmi, manager, sup, signals, grace, qemu_timeout, ask)
+        let ask = |again: bool| scope.spawn(move || request_shutdown(w.vmi, w.manager, again));
+        watch_with(w, ask)
     })
+}
+
+/// What [`watch`] watches, and its time limits.
+#[derive(Clone, Copy)]
+pub struct Watch<'a> {
+    /// The VMI whose domain's QEMU is watched.
+    pub vmi: &'a VirtualMachineInstance,
+    /// Its domain manager (shutdown request, kill, final state).
+    pub manager: &'a LibvirtDomainManager,
+    /// The libvirt daemons' supervisor (a daemon that cannot be kept
+    /// running ends the VM).
+    pub sup: &'a Supervisor,
+    /// The last termination signal received (0: none yet).
+    pub signals: &'a AtomicUsize,
+    /// From the first termination signal to the kill.
+    pub grace: Duration,
+    /// How long QEMU may take to appear (`--qemu-timeout`).
+    pub qemu_timeout: Duration,
 }
 
 /// [`watch`], with `ask(again)` starting a shutdown request whose result
 /// (ask again after a memory dump) is read once it has finished.
-#[allow(clippy::too_many_arguments)]
 fn watch_with<'s>(
-    vmi: &VirtualMachineInstance,
-    manager: &LibvirtDomainManager,
-    sup: &Supervisor,
-    signals: &AtomicUsize,
-    grace: Duration,
-    qemu_timeout: Duration,
+    w: &Watch<'_>,
     ask: impl Fn(bool) -> thread::ScopedJoinHandle<'s, bool>,
 ) -> Result<(), LauncherError> {
+    let Watch {
+        vmi,
+        manager,
+        sup,
+        signals,
+        grace,
+        qemu_timeout,
+    } = *w;
     let start = Instant::now();
     let mut pid = None;
     let mut shutdown_at: Option<Instant> = None;
@@ -103,7 +116,7 @@ fn watch_with<'s>(
             if let Some(p) = pid {
                 let _ = kill(to_pid(p), Signal::SIGKILL);
             }
-            return Err(LauncherError::Runtime(format!(
+            return Err(LauncherError::runtime(format!(
                 "{} could not be kept running: {}",
                 f.name, f.message
             )));
@@ -143,8 +156,8 @@ fn watch_with<'s>(
                 if let Some(p) = pid {
                     tracing::info!(pid = p, "watching QEMU");
                 } else if start.elapsed() > qemu_timeout {
-                    return Err(LauncherError::Runtime(
-                        "timed out waiting for the domain's QEMU process".into(),
+                    return Err(LauncherError::runtime(
+                        "timed out waiting for the domain's QEMU process",
                     ));
                 } else if shutdown_at.is_some() {
                     return Ok(());
@@ -217,7 +230,7 @@ fn finished(
     }
     tracing::info!(state = last.0, reason = last.1, "QEMU exited");
     match last.1 {
-        "Crashed" | "Failed" | "Panicked" if !requested => Err(LauncherError::Runtime(format!(
+        "Crashed" | "Failed" | "Panicked" if !requested => Err(LauncherError::runtime(format!(
             "the guest ended abnormally: {} ({})",
             last.0, last.1
         ))),

@@ -25,7 +25,7 @@ use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::launcher::LauncherError;
+use crate::error::LauncherError;
 
 /// Set in the inner process: `<read-fd>,<write-fd>` of the liveness pipe.
 const ENV_INNER: &str = "VIRT_LAUNCHER_PIDNS_PIPE";
@@ -42,11 +42,11 @@ pub fn needed() -> bool {
 /// and returns the inner process's exit status.
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when the namespace or the child cannot be
+/// a runtime failure ([`LauncherError`], exit 1) when the namespace or the child cannot be
 /// created (without root: EPERM).
 pub fn run_outer() -> Result<ExitCode, LauncherError> {
     let fail =
-        |what: &str, e: &dyn std::fmt::Display| LauncherError::Runtime(format!("{what}: {e}"));
+        |what: &str, e: &dyn std::fmt::Display| LauncherError::runtime(format!("{what}: {e}"));
     unshare(CloneFlags::CLONE_NEWPID).map_err(|e| {
         fail(
             "cannot create a PID namespace (standalone mode needs root)",
@@ -98,7 +98,7 @@ pub fn run_outer() -> Result<ExitCode, LauncherError> {
 /// refuses to go on if it is already gone.
 ///
 /// # Errors
-/// [`LauncherError::Runtime`] when the outer process has already exited.
+/// a runtime failure ([`LauncherError`], exit 1) when the outer process has already exited.
 pub fn setup_inner() -> Result<(), LauncherError> {
     let Some(fds) = std::env::var_os(ENV_INNER) else {
         return Ok(());
@@ -107,25 +107,25 @@ pub fn setup_inner() -> Result<(), LauncherError> {
     let text = fds.to_string_lossy().into_owned();
     let mut it = text.split(',');
     let (Some(r), Some(w)) = (parse(it.next()), parse(it.next())) else {
-        return Err(LauncherError::Runtime(format!(
+        return Err(LauncherError::runtime(format!(
             "{ENV_INNER}={text} is malformed"
         )));
     };
     let _ = nix::unistd::close(w);
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
-        .map_err(|e| LauncherError::Runtime(format!("PR_SET_PDEATHSIG: {e}")))?;
+        .map_err(|e| LauncherError::runtime(format!("PR_SET_PDEATHSIG: {e}")))?;
     // Reopen the inherited read end through /proc (no raw-descriptor
     // borrowing needed); with no writer left, poll reports a hang-up.
     let pipe = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(format!("/proc/self/fd/{r}"))
-        .map_err(|e| LauncherError::Runtime(format!("liveness pipe: {e}")))?;
+        .map_err(|e| LauncherError::runtime(format!("liveness pipe: {e}")))?;
     let _ = nix::unistd::close(r);
     let mut pfd = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
     if poll(&mut pfd, PollTimeout::ZERO).is_ok_and(|n| n > 0) {
-        return Err(LauncherError::Runtime(
-            "the outer virt-launcher process is gone".into(),
+        return Err(LauncherError::runtime(
+            "the outer virt-launcher process is gone",
         ));
     }
     Ok(())

@@ -10,42 +10,12 @@
     missing_docs
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn inputs() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for dir in [
-        "tests/data/examples",
-        "tests/data/corpus",
-        "tests/data/cases",
-    ] {
-        for e in std::fs::read_dir(repo().join(dir)).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "yaml") {
-                v.push(p);
-            }
-        }
-    }
-    v.sort();
-    v
-}
-
-/// `--network-info FILE` for an input with a sibling
-/// `<name>.network-info.json` (the SR-IOV host addresses a pod's downward
-/// API file would give), else nothing.
-fn host_facts(file: &Path) -> Vec<String> {
-    let info = file.with_extension("network-info.json");
-    if info.exists() {
-        vec!["--network-info".into(), info.display().to_string()]
-    } else {
-        Vec::new()
-    }
-}
+#[path = "support/inputs.rs"]
+mod support;
+use support::{host_facts, inputs, repo};
 
 fn convert(file: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))

@@ -31,6 +31,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "support/run.rs"]
+mod run;
+
 use api::cluster::{ClusterDefaults, VmRolloutStrategy};
 use api::Arch;
 use converter::{ConvertContext, VirtType};
@@ -578,16 +581,11 @@ fn a_virtual_machine_gets_a_stable_firmware_serial() {
     )
     .unwrap();
     let serial = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
-            .arg("convert")
-            .arg(&vm)
-            .args(["--arch", "amd64", "--allow-emulation"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = run::output_ok(
+            Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
+                .arg("convert")
+                .arg(&vm)
+                .args(["--arch", "amd64", "--allow-emulation"]),
         );
         let xml = String::from_utf8(out.stdout).unwrap();
         xml.split("<entry name=\"serial\">")

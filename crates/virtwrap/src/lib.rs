@@ -19,5 +19,5 @@ pub mod supervisor;
 pub mod version;
 
 pub use manager::{
-    DomainManager, DomainStatus, LibvirtDomainManager, ManagerError, ShutdownRequest,
+    DomainManager, DomainStatus, LibvirtDomainManager, ManagerError, ShutdownRequest, SyncInputs,
 };

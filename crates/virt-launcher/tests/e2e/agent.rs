@@ -297,26 +297,27 @@ fn soft_reboot_goes_through_the_agent_and_the_guest_comes_back() {
     assert_eq!(ctl_json(&l, &["guestping"])["ok"], true);
 }
 
-#[test]
-fn a_killed_agent_is_reported_disconnected_and_the_launcher_keeps_serving() {
-    let l = boot("agentkill");
+/// [`boot`]s the guest `name`, waits for its agent to report the OS, then
+/// runs `script` in the guest through the agent (waiting `timeout`
+/// seconds; its answer is not read: the script may take the agent down
+/// before it answers).
+fn boot_then_upset_the_agent(name: &str, timeout: &str, script: &str) -> Launcher {
+    let l = boot(name);
     wait_for(&l, "agent connected", POLL_WAIT, || {
         ctl_json(&l, &["guestinfo"])["os"]["id"] == "busybox-guest"
     });
-    // Stop the guest's qemu-ga supervisor, which kills qemu-ga (the exec's
-    // reply may or may not make it out first).
     let _ = ctl(
         &l,
-        &[
-            "exec",
-            "--timeout",
-            "5",
-            "--",
-            "/bin/sh",
-            "-c",
-            "kill $(cat /run/qemu-ga.loop.pid)",
-        ],
+        &["exec", "--timeout", timeout, "--", "/bin/sh", "-c", script],
     );
+    l
+}
+
+#[test]
+fn a_killed_agent_is_reported_disconnected_and_the_launcher_keeps_serving() {
+    // Stop the guest's qemu-ga supervisor, which kills qemu-ga (the exec's
+    // reply may or may not make it out first).
+    let l = boot_then_upset_the_agent("agentkill", "5", "kill $(cat /run/qemu-ga.loop.pid)");
     wait_for(&l, "agent disconnected", Duration::from_secs(60), || {
         agent_channel_state(&ctl_json(&l, &["domain"])) == "disconnected"
     });
@@ -354,23 +355,8 @@ fn a_killed_agent_is_reported_disconnected_and_the_launcher_keeps_serving() {
 
 #[test]
 fn a_hung_agent_times_out_marks_data_stale_and_never_stalls_the_launcher() {
-    let l = boot("agenthung");
-    wait_for(&l, "agent connected", POLL_WAIT, || {
-        ctl_json(&l, &["guestinfo"])["os"]["id"] == "busybox-guest"
-    });
     // Stop qemu-ga inside the guest: the channel stays open, nothing answers.
-    let _ = ctl(
-        &l,
-        &[
-            "exec",
-            "--timeout",
-            "3",
-            "--",
-            "/bin/sh",
-            "-c",
-            "kill -STOP $(cat /run/qemu-ga.pid)",
-        ],
-    );
+    let l = boot_then_upset_the_agent("agenthung", "3", "kill -STOP $(cat /run/qemu-ga.pid)");
     let started = Instant::now();
     let (ok, _, err) = ctl(&l, &["guestping", "--timeout", "2"]);
     assert!(

@@ -397,15 +397,10 @@ fn a_foreign_state_directory_is_never_emptied() {
 fn container_disk_with_a_backing_file_on_the_host_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("evil.qcow2");
-    let out = Command::new("qemu-img")
-        .args(["create", "-f", "qcow2", "-F", "raw", "-b", "/etc/hostname"])
-        .arg(&img)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::run::output_ok(
+        Command::new("qemu-img")
+            .args(["create", "-f", "qcow2", "-F", "raw", "-b", "/etc/hostname"])
+            .arg(&img),
     );
     let y = format!(
         "{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n{}",

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::harness::{guest_vmi, repo_root, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{guest_vmi, Launcher, Opts, BOOT_TIMEOUT};
 
 /// Domains libvirt refuses although the converter's output is what it
 /// should be: (file name, `--arch`, words of libvirt's error, why this is
@@ -54,38 +54,7 @@ pub(crate) fn stop(mut l: Launcher) {
     assert!(st.success(), "{st}\n{}", l.log());
 }
 
-/// Every YAML input under tests/data/{examples,corpus,cases}, sorted.
-fn inputs() -> Vec<std::path::PathBuf> {
-    let mut v = Vec::new();
-    for dir in [
-        "tests/data/examples",
-        "tests/data/corpus",
-        "tests/data/cases",
-    ] {
-        for e in std::fs::read_dir(repo_root().join(dir)).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "yaml") {
-                v.push(p);
-            }
-        }
-    }
-    v.sort();
-    v
-}
-
-/// `--network-info FILE` for an input with a sibling
-/// `<name>.network-info.json` (the SR-IOV host addresses a pod's downward
-/// API file would give), else nothing. libvirt defines a `managed='no'` PCI
-/// hostdev whose device does not exist on this host: it reads the device
-/// only when the domain starts.
-fn host_facts(file: &Path) -> Vec<String> {
-    let info = file.with_extension("network-info.json");
-    if info.exists() {
-        vec!["--network-info".into(), info.display().to_string()]
-    } else {
-        Vec::new()
-    }
-}
+use crate::inputs::{host_facts, inputs};
 
 /// What defining one converted VMI gave.
 pub(crate) struct Defined {
@@ -363,13 +332,7 @@ fn attr_values(xml: &str, elem_prefix: &str, attr: &str) -> Vec<u32> {
 #[test]
 fn launcher_reserves_free_pcie_root_ports() {
     let yaml = crate::network::masquerade_vmi("ports");
-    let mut l = Launcher::start(
-        &yaml,
-        &Opts {
-            args: &["--setup-pod-network"],
-            ..Opts::default()
-        },
-    );
+    let mut l = Launcher::start_args(&yaml, &["--setup-pod-network"]);
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let (ok, xml) = l.virsh(&["dumpxml", "--inactive", "e2e_ports"]);
     assert!(ok, "{xml}");
@@ -415,10 +378,5 @@ fn launcher_reserves_free_pcie_root_ports() {
     assert!(d >= 3, "{why}");
     assert!((d..=d + 1).contains(&free.len()), "{why}");
     assert!(ports.iter().all(|p| *p <= 31), "{ports:?}");
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        l.wait_exit(std::time::Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(std::time::Duration::from_secs(90));
 }

@@ -56,11 +56,7 @@ fn x86_64_efi_guest_boots_through_ovmf() {
     }
     l.signal(Signal::SIGTERM);
     l.wait_serial("GUEST-SHUTDOWN", 1, Duration::from_secs(90));
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.wait_success(Duration::from_secs(90));
 }
 
 #[test]
@@ -138,12 +134,7 @@ spec:
     }
     // Whether or not the shell answers the ACPI power button, the launcher
     // stops the guest within the 1 s grace period and ends cleanly.
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(60));
 }
 
 #[test]

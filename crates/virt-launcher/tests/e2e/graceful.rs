@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{guest_vmi, processes_mentioning, Launcher};
+use crate::harness::{guest_vmi, Launcher};
 use crate::network::with_user_data;
-use crate::protocol::{handler_succeeded, virt_handler, vmi_json_of, wait_for_marker};
+use crate::protocol::{handler_for, handler_succeeded, wait_for_marker};
 
 /// The JSON of the stand-in's `<prefix> <json>` line.
 fn data(stdout: &str, prefix: &str) -> Value {
@@ -57,20 +57,8 @@ fn a_deleted_vmi_whose_guest_ignores_shutdown_is_killed_after_the_recorded_grace
     );
     assert!(yaml.contains("terminationGracePeriodSeconds: 5") && yaml.contains("SHUTDOWN-IGNORED"));
     let mut l = Launcher::start_pod_for_handler(&yaml);
-    let vmi = vmi_json_of(&l, &yaml);
-    let serial = l.serial_log_path();
-    let h = virt_handler(
-        &l,
-        &vmi,
-        // A VirtualMachine's VMI, deleted as `virtctl stop` deletes it.
-        &[
-            "--serial",
-            serial.to_str().unwrap(),
-            "--stop",
-            "delete-ignored",
-            "--owner-vm",
-        ],
-    );
+    // A VirtualMachine's VMI, deleted as `virtctl stop` deletes it.
+    let h = handler_for(&l, &yaml, &["--stop", "delete-ignored", "--owner-vm"]);
     let stdout = handler_succeeded(h, &l);
     let grace = data(&stdout, "GRACE ");
     let calls = data(&stdout, "CALLS ");
@@ -131,16 +119,12 @@ fn a_deleted_vmi_whose_guest_ignores_shutdown_is_killed_after_the_recorded_grace
     );
     // The launcher exits cleanly; the guest never powered off by itself,
     // and the launcher's own grace period (20 s, no signal) did not act.
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
+    l.wait_success(Duration::from_secs(60));
     let s = l.serial();
     assert!(s.contains("SHUTDOWN-IGNORED"), "{s}");
     assert!(!s.contains("GUEST-SHUTDOWN"), "{s}");
     assert!(!l.log().contains("grace period of"), "{}", l.log());
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 #[test]
@@ -153,13 +137,7 @@ fn sigterm_marks_the_domain_for_graceful_shutdown_and_virt_handler_shuts_it_down
     let script = "#!/bin/sh\nkill $(cat /run/qemu-ga.loop.pid)\nsleep 1\nkill $(cat /run/qemu-ga.pid) 2>/dev/null\ncat >/etc/acpi/PWRF/00000080 <<'EOF'\n#!/bin/sh\nnow=$(cut -d. -f1 /proc/uptime)\n[ -f /run/first-press ] || echo \"$now\" >/run/first-press\nif [ $((now - $(cat /run/first-press))) -lt 15 ]; then echo SHUTDOWN-REFUSED >/dev/ttyS0; exit 0; fi\nPATH=/usr/sbin:/usr/bin:/sbin:/bin exec poweroff\nEOF\necho SHUTDOWN-GATED\n";
     let yaml = with_user_data(&guest_vmi("gated", "virtio"), script);
     let mut l = Launcher::start_pod_for_handler(&yaml);
-    let vmi = vmi_json_of(&l, &yaml);
-    let serial = l.serial_log_path();
-    let mut h = virt_handler(
-        &l,
-        &vmi,
-        &["--serial", serial.to_str().unwrap(), "--stop", "sigterm"],
-    );
+    let mut h = handler_for(&l, &yaml, &["--stop", "sigterm"]);
     let (seen, rest, err, ok, _) = sigterm_when_ready(&mut h, &l);
     assert!(ok, "{seen}{rest}\n{err}\n--- launcher ---\n{}", l.log());
     let records = data(&rest, "RECORDS ");
@@ -187,11 +165,7 @@ fn sigterm_marks_the_domain_for_graceful_shutdown_and_virt_handler_shuts_it_down
         "{records}"
     );
     // Refused first, then powered off.
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
+    l.wait_success(Duration::from_secs(60));
     let s = l.serial();
     let line = |m: &str| {
         s.lines()
@@ -210,7 +184,7 @@ fn sigterm_marks_the_domain_for_graceful_shutdown_and_virt_handler_shuts_it_down
         }),
         "{events}"
     );
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 /// A guest agent that takes guest-shutdown and never powers off keeps
@@ -226,18 +200,7 @@ fn a_shutdown_request_the_guest_agent_swallows_stalls_neither_notifications_nor_
         "terminationGracePeriodSeconds: 5",
     );
     let mut l = Launcher::start_pod_for_handler(&yaml);
-    let vmi = vmi_json_of(&l, &yaml);
-    let serial = l.serial_log_path();
-    let mut h = virt_handler(
-        &l,
-        &vmi,
-        &[
-            "--serial",
-            serial.to_str().unwrap(),
-            "--stop",
-            "sigterm-stalled",
-        ],
-    );
+    let mut h = handler_for(&l, &yaml, &["--stop", "sigterm-stalled"]);
     let (seen, rest, err, ok, sigterm_at) = sigterm_when_ready(&mut h, &l);
     assert!(ok, "{seen}{rest}\n{err}\n--- launcher ---\n{}", l.log());
     let st = data(&rest, "STALLED ");
@@ -249,11 +212,7 @@ fn a_shutdown_request_the_guest_agent_swallows_stalls_neither_notifications_nor_
         (20.0..35.0).contains(&killed),
         "killed {killed:.1} s after SIGTERM: {st}"
     );
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
+    l.wait_success(Duration::from_secs(60));
     assert!(
         l.log().contains("grace period of 20 s expired"),
         "{}",
@@ -262,7 +221,7 @@ fn a_shutdown_request_the_guest_agent_swallows_stalls_neither_notifications_nor_
     let s = l.serial();
     assert!(s.contains("SHUTDOWN-SWALLOWED"), "{s}");
     assert!(!s.contains("GUEST-SHUTDOWN"), "{s}");
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 fn now() -> f64 {

@@ -182,6 +182,25 @@ impl Launcher {
         Self::start_wrapped(yaml, opts, &[])
     }
 
+    /// [`Launcher::start`] with the default options and `args` added.
+    pub fn start_args(yaml: &str, args: &[&str]) -> Launcher {
+        Self::start(
+            yaml,
+            &Opts {
+                args,
+                ..Opts::default()
+            },
+        )
+    }
+
+    /// [`Launcher::start_args`], then waits for the guest's `GUEST-READY`;
+    /// returns the launcher and the serial console so far.
+    pub fn boot(yaml: &str, args: &[&str]) -> (Launcher, String) {
+        let mut l = Self::start_args(yaml, args);
+        let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+        (l, serial)
+    }
+
     /// Like [`Launcher::start`], reusing `dir` (its state directory) from an
     /// earlier launcher.
     pub fn start_in(yaml: &str, opts: &Opts<'_>, dir: &Path) -> Launcher {
@@ -202,20 +221,16 @@ impl Launcher {
 
     /// Pod mode waiting for virt-handler (see [`Opts::handler`]).
     pub fn start_pod_for_handler(yaml: &str) -> Launcher {
-        Self::start_wrapped(
-            yaml,
-            &Opts {
-                pod: true,
-                handler: true,
-                ..Opts::default()
-            },
-            POD_WRAPPER,
-        )
+        Self::start_pod_handler_wrapped(yaml, POD_WRAPPER)
     }
 
     /// Pod mode waiting for virt-handler, in a pod network namespace where
     /// phase 1 built the VMI's masquerade interface (see [`POD_NET_WRAPPER`]).
     pub fn start_pod_for_handler_on_network(yaml: &str) -> Launcher {
+        Self::start_pod_handler_wrapped(yaml, POD_NET_WRAPPER)
+    }
+
+    fn start_pod_handler_wrapped(yaml: &str, wrapper: &[&str]) -> Launcher {
         Self::start_wrapped(
             yaml,
             &Opts {
@@ -223,7 +238,7 @@ impl Launcher {
                 handler: true,
                 ..Opts::default()
             },
-            POD_NET_WRAPPER,
+            wrapper,
         )
     }
 
@@ -606,6 +621,54 @@ impl Launcher {
             // A namespace that reused the inode has another PID 1.
             .filter(|(pid, _)| init.is_none_or(|i| ns_init_of(*pid, &ns) == Some(i)))
             .collect()
+    }
+
+    /// Sends the launcher SIGTERM (kubelet deleting the pod, Ctrl-C) and
+    /// waits up to `timeout` for it to exit; the exit status.
+    pub fn terminate(&mut self, timeout: Duration) -> ExitStatus {
+        self.signal(nix::sys::signal::Signal::SIGTERM);
+        self.wait_exit(timeout)
+    }
+
+    /// [`Launcher::terminate`], which must end in a successful exit.
+    pub fn stop(&mut self, timeout: Duration) {
+        self.signal(nix::sys::signal::Signal::SIGTERM);
+        self.wait_success(timeout);
+    }
+
+    /// Waits up to `timeout` for the launcher to exit, which must be a
+    /// success (the log is shown otherwise).
+    pub fn wait_success(&mut self, timeout: Duration) {
+        let st = self.wait_exit(timeout);
+        assert!(st.success(), "launcher exit {st}\n{}", self.log());
+    }
+
+    /// [`Launcher::wait_success`], then [`Launcher::assert_nothing_left`].
+    pub fn wait_success_and_check(&mut self, timeout: Duration) {
+        self.wait_success(timeout);
+        self.assert_nothing_left();
+    }
+
+    /// After the launcher exited: nothing it started is left, neither in
+    /// its PID namespace nor anywhere mentioning its VMI's UID.
+    pub fn assert_nothing_left(&self) {
+        let left = self.processes_left();
+        assert!(
+            left.is_empty(),
+            "processes left in the launcher's PID namespace: {left:?}"
+        );
+        let left = processes_mentioning(&self.uid);
+        assert!(
+            left.is_empty(),
+            "processes still mention {}: {left:?}",
+            self.uid
+        );
+    }
+
+    /// [`Launcher::stop`], then [`Launcher::assert_nothing_left`].
+    pub fn stop_and_check(&mut self, timeout: Duration) {
+        self.stop(timeout);
+        self.assert_nothing_left();
     }
 
     /// Waits for the launcher to exit.

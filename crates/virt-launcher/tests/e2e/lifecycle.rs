@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::harness::{alive, guest_vmi, processes_mentioning, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{alive, guest_vmi, Launcher, Opts, BOOT_TIMEOUT};
 
 /// Asserts nothing the launcher started is still running.
 fn assert_all_gone(l: &Launcher, qemu: u32, daemons: &[u32]) {
@@ -12,23 +12,12 @@ fn assert_all_gone(l: &Launcher, qemu: u32, daemons: &[u32]) {
     for d in daemons {
         assert!(!alive(*d), "daemon {d} still running");
     }
-    let left = l.processes_left();
-    assert!(
-        left.is_empty(),
-        "processes left in the launcher's PID namespace: {left:?}"
-    );
-    let left = processes_mentioning(&l.uid);
-    assert!(
-        left.is_empty(),
-        "processes still mention {}: {left:?}",
-        l.uid
-    );
+    l.assert_nothing_left();
 }
 
 #[test]
 fn boots_the_test_guest_and_shuts_it_down_on_sigterm() {
-    let mut l = Launcher::start(&guest_vmi("lifecycle", "virtio"), &Opts::default());
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (mut l, serial) = Launcher::boot(&guest_vmi("lifecycle", "virtio"), &[]);
     assert!(serial.contains("GUEST-READY hostname="), "{serial}");
 
     // The domain as libvirt sees it.
@@ -85,9 +74,7 @@ fn boots_the_test_guest_and_shuts_it_down_on_sigterm() {
     let daemons = l.daemon_pids();
     assert_eq!(daemons.len(), 2, "virtlogd + libvirtd: {}", l.log());
 
-    l.signal(Signal::SIGTERM);
-    let st = l.wait_exit(Duration::from_secs(90));
-    assert!(st.success(), "exit {st}\n{}", l.log());
+    l.stop(Duration::from_secs(90));
     let serial = l.serial();
     assert!(
         serial.contains("GUEST-SHUTDOWN"),
@@ -118,11 +105,7 @@ fn boots_kubevirts_vmi_sata_example_unchanged() {
     let qemu = l.qemu_pid().expect("qemu pid");
     let daemons = l.daemon_pids();
     l.signal(Signal::SIGINT);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.wait_success(Duration::from_secs(90));
     assert_all_gone(&l, qemu, &daemons);
 }
 
@@ -169,12 +152,7 @@ fn kills_the_guest_when_the_grace_period_expires() {
     let (ok, out) = l.virsh(&["suspend", &l.domain]);
     assert!(ok, "{out}");
     let t = std::time::Instant::now();
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(60));
     assert!(
         t.elapsed() >= Duration::from_secs(3),
         "killed before the grace period"
@@ -217,12 +195,7 @@ fn restarts_a_killed_libvirt_daemon_and_keeps_the_guest() {
     assert!(state.starts_with("running"), "{state}");
     // The launcher reconnects and still shuts the guest down properly.
     let daemons = l.daemon_pids();
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
     assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());
     assert!(l.log().contains("libvirt reconnected"), "{}", l.log());
     assert_all_gone(&l, qemu, &daemons);
@@ -250,21 +223,11 @@ fn two_launchers_run_the_same_vmi_side_by_side() {
         );
     }
     let (da, db) = (a.daemon_pids(), b.daemon_pids());
-    a.signal(Signal::SIGTERM);
-    assert!(
-        a.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        a.log()
-    );
+    a.stop(Duration::from_secs(90));
     // Stopping one leaves the other untouched.
     assert!(alive(qb), "the other launcher's QEMU died");
     assert!(b.domstate().starts_with("running"), "{}", b.domstate());
-    b.signal(Signal::SIGTERM);
-    assert!(
-        b.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        b.log()
-    );
+    b.stop(Duration::from_secs(90));
     assert_all_gone(&a, qa, &da);
     assert_all_gone(&b, qb, &db);
 }
@@ -296,14 +259,9 @@ fn runs_as_pid_1_and_reaps_orphans_with_a_cold_capability_cache() {
         cache.path().join("qemu/capabilities").is_dir(),
         "the capability cache was filled"
     );
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
     assert!(l.serial().contains("GUEST-SHUTDOWN"));
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 #[test]
@@ -321,14 +279,9 @@ fn pod_mode_runs_the_vmi_from_standalone_vmi() {
         xml.contains("/var/run/kubevirt/container-disks/disk_0.img"),
         "{xml}"
     );
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
     assert!(l.serial().contains("GUEST-SHUTDOWN"));
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 #[test]
@@ -342,15 +295,10 @@ fn leaves_no_qemu_behind_even_for_domains_it_did_not_start() {
         "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: intruder, namespace: e2e}\nspec:\n  domain:\n    memory: {guest: 32Mi}\n    devices: {autoattachGraphicsDevice: false, autoattachSerialConsole: false, autoattachPodInterface: false}\n",
     )
     .unwrap();
-    let out = std::process::Command::new(crate::harness::launcher_bin())
-        .args(["convert", "--use-emulation"])
-        .arg(&intruder)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::run::output_ok(
+        std::process::Command::new(crate::harness::launcher_bin())
+            .args(["convert", "--use-emulation"])
+            .arg(&intruder),
     );
     let xml = l.dir.path().join("intruder.xml");
     std::fs::write(&xml, &out.stdout).unwrap();
@@ -362,12 +310,7 @@ fn leaves_no_qemu_behind_even_for_domains_it_did_not_start() {
         .qemu_pid_of("e2e_intruder")
         .expect("the second domain's QEMU");
     assert!(alive(pid));
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
     assert!(
         !alive(pid),
         "the second domain's QEMU outlived the launcher"
@@ -406,12 +349,7 @@ fn sigkill_of_the_launcher_takes_everything_down_and_a_rerun_works() {
         l.dir.path(),
     );
     again.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
-    again.signal(Signal::SIGTERM);
-    assert!(
-        again.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        again.log()
-    );
+    again.stop(Duration::from_secs(90));
 }
 
 #[test]
@@ -431,7 +369,7 @@ fn qemu_timeout_is_honoured_while_the_domain_starts() {
         "{}",
         l.log()
     );
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 #[test]
@@ -457,12 +395,7 @@ fn host_disk_is_a_file_on_the_host() {
         32 << 20,
         "created at the declared host path"
     );
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
     assert!(img.is_file(), "a host disk outlives the VM");
 }
 
@@ -478,8 +411,7 @@ fn isolated_emulator_thread_starts_paused_then_runs() {
         "    cpu: {cores: 1, dedicatedCpuPlacement: true, isolateEmulatorThread: true}\n",
     );
     assert!(yaml.contains("isolateEmulatorThread"), "{yaml}");
-    let mut l = Launcher::start(&yaml, &Opts::default());
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (mut l, serial) = Launcher::boot(&yaml, &[]);
     assert!(serial.contains("GUEST-READY"), "{serial}");
     assert_eq!(l.domstate(), "running (unpaused)", "{}", l.log());
     assert!(l.log().contains("\"paused\":true"), "{}", l.log());
@@ -488,12 +420,7 @@ fn isolated_emulator_thread_starts_paused_then_runs() {
     let xml = l.domain_xml();
     assert!(xml.contains("<emulatorpin cpuset="), "{xml}");
     assert!(xml.contains("<vcpupin vcpu='0' cpuset="), "{xml}");
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
 }
 
 /// KubeVirt's backend storage standalone: with `--backend-storage DIR`,
@@ -520,24 +447,12 @@ fn persistent_efi_variables_and_tpm_state_live_on_backend_storage() {
     let template = std::fs::read("/usr/share/OVMF/OVMF_VARS.fd").expect("ovmf installed");
     let mut inode = None;
     for run in 0..2 {
-        let mut l = Launcher::start(
-            &yaml,
-            &Opts {
-                args: &["--backend-storage", &arg],
-                ..Opts::default()
-            },
-        );
-        let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+        let (mut l, serial) = Launcher::boot(&yaml, &["--backend-storage", &arg]);
         assert!(serial.contains("GUEST-READY"), "run {run}: {serial}");
         let xml = l.domain_xml();
         assert!(xml.contains("<tpm model='tpm-crb'>"), "{xml}");
         assert!(xml.contains("persistent_state='yes'"), "{xml}");
-        l.signal(Signal::SIGTERM);
-        assert!(
-            l.wait_exit(Duration::from_secs(90)).success(),
-            "{}",
-            l.log()
-        );
+        l.stop(Duration::from_secs(90));
         // The variable store is in the backend storage, written by the
         // firmware (no longer the template), and the second run used the
         // same file rather than a fresh copy.

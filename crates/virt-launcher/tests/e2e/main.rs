@@ -18,6 +18,8 @@ mod dirtyrate;
 mod firmware;
 mod graceful;
 mod harness;
+#[path = "../support/inputs.rs"]
+mod inputs;
 mod lifecycle;
 mod manager;
 mod memory_dump;
@@ -25,4 +27,6 @@ mod names;
 mod network;
 mod parity;
 mod protocol;
+#[path = "../support/run.rs"]
+mod run;
 mod volumes;

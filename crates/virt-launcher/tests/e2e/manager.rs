@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use api::Arch;
-use converter::{ConvertContext, VirtType};
+use converter::{HostFacts, VirtType};
 use virtwrap::manager::Connector;
 use virtwrap::{DomainManager, LibvirtDomainManager};
 
@@ -24,7 +24,7 @@ fn pause_unpause_list_and_kill() {
             uri: l.uri(),
             socket: l.state.join("libvirt/run/libvirt-sock"),
         },
-        ConvertContext::new(Arch::Amd64, VirtType::Qemu),
+        HostFacts::new(Arch::Amd64, VirtType::Qemu),
         storage::PrepareOptions::default(),
         std::sync::Arc::clone(&metadata),
     )

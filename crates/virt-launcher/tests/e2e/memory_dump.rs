@@ -25,10 +25,7 @@ use goblin::elf::program_header::{ProgramHeader, PT_LOAD};
 use goblin::elf::Elf;
 use serde_json::Value;
 
-use crate::harness::{
-    guest_vmi, launcher_bin, processes_mentioning, Launcher, Opts, BOOT_TIMEOUT, POD_WRAPPER,
-};
-use crate::protocol::{virt_handler, vmi_json_of};
+use crate::harness::{guest_vmi, launcher_bin, Launcher, Opts, BOOT_TIMEOUT, POD_WRAPPER};
 
 /// The guest's memory (`guest_vmi`: `memory.guest: 128Mi`).
 const GUEST_MEMORY: u64 = 128 << 20;
@@ -102,14 +99,10 @@ fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails(
     .unwrap();
     std::fs::write(volume.join("notes.txt"), b"keep").unwrap();
     let file = "memdump-memvol-20250101-000000.memory.dump";
-    let vmi = vmi_json_of(&l, &yaml);
-    let serial = l.serial_log_path();
-    let h = virt_handler(
+    let h = crate::protocol::handler_for(
         &l,
-        &vmi,
+        &yaml,
         &[
-            "--serial",
-            serial.to_str().unwrap(),
             "--memory-dump",
             &format!("/var/run/kubevirt/hotplug-disks/memvol/{file}"),
             "--memory-dump-fail",
@@ -170,13 +163,9 @@ fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails(
 
     // The guest ran on after both dumps: it powered off on the handler's
     // shutdown (ACPI), which a stopped guest never does.
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
+    l.wait_success(Duration::from_secs(60));
     assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 #[test]
@@ -291,12 +280,7 @@ fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
         dropped_seen,
         "five pairs of simultaneous requests, never one dropped"
     );
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
 }
 
 /// Mounts the test made in the host's mount namespace, detached in
@@ -414,12 +398,7 @@ fn a_volume_the_host_mounts_after_the_start_receives_the_memory_dump() {
     mounts.pop();
     assert!(!path.exists(), "a dump under the mount point");
 
-    l.signal(Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
 }
 
 /// Sends SIGCONT to the stopped QEMU when dropped (also on failure).

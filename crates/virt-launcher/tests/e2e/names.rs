@@ -9,9 +9,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::bad_input::refuse;
-use crate::harness::{guest_vmi, launcher_bin, processes_mentioning, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{guest_vmi, launcher_bin, Launcher, Opts, BOOT_TIMEOUT};
 use crate::network::fields;
-use crate::protocol::{handler_succeeded, virt_handler, vmi_json_of};
+use crate::protocol::{virt_handler, vmi_json_of};
 
 /// `n` characters cycling through `a`..`j`: where a cut falls shows.
 fn part(n: usize) -> String {
@@ -103,15 +103,9 @@ fn runs_standalone(yaml: &str, name: &str, state_parent: &Path) -> String {
     // however long its path.
     let (ok, out, err) = l.ctl(&["ping"]);
     assert!(ok, "ctl ping: {out}{err}");
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
     assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());
-    assert!(l.processes_left().is_empty(), "{:?}", l.processes_left());
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
     xml
 }
 
@@ -184,12 +178,7 @@ fn pod_mode_runs_a_long_named_vmi_synced_by_virt_handler() {
             "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: \"#cloud-config\\n\"\n  - name: scratch\n    emptyDisk",
         );
     assert!(yaml.contains("cloudInitNoCloud"), "{yaml}");
-    let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
-    let vmi = vmi_json_of(&l, &yaml);
-    let serial = l.serial_log_path();
-    let h = virt_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
-    handler_succeeded(h, &l);
-    let serial = l.serial();
+    let (mut l, serial) = crate::protocol::run_under_handler_on_network(&yaml);
     assert_eq!(
         fields(&serial, "GUEST-DHCP")["hostname"],
         part(63),
@@ -200,12 +189,7 @@ fn pod_mode_runs_a_long_named_vmi_synced_by_virt_handler() {
         part(63),
         "{serial}"
     );
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.wait_success_and_check(Duration::from_secs(60));
 }
 
 /// `virt-launcher convert [--validate] FILE`: (exit code, stdout, stderr).
@@ -279,11 +263,5 @@ fn pod_mode_refuses_the_sync_of_a_name_too_long_for_libvirt() {
         l.log()
     );
     assert!(!l.log().contains("domain defined"), "{}", l.log());
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.stop_and_check(Duration::from_secs(60));
 }

@@ -38,13 +38,7 @@ pub(crate) fn fields(serial: &str, marker: &str) -> std::collections::BTreeMap<S
 fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
     let yaml = masquerade_vmi("netmasq");
     assert!(yaml.contains("masquerade"), "{yaml}");
-    let mut l = Launcher::start(
-        &yaml,
-        &Opts {
-            args: &["--setup-pod-network"],
-            ..Opts::default()
-        },
-    );
+    let mut l = Launcher::start_args(&yaml, &["--setup-pod-network"]);
     let serial = l.wait_serial("GUEST-DHCP ", 1, BOOT_TIMEOUT);
     let f = fields(&serial, "GUEST-DHCP");
     assert_eq!(f["interface"], "eth0", "{serial}");
@@ -152,8 +146,7 @@ fn masquerade_guest_gets_kubevirts_address_plan_over_dhcp() {
     let out = Command::new("ip").args(["-o", "link"]).output().unwrap();
     let links = String::from_utf8_lossy(&out.stdout);
     assert!(!links.contains("k6t-eth0"), "{links}");
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    l.wait_exit(BOOT_TIMEOUT);
+    l.terminate(BOOT_TIMEOUT);
 }
 
 /// What the guest should get over DHCPv6 from the resolv.conf the launcher
@@ -198,13 +191,7 @@ fn host_dns6_and_search() -> (String, String) {
 fn kubevirt_masquerade_example_works_over_ipv4_and_ipv6() {
     let yaml = std::fs::read_to_string(repo_root().join("tests/data/examples/vmi-masquerade.yaml"))
         .unwrap();
-    let mut l = Launcher::start(
-        &yaml,
-        &Opts {
-            args: &["--setup-pod-network"],
-            ..Opts::default()
-        },
-    );
+    let mut l = Launcher::start_args(&yaml, &["--setup-pod-network"]);
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let serial = l.wait_serial("GUEST-DHCP6 ", 1, BOOT_TIMEOUT);
     let f = fields(&serial, "GUEST-DHCP");
@@ -230,8 +217,7 @@ fn kubevirt_masquerade_example_works_over_ipv4_and_ipv6() {
             "node -> {addr}: {body}"
         );
     }
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    l.wait_exit(BOOT_TIMEOUT);
+    l.terminate(BOOT_TIMEOUT);
 }
 
 /// `GET /` from a thread that joined the network namespace `netns`.
@@ -369,13 +355,7 @@ fn bridge_guest_gets_the_pods_address_and_is_reachable_from_the_node() {
         yaml.contains("bridge: {}") && !yaml.contains("macAddress") && yaml.contains("userData"),
         "{yaml}"
     );
-    let mut l = Launcher::start(
-        &yaml,
-        &Opts {
-            args: &["--setup-pod-network"],
-            ..Opts::default()
-        },
-    );
+    let mut l = Launcher::start_args(&yaml, &["--setup-pod-network"]);
     let serial = l.wait_serial("GUEST-DHCP ", 1, BOOT_TIMEOUT);
     let f = fields(&serial, "GUEST-DHCP");
     assert_eq!(f["interface"], "eth0", "{serial}");
@@ -422,8 +402,7 @@ fn bridge_guest_gets_the_pods_address_and_is_reachable_from_the_node() {
     let xml = l.domain_xml();
     assert!(xml.contains("<mac address='0a:58:0a:f4:00:05'/>"), "{xml}");
     assert!(xml.contains("<target dev='tap0' managed='no'/>"), "{xml}");
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    l.wait_exit(BOOT_TIMEOUT);
+    l.terminate(BOOT_TIMEOUT);
 }
 
 /// Two interfaces: masquerade on the pod network and the bridge binding on
@@ -446,13 +425,7 @@ fn pod_masquerade_and_multus_bridge_interfaces_each_get_their_lease() {
             "  networks:\n  - name: default\n    pod: {}\n  - name: blue\n    multus: {networkName: e2e/blue}\n",
         );
     assert!(yaml.contains("multus: {networkName: e2e/blue}"), "{yaml}");
-    let mut l = Launcher::start(
-        &yaml,
-        &Opts {
-            args: &["--setup-pod-network"],
-            ..Opts::default()
-        },
-    );
+    let mut l = Launcher::start_args(&yaml, &["--setup-pod-network"]);
     let serial = l.wait_serial("GUEST-DHCP ", 2, BOOT_TIMEOUT);
     let lease = |ifc: &str| {
         serial
@@ -490,8 +463,7 @@ fn pod_masquerade_and_multus_bridge_interfaces_each_get_their_lease() {
     );
     assert!(xml.contains("<mac address='0a:58:0a:f5:01:05'/>"), "{xml}");
     assert!(xml.contains("<alias name='ua-blue'/>"), "{xml}");
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    l.wait_exit(BOOT_TIMEOUT);
+    l.terminate(BOOT_TIMEOUT);
 }
 
 /// Pod mode (KubeVirt's command line, `STANDALONE_VMI`) with an SR-IOV
@@ -549,7 +521,7 @@ fn pod_mode_sriov_vf_from_the_device_plugin_environment() {
                 || last.contains("0000:fe:1f.7")),
         "{log}"
     );
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 /// The passt binding (`binding: {name: passt}`) on this stack, end to end
@@ -579,13 +551,7 @@ fn passt_binding_starts_passt_which_refuses_libvirts_port_spec() {
         "        binding: {name: passt}\n",
     );
     assert!(yaml.contains("binding: {name: passt}"), "{yaml}");
-    let mut l = Launcher::start(
-        &yaml,
-        &Opts {
-            args: &["--setup-pod-network"],
-            ..Opts::default()
-        },
-    );
+    let mut l = Launcher::start_args(&yaml, &["--setup-pod-network"]);
     let st = l.wait_exit(BOOT_TIMEOUT);
     let log = l.log();
     assert_eq!(st.code(), Some(1), "{log}");
@@ -617,13 +583,7 @@ fn passt_binding_starts_passt_which_refuses_libvirts_port_spec() {
     let yaml = yaml
         .replace("netpasst", "netpasstall")
         .replace("        ports: [{name: http, port: 8080}]\n", "");
-    let mut l = Launcher::start(
-        &yaml,
-        &Opts {
-            args: &["--setup-pod-network"],
-            ..Opts::default()
-        },
-    );
+    let mut l = Launcher::start_args(&yaml, &["--setup-pod-network"]);
     let st = l.wait_exit(BOOT_TIMEOUT);
     let log = l.log();
     assert_eq!(st.code(), Some(1), "{log}");
@@ -785,8 +745,7 @@ fn passt_guest_gets_the_pods_address_and_its_port_is_forwarded() {
     // The launcher ran no DHCP server of its own: the lease was passt's.
     let log = l.log();
     assert!(!log.contains("DHCPv4 server started"), "{log}");
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    l.wait_exit(BOOT_TIMEOUT);
+    l.terminate(BOOT_TIMEOUT);
     // passt (`--one-off`, in a session of its own) ends with the domain.
     let t = std::time::Instant::now();
     while alive(passt) {

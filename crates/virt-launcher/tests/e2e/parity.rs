@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::harness::{repo_root, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{repo_root, Launcher, Opts};
 
 fn example(name: &str) -> String {
     std::fs::read_to_string(repo_root().join(format!("tests/data/examples/{name}.yaml"))).unwrap()
@@ -318,12 +318,7 @@ fn same_layout_as_kubevirt(
         our_addrs["controller scsi 0"],
         our_addrs["controller virtio-serial 0"]
     );
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
     (counts, our_ports.len())
 }
 
@@ -387,8 +382,7 @@ fn launcher_benchmark_vmi_under_stage_gets_kubevirts_pci_layout() {
 /// 4 possible vCPUs, 1 online.
 #[test]
 fn demo_vmi_gets_kubevirts_default_interface_and_a_pod_for_it() {
-    let mut l = Launcher::start(&example("vmi-sata"), &Opts::default());
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (mut l, serial) = Launcher::boot(&example("vmi-sata"), &[]);
     let dhcp = crate::network::fields(&serial, "GUEST-DHCP");
     assert_eq!(dhcp["interface"], "eth0", "{serial}");
     assert_eq!(dhcp["ip"], "10.244.0.5/24", "{serial}");
@@ -410,12 +404,7 @@ fn demo_vmi_gets_kubevirts_default_interface_and_a_pod_for_it() {
         "{}",
         l.log()
     );
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(90)).success(),
-        "{}",
-        l.log()
-    );
+    l.stop(Duration::from_secs(90));
 }
 
 /// libvirt defines every converted VMI under the Stage rollout strategy as

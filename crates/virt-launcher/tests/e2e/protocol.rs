@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::harness::{alive, guest_vmi, processes_mentioning, repo_root, Launcher, BOOT_TIMEOUT};
+use crate::harness::{alive, guest_vmi, repo_root, Launcher, BOOT_TIMEOUT};
 
 pub(crate) fn vmi_json(l: &Launcher, name: &str) -> std::path::PathBuf {
     vmi_json_of(l, &guest_vmi(name, "virtio"))
@@ -65,6 +65,17 @@ pub(crate) fn virt_handler(
         .expect("python3 (grpcio-tools: bash .ci/install)")
 }
 
+/// [`virt_handler`] for `l` and the VMI manifest `yaml` (sent as
+/// [`vmi_json_of`] writes it), reading the guest's serial console, with
+/// `extra` scenario flags.
+pub(crate) fn handler_for(l: &Launcher, yaml: &str, extra: &[&str]) -> std::process::Child {
+    let vmi = vmi_json_of(l, yaml);
+    let serial = l.serial_log_path();
+    let mut args = vec!["--serial", serial.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    virt_handler(l, &vmi, &args)
+}
+
 /// Waits for the virt-handler stand-in `h` and asserts it exited 0 printing
 /// `OK` (else fails with its output and the launcher's log); its stdout.
 pub(crate) fn handler_succeeded(h: std::process::Child, l: &Launcher) -> String {
@@ -81,6 +92,17 @@ pub(crate) fn handler_succeeded(h: std::process::Child, l: &Launcher) -> String 
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// The pod-mode launcher for `yaml` in a pod network namespace where
+/// phase 1 was played, driven through its whole life by the virt-handler
+/// stand-in (which must succeed, see [`handler_succeeded`]); returns the
+/// launcher and the guest's serial console.
+pub(crate) fn run_under_handler_on_network(yaml: &str) -> (Launcher, String) {
+    let l = Launcher::start_pod_for_handler_on_network(yaml);
+    handler_succeeded(handler_for(&l, yaml, &[]), &l);
+    let serial = l.serial();
+    (l, serial)
 }
 
 /// The stand-in's own logic (strict Go decoding, the informer object, the
@@ -105,10 +127,7 @@ fn stand_in_unit_tests() {
 fn a_foreign_client_drives_sync_stats_pause_unpause_shutdown() {
     let yaml = guest_vmi("grpc", "virtio");
     let mut l = Launcher::start_pod_for_handler(&yaml);
-    let vmi = vmi_json(&l, "grpc");
-    let serial = l.serial_log_path();
-    let h = virt_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
-    let stdout = handler_succeeded(h, &l);
+    let stdout = handler_succeeded(handler_for(&l, &yaml, &[]), &l);
     // ADDED first, then MODIFIED updates, the final deletion last.
     let events = stdout
         .lines()
@@ -116,13 +135,9 @@ fn a_foreign_client_drives_sync_stats_pause_unpause_shutdown() {
         .unwrap_or("");
     assert!(events.starts_with("EVENTS ADDED MODIFIED"), "{events}");
     assert!(events.ends_with("MODIFIED"), "{events}");
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
+    l.wait_success(Duration::from_secs(60));
     assert!(l.serial().contains("GUEST-SHUTDOWN"));
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.assert_nothing_left();
 }
 
 #[test]
@@ -162,13 +177,7 @@ fn a_killed_qemu_is_reported_as_a_crash() {
 fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
     let yaml = guest_vmi("reconnect", "virtio");
     let mut l = Launcher::start_pod_for_handler(&yaml);
-    let vmi = vmi_json(&l, "reconnect");
-    let serial = l.serial_log_path();
-    let mut h = virt_handler(
-        &l,
-        &vmi,
-        &["--daemon-kill", "--serial", serial.to_str().unwrap()],
-    );
+    let mut h = handler_for(&l, &yaml, &["--daemon-kill"]);
     let mut stdout = h.stdout.take().unwrap();
     let seen = wait_for_marker(&mut stdout, "READY-FOR-DAEMON-KILL", &l);
     let qemu = l.qemu_pid().expect("qemu pid");
@@ -195,11 +204,7 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
     );
     // The same QEMU ran through the daemon's death until the handler shut it down.
     assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
+    l.wait_success(Duration::from_secs(60));
     assert!(
         l.daemon_starts() >= 3,
         "libvirtd was not restarted\n{}",
@@ -228,12 +233,7 @@ fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
             "  networks:\n  - name: default\n    pod: {}\n  - name: blue\n    multus: {networkName: e2e/blue}\n",
         );
     assert!(yaml.contains("networkName: e2e/blue"), "{yaml}");
-    let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
-    let vmi = vmi_json_of(&l, &yaml);
-    let serial = l.serial_log_path();
-    let h = virt_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
-    handler_succeeded(h, &l);
-    let serial = l.serial();
+    let (mut l, serial) = run_under_handler_on_network(&yaml);
     let lease = |ifc: &str| {
         serial
             .lines()
@@ -252,12 +252,7 @@ fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
             .exists(),
         "phase 1's cache for the Multus link is missing"
     );
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.wait_success_and_check(Duration::from_secs(60));
 }
 
 /// The production path of pod networking: virt-handler made the pod's
@@ -268,12 +263,7 @@ fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
 #[test]
 fn pod_mode_runs_network_phase_2_for_the_vmi_virt_handler_syncs() {
     let yaml = crate::network::masquerade_vmi("podnet");
-    let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
-    let vmi = vmi_json_of(&l, &yaml);
-    let serial = l.serial_log_path();
-    let h = virt_handler(&l, &vmi, &["--serial", serial.to_str().unwrap()]);
-    handler_succeeded(h, &l);
-    let serial = l.serial();
+    let (mut l, serial) = run_under_handler_on_network(&yaml);
     let f = crate::network::fields(&serial, "GUEST-DHCP");
     assert_eq!(f["ip"], "10.0.2.2/24", "{serial}");
     assert_eq!(f["router"], "10.0.2.1", "{serial}");
@@ -283,12 +273,7 @@ fn pod_mode_runs_network_phase_2_for_the_vmi_virt_handler_syncs() {
         "{}",
         l.log()
     );
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.wait_success_and_check(Duration::from_secs(60));
 }
 
 /// An SR-IOV VMI synced by virt-handler: the launcher reads the VF's host
@@ -338,9 +323,8 @@ fn synced_sriov_vmi_gets_its_vf_from_the_device_plugin_environment() {
         l.log()
     );
     assert!(l.log().contains("SR-IOV host devices"), "{}", l.log());
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    l.wait_exit(Duration::from_secs(60));
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.terminate(Duration::from_secs(60));
+    l.assert_nothing_left();
 }
 
 /// Pod mode, passt binding: the pod has only its link (`eth0`, made by
@@ -376,11 +360,5 @@ fn pod_mode_sync_of_a_passt_vmi_runs_no_dhcp_and_reaches_passt() {
         "{log}"
     );
     assert!(!log.contains("DHCP"), "{log}");
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        l.wait_exit(Duration::from_secs(60)).success(),
-        "{}",
-        l.log()
-    );
-    assert!(processes_mentioning(&l.uid).is_empty());
+    l.stop_and_check(Duration::from_secs(60));
 }

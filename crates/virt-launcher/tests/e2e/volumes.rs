@@ -46,9 +46,7 @@ fn block(script: &str, indent: usize) -> String {
 }
 
 fn shutdown(mut l: Launcher) {
-    l.signal(nix::sys::signal::Signal::SIGTERM);
-    let st = l.wait_exit(std::time::Duration::from_secs(120));
-    assert!(st.success(), "launcher exit {st}\n{}", l.log());
+    l.stop(std::time::Duration::from_secs(120));
 }
 
 #[test]
@@ -74,14 +72,7 @@ fn nocloud_user_data_runs_and_meta_data_sets_the_hostname() {
     )
     .unwrap();
     let arg = format!("my-keys={}", keys.path().display());
-    let mut l = Launcher::start(
-        &y,
-        &Opts {
-            args: &["--access-credential", &arg],
-            ..Opts::default()
-        },
-    );
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (l, serial) = Launcher::boot(&y, &["--access-credential", &arg]);
     assert!(
         serial.contains(
             "NOCLOUD-MARKER host=ci-nocloud iid=5f1c3a44-8d2e-4b6f-9a10-0c2d3e4f5a6b src=nocloud"
@@ -125,8 +116,7 @@ fn config_drive_user_data_runs_and_meta_data_sets_the_hostname() {
         "  terminationGracePeriodSeconds: 5\n",
         "  terminationGracePeriodSeconds: 5\n  hostname: drive-host\n",
     );
-    let mut l = Launcher::start(&y, &Opts::default());
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (l, serial) = Launcher::boot(&y, &[]);
     assert!(
         serial.contains("CONFIGDRIVE-MARKER host=drive-host src=configdrive"),
         "{serial}"
@@ -168,8 +158,7 @@ fn base64_std(data: &[u8]) -> String {
 #[test]
 fn kubevirt_vmi_nocloud_example_boots_with_the_test_guest() {
     let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-nocloud.yaml")).unwrap();
-    let mut l = Launcher::start(&y, &Opts::default());
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (l, serial) = Launcher::boot(&y, &[]);
     assert!(
         serial.contains("printed from cloud-init userdata"),
         "{serial}"
@@ -194,28 +183,46 @@ fn pod_mode_reads_a_config_map_that_kubelet_mounted_in_the_private_directory() {
     config_map_disk_is_read(true);
 }
 
-fn config_map_disk_is_read(pod: bool) {
-    // A ConfigMap directory as kubelet lays it out.
+/// A ConfigMap directory as kubelet lays it out: the files (name, content,
+/// mode) in a timestamped directory, `..data` linking to it, and a link
+/// per file through `..data`.
+fn kubelet_config_map(files: &[(&str, &str, u32)]) -> tempfile::TempDir {
     let src = tempfile::tempdir().unwrap();
     let ts = src.path().join("..2026_11_30_12_00_00.1");
     fs::create_dir(&ts).unwrap();
-    fs::write(ts.join("app.conf"), "colour=blau ✓\n").unwrap();
-    fs::write(ts.join("run.sh"), "#!/bin/sh\necho from-config-map\n").unwrap();
-    fs::set_permissions(ts.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
-    fs::set_permissions(ts.join("app.conf"), fs::Permissions::from_mode(0o640)).unwrap();
+    for (name, content, mode) in files {
+        fs::write(ts.join(name), content).unwrap();
+        fs::set_permissions(ts.join(name), fs::Permissions::from_mode(*mode)).unwrap();
+    }
     symlink("..2026_11_30_12_00_00.1", src.path().join("..data")).unwrap();
-    symlink("..data/app.conf", src.path().join("app.conf")).unwrap();
-    symlink("..data/run.sh", src.path().join("run.sh")).unwrap();
+    for (name, _, _) in files {
+        symlink(format!("..data/{name}"), src.path().join(name)).unwrap();
+    }
+    src
+}
 
-    let script = "#!/bin/sh\nmkdir -p /cfg\ndev=$(findfs LABEL=APPCFG) || { echo CFG-NOT-FOUND; exit 1; }\nmount -t iso9660 -o ro \"$dev\" /cfg || exit 1\necho \"CFG-CONTENT $(cat /cfg/app.conf)\"\necho \"CFG-MODES $(stat -c %a /cfg/app.conf) $(stat -c %a /cfg/run.sh)\"\necho \"CFG-RUN $(/cfg/run.sh)\"\n";
-    let y = vmi(
-        "cfg-disk",
+/// The test guest with a config disk `appcfg` (a configMap labelled
+/// `label`) and cloud-init user-data `script` that reads it.
+fn config_disk_vmi(name: &str, label: &str, script: &str) -> String {
+    vmi(
+        name,
         "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: appcfg\n        disk: {bus: virtio}",
         &format!(
-            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: appcfg\n    configMap: {{name: app, volumeLabel: APPCFG}}\n",
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: appcfg\n    configMap: {{name: app, volumeLabel: {label}}}\n",
             block(script, 8)
         ),
-    );
+    )
+}
+
+fn config_map_disk_is_read(pod: bool) {
+    let src = kubelet_config_map(&[
+        ("app.conf", "colour=blau ✓\n", 0o640),
+        ("run.sh", "#!/bin/sh\necho from-config-map\n", 0o755),
+    ]);
+    let ts = src.path().join("..2026_11_30_12_00_00.1");
+
+    let script = "#!/bin/sh\nmkdir -p /cfg\ndev=$(findfs LABEL=APPCFG) || { echo CFG-NOT-FOUND; exit 1; }\nmount -t iso9660 -o ro \"$dev\" /cfg || exit 1\necho \"CFG-CONTENT $(cat /cfg/app.conf)\"\necho \"CFG-MODES $(stat -c %a /cfg/app.conf) $(stat -c %a /cfg/run.sh)\"\necho \"CFG-RUN $(/cfg/run.sh)\"\n";
+    let y = config_disk_vmi("cfg-disk", "APPCFG", script);
     let arg = format!("appcfg={}", src.path().display());
     let mut l = if pod {
         Launcher::start_wrapped(
@@ -350,33 +357,15 @@ fn bad_cloud_init_and_config_volumes_are_refused_by_field() {
 
 #[test]
 fn vfat_config_disk_is_read_by_the_guest() {
-    let src = tempfile::tempdir().unwrap();
-    let ts = src.path().join("..2026_11_30_12_00_00.1");
-    fs::create_dir(&ts).unwrap();
-    fs::write(ts.join("app.conf"), "colour=grün ✓\n").unwrap();
-    fs::write(ts.join("grüße.txt"), "umlaut-name\n").unwrap();
-    symlink("..2026_11_30_12_00_00.1", src.path().join("..data")).unwrap();
-    symlink("..data/app.conf", src.path().join("app.conf")).unwrap();
-    symlink("..data/grüße.txt", src.path().join("grüße.txt")).unwrap();
+    let src = kubelet_config_map(&[
+        ("app.conf", "colour=grün ✓\n", 0o644),
+        ("grüße.txt", "umlaut-name\n", 0o644),
+    ]);
 
     let script = "#!/bin/sh\nmkdir -p /cfg\ndev=$(findfs LABEL=FATCFG) || { echo FAT-NOT-FOUND; exit 1; }\nmount -t vfat -o ro,iocharset=utf8 \"$dev\" /cfg || exit 1\necho \"FAT-CONTENT $(cat /cfg/app.conf)\"\necho \"FAT-NAME $(cat /cfg/grüße.txt)\"\nfor f in /cfg/*; do echo \"FAT-FILE ${f#/cfg/}\"; done\n";
-    let y = vmi(
-        "cfg-vfat",
-        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: appcfg\n        disk: {bus: virtio}",
-        &format!(
-            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: appcfg\n    configMap: {{name: app, volumeLabel: FATCFG}}\n",
-            block(script, 8)
-        ),
-    );
+    let y = config_disk_vmi("cfg-vfat", "FATCFG", script);
     let arg = format!("appcfg={}", src.path().display());
-    let mut l = Launcher::start(
-        &y,
-        &Opts {
-            args: &["--config-volume", &arg, "--config-disk-fs", "vfat"],
-            ..Opts::default()
-        },
-    );
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (l, serial) = Launcher::boot(&y, &["--config-volume", &arg, "--config-disk-fs", "vfat"]);
     assert!(serial.contains("FAT-CONTENT colour=grün ✓"), "{serial}");
     assert!(serial.contains("FAT-NAME umlaut-name"), "{serial}");
     // The name as listed, not only found by a case-insensitive lookup.
@@ -384,6 +373,20 @@ fn vfat_config_disk_is_read_by_the_guest() {
     assert!(serial.contains("FAT-FILE app.conf\r\n"), "{serial}");
     assert!(serial.contains("GUEST-USERDATA-DONE exit=0"), "{serial}");
     shutdown(l);
+}
+
+/// The test guest with one more disk, the volume `volume` (its source
+/// `source`, YAML in flow style) with virtio serial `serial`, and user-data
+/// running `body` with `$d` set to that disk's device node.
+fn disk_vmi(name: &str, volume: &str, serial: &str, source: &str, body: &str) -> String {
+    vmi(
+        name,
+        &format!("      - name: cloudinit\n        disk: {{bus: virtio}}\n      - name: {volume}\n        serial: {serial}\n        disk: {{bus: virtio}}"),
+        &format!(
+            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: {volume}\n    {source}\n",
+            block(&on_disk_with_serial(serial, body), 8)
+        ),
+    )
 }
 
 /// User-data that finds the disk whose virtio serial is `SERIAL` and runs
@@ -416,23 +419,15 @@ fn ephemeral_volume_writes_go_to_the_overlay_never_to_the_claim() {
     fs::write(&claim, &content).unwrap();
     let before = sha256(&claim);
     let body = "head -c 19 $d; echo\nprintf EPHEMERAL-WRITE-OK | dd of=$d conv=notrunc 2>/dev/null; sync\necho \"EPH-READBACK $(head -c 18 $d)\"";
-    let y = vmi(
+    let y = disk_vmi(
         "eph",
-        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: scratch\n        serial: ephdisk\n        disk: {bus: virtio}",
-        &format!(
-            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: scratch\n    ephemeral:\n      persistentVolumeClaim: {{claimName: my-claim}}\n",
-            block(&on_disk_with_serial("ephdisk", body), 8)
-        ),
+        "scratch",
+        "ephdisk",
+        "ephemeral:\n      persistentVolumeClaim: {claimName: my-claim}",
+        body,
     );
     let arg = format!("scratch={}", claim.display());
-    let mut l = Launcher::start(
-        &y,
-        &Opts {
-            args: &["--pvc", &arg],
-            ..Opts::default()
-        },
-    );
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (l, serial) = Launcher::boot(&y, &["--pvc", &arg]);
     assert!(serial.contains("CLAIM-ORIGINAL-DATA"), "{serial}");
     assert!(
         serial.contains("EPH-READBACK EPHEMERAL-WRITE-OK"),
@@ -458,13 +453,12 @@ fn pvc_writes_survive_a_launcher_restart() {
     let claim = dir.path().join("pvc.img");
     fs::write(&claim, vec![0u8; 8 << 20]).unwrap();
     let body = "if [ \"$(head -c 16 $d)\" = PVC-PERSIST-MARK ]; then echo PVC-FOUND-MARK; else printf PVC-PERSIST-MARK | dd of=$d conv=notrunc 2>/dev/null; sync; echo PVC-WROTE-MARK; fi";
-    let y = vmi(
+    let y = disk_vmi(
         "pvc",
-        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: data\n        serial: pvcdisk\n        disk: {bus: virtio}",
-        &format!(
-            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: data\n    persistentVolumeClaim: {{claimName: my-claim}}\n",
-            block(&on_disk_with_serial("pvcdisk", body), 8)
-        ),
+        "data",
+        "pvcdisk",
+        "persistentVolumeClaim: {claimName: my-claim}",
+        body,
     );
     let arg = format!("data={}", claim.display());
     let opts = Opts {
@@ -551,25 +545,17 @@ fn filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows() {
     let claim = tempfile::tempdir().unwrap();
     // The guest prints the disk's size in 512-byte sectors and keeps a mark.
     let body = "echo \"CLAIM-SECTORS $(cat /sys/block/$(basename $d)/size)\"\nif [ \"$(head -c 15 $d)\" = CLAIM-DIR-MARK1 ]; then echo CLAIM-FOUND-MARK; else printf CLAIM-DIR-MARK1 | dd of=$d conv=notrunc 2>/dev/null; sync; echo CLAIM-WROTE-MARK; fi";
-    let y = vmi(
+    let y = disk_vmi(
         "pvcdir",
-        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: data\n        serial: claimdir\n        disk: {bus: virtio}",
-        &format!(
-            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: data\n    persistentVolumeClaim: {{claimName: my-claim}}\n",
-            block(&on_disk_with_serial("claimdir", body), 8)
-        ),
+        "data",
+        "claimdir",
+        "persistentVolumeClaim: {claimName: my-claim}",
+        body,
     );
     let img = claim.path().join("disk.img");
     // First start: no disk.img; the launcher creates it, 64 MiB, sparse.
     let arg = format!("data={},capacity=64Mi", claim.path().display());
-    let mut l = Launcher::start(
-        &y,
-        &Opts {
-            args: &["--pvc", &arg],
-            ..Opts::default()
-        },
-    );
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (l, serial) = Launcher::boot(&y, &["--pvc", &arg]);
     assert!(serial.contains("CLAIM-SECTORS 131072\r\n"), "{serial}");
     assert!(serial.contains("CLAIM-WROTE-MARK"), "{serial}");
     let xml = l.domain_xml();
@@ -596,14 +582,7 @@ fn filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows() {
         "data={},capacity=128Mi,filesystem-overhead=0.25,preallocated",
         claim.path().display()
     );
-    let mut l = Launcher::start(
-        &y,
-        &Opts {
-            args: &["--pvc", &arg, "--expand-disks"],
-            ..Opts::default()
-        },
-    );
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (l, serial) = Launcher::boot(&y, &["--pvc", &arg, "--expand-disks"]);
     assert!(serial.contains("CLAIM-SECTORS 196608\r\n"), "{serial}");
     assert!(serial.contains("CLAIM-FOUND-MARK"), "{serial}");
     let xml = l.domain_xml();
@@ -649,25 +628,17 @@ fn block_mode_claim_on_a_loop_device_is_read_and_written_by_the_guest() {
     fs::write(&backing, &content).unwrap();
     let dev = Loop::new(&backing);
     let body = "echo \"BLK-READ $(head -c 16 $d) sectors=$(cat /sys/block/$(basename $d)/size)\"\nprintf BLOCK-GUEST-WROTE | dd of=$d bs=512 seek=2048 conv=notrunc,fsync 2>/dev/null\necho \"BLK-READBACK $(dd if=$d bs=512 skip=2048 count=1 2>/dev/null | head -c 17)\"";
-    let y = vmi(
+    let y = disk_vmi(
         "pvcblock",
-        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: blockclaim\n        serial: blockdisk\n        disk: {bus: virtio}",
-        &format!(
-            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: blockclaim\n    persistentVolumeClaim: {{claimName: my-block-claim}}\n",
-            block(&on_disk_with_serial("blockdisk", body), 8)
-        ),
+        "blockclaim",
+        "blockdisk",
+        "persistentVolumeClaim: {claimName: my-block-claim}",
+        body,
     );
     let host_node = std::path::Path::new("/dev/blockclaim");
     assert!(!host_node.exists());
     let arg = format!("blockclaim={}", dev.0);
-    let mut l = Launcher::start(
-        &y,
-        &Opts {
-            args: &["--pvc", &arg],
-            ..Opts::default()
-        },
-    );
-    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let (l, serial) = Launcher::boot(&y, &["--pvc", &arg]);
     assert!(
         serial.contains("BLK-READ BLOCK-CLAIM-ORIG sectors=32768\r\n"),
         "{serial}"
@@ -796,13 +767,12 @@ fn pod_claim_image_is_created_within_the_toleration_and_grown_online_when_virt_h
     let status = |cap: &str| {
         format!("status:\n  volumeStatus:\n  - name: data\n    target: vdc\n    persistentVolumeClaimInfo: {{claimName: my-claim, volumeMode: Filesystem, capacity: {{storage: {cap}}}, requests: {{storage: {cap}}}, filesystemOverhead: '0.25'}}\n")
     };
-    let y = vmi(
+    let y = disk_vmi(
         "pvconline",
-        "      - name: cloudinit\n        disk: {bus: virtio}\n      - name: data\n        serial: onlinedisk\n        disk: {bus: virtio}",
-        &format!(
-            "  - name: cloudinit\n    cloudInitNoCloud:\n      userData: |\n{}  - name: data\n    persistentVolumeClaim: {{claimName: my-claim}}\n",
-            block(&on_disk_with_serial("onlinedisk", body), 8)
-        ),
+        "data",
+        "onlinedisk",
+        "persistentVolumeClaim: {claimName: my-claim}",
+        body,
     );
     let first = format!("{y}{}", status("64Mi"));
     // The claim's file system has 60 MiB: 64 MiB do not fit, but the
@@ -850,11 +820,7 @@ fn pod_claim_image_is_created_within_the_toleration_and_grown_online_when_virt_h
             String::from_utf8_lossy(&out.stderr),
             l.log()
         );
-        assert!(
-            l.wait_exit(std::time::Duration::from_secs(60)).success(),
-            "{}",
-            l.log()
-        );
+        l.wait_success(std::time::Duration::from_secs(60));
         // Created at what fits of the claim's 64 MiB (60 MiB less the
         // 128 KiB reserve, aligned down: 59 MiB; its usable 48 MiB is smaller:
         // never shrunk), then grown while the guest ran.
@@ -958,13 +924,7 @@ fn config_drive_lists_tagged_interfaces_with_their_pci_address() {
         y.contains("tag: specialNet") && y.contains("- name: cloudinit\n        disk"),
         "{y}"
     );
-    let mut l = Launcher::start(
-        &y,
-        &Opts {
-            args: &["--setup-pod-network"],
-            ..Opts::default()
-        },
-    );
+    let mut l = Launcher::start_args(&y, &["--setup-pod-network"]);
     let serial = l.wait_serial("DEVMETA", 1, BOOT_TIMEOUT);
     let xml = l.domain_xml();
     // The interface's address as libvirt has it, e.g.

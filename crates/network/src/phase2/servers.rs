@@ -1,0 +1,76 @@
+//! The DHCP servers phase 2 plans, on threads of their own.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::dhcpv4::ServerOptions;
+use crate::dhcpv6::ServerV6;
+
+/// Running DHCP servers; [`DhcpServers::stop`] ends them.
+#[derive(Debug)]
+pub struct DhcpServers {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl DhcpServers {
+    /// Binds every server (port 67 on its bridge) and starts one thread
+    /// each. A server error after start is logged.
+    ///
+    /// # Errors
+    /// The bind error, naming the bridge.
+    pub fn start(
+        servers: Vec<(String, ServerOptions)>,
+        servers6: Vec<(String, ServerV6)>,
+    ) -> Result<Self, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for (bridge, opts) in servers6 {
+            let sock = crate::server::bind_v6(&bridge, crate::server::SERVER_PORT_V6)
+                .map_err(|e| format!("DHCPv6 server on {bridge}: {e}"))?;
+            let stop = Arc::clone(&stop);
+            let t = std::thread::Builder::new()
+                .name(format!("dhcp6-{bridge}"))
+                .spawn(move || {
+                    tracing::info!(%bridge, "DHCPv6 server started");
+                    match crate::server::serve_v6(
+                        &sock,
+                        &opts,
+                        crate::server::CLIENT_PORT_V6,
+                        &stop,
+                    ) {
+                        Ok(stats) => tracing::info!(%bridge, ?stats, "DHCPv6 server stopped"),
+                        Err(e) => tracing::error!(%bridge, "DHCPv6 server failed: {e}"),
+                    }
+                })
+                .map_err(|e| format!("DHCPv6 server thread: {e}"))?;
+            threads.push(t);
+        }
+        for (bridge, opts) in servers {
+            let sock = crate::server::bind(&bridge, crate::server::SERVER_PORT)
+                .map_err(|e| format!("DHCP server on {bridge}: {e}"))?;
+            let stop = Arc::clone(&stop);
+            let t = std::thread::Builder::new()
+                .name(format!("dhcp-{bridge}"))
+                .spawn(move || {
+                    tracing::info!(%bridge, "DHCPv4 server started");
+                    match crate::server::serve(&sock, &opts, crate::server::CLIENT_PORT, &stop) {
+                        Ok(stats) => tracing::info!(%bridge, ?stats, "DHCPv4 server stopped"),
+                        Err(e) => tracing::error!(%bridge, "DHCPv4 server failed: {e}"),
+                    }
+                })
+                .map_err(|e| format!("DHCP server thread: {e}"))?;
+            threads.push(t);
+        }
+        Ok(DhcpServers { stop, threads })
+    }
+
+    /// Stops the servers and waits for them (at most one poll period).
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The event bridge: libvirt's domain events, the guest agent's updates
+//! and the runtime metadata's changes, turned into virt-handler's notify
+//! calls (KubeVirt's event callback), in order.
+
+use std::sync::mpsc::Receiver;
+
+use cmd::notify::{Event, EventType, Notifier};
+use virtwrap::agent::Agent;
+use virtwrap::events::DomainEvent;
+use virtwrap::metadata::MetadataCache;
+use virtwrap::LibvirtDomainManager;
+
+use crate::handler::cache::DomainCache;
+use crate::handler::json::{deleted_json, read_domain, status_json, Identity};
+
+/// libvirt `virDomainEventType` values used below.
+const EVENT_DEFINED: i32 = 0;
+const EVENT_STARTED: i32 = 2;
+const DETAIL_DEFINED_ADDED: i32 = 0;
+const DETAIL_STARTED_MIGRATED: i32 = 1;
+const EVENT_STOPPED: i32 = 5;
+/// `VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_CONNECTED`.
+const AGENT_CONNECTED: i32 = 1;
+/// `VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_DISCONNECTED`.
+const AGENT_DISCONNECTED: i32 = 2;
+/// `virDomainState` VIR_DOMAIN_SHUTOFF.
+const STATE_SHUTOFF: u32 = 5;
+
+/// Turns libvirt domain events into notifications, KubeVirt's way: on every
+/// event the domain is re-read; DEFINED/ADDED and STARTED/MIGRATED also send
+/// ADDED first; a domain that no longer exists sends the final MODIFIED
+/// with a deletion timestamp (once); a reconnection sends ERROR, then the
+/// current state. A domain undefined before its STOPPED event could be
+/// re-read still reports Shutoff with the event's reason first (built from
+/// the last spec seen), so virt-handler always learns why the VMI stopped.
+/// Returns when the channel closes.
+///
+/// Agent lifecycle events start and stop the agent poller (a stopped
+/// domain stops it too; a reconnection makes it probe, as events may have
+/// been missed); the poller's changes arrive as
+/// [`DomainEvent::AgentUpdated`] and are notified like any other event,
+/// as are the runtime metadata's changes ([`DomainEvent::MetadataUpdated`]:
+/// a memory dump started or ended). Every domain JSON carries `metadata`.
+pub fn bridge(
+    rx: &Receiver<DomainEvent>,
+    manager: &LibvirtDomainManager,
+    id: &Identity,
+    notifier: &Notifier,
+    cache: &DomainCache,
+    agent: &Agent,
+    metadata: &MetadataCache,
+) {
+    let name = id.domain_name();
+    let mut first_connect = true;
+    let mut gone_sent = false;
+    // The last domain read and whether it was already reported Shutoff.
+    let mut last: Option<(domain::Domain, bool)> = None;
+    for ev in rx {
+        let mut added = false;
+        let mut stopped_reason = None;
+        match &ev {
+            DomainEvent::Reconnected => {
+                if !first_connect {
+                    notifier.send(Event::Domain {
+                        event_type: EventType::Error,
+                        domain_json: String::new(),
+                        status_json: cmd::notify::error_status(&format!(
+                            "Libvirt reconnect, domain {name}"
+                        )),
+                        last: false,
+                    });
+                }
+                first_connect = false;
+                agent.poller().probe();
+            }
+            DomainEvent::Lifecycle {
+                domain,
+                event,
+                detail,
+            } => {
+                if domain != &name {
+                    continue;
+                }
+                added = (*event == EVENT_DEFINED && *detail == DETAIL_DEFINED_ADDED)
+                    || (*event == EVENT_STARTED && *detail == DETAIL_STARTED_MIGRATED);
+                if *event == EVENT_STOPPED {
+                    agent.poller().disconnected();
+                    // virDomainEventStoppedDetailType is virDomainShutoffReason - 1.
+                    stopped_reason = Some(virtwrap::state::reason(STATE_SHUTOFF, detail + 1));
+                }
+                tracing::debug!(event, detail, "domain lifecycle event");
+            }
+            DomainEvent::AgentLifecycle { domain, state } => {
+                if domain != &name {
+                    continue;
+                }
+                match *state {
+                    AGENT_CONNECTED => agent.poller().connected(),
+                    AGENT_DISCONNECTED => agent.poller().disconnected(),
+                    _ => {}
+                }
+                tracing::info!(state, "guest agent lifecycle event");
+            }
+            DomainEvent::Vmi {
+                kind,
+                reason,
+                message,
+            } => {
+                tracing::info!(kind, reason, message, "event");
+                notifier.send(Event::K8s {
+                    json: cmd::notify::k8s_event(
+                        &id.name,
+                        &id.namespace,
+                        &id.uid,
+                        kind,
+                        reason,
+                        message,
+                    ),
+                });
+                continue;
+            }
+            DomainEvent::Reboot { domain }
+            | DomainEvent::AgentUpdated { domain }
+            | DomainEvent::MetadataUpdated { domain }
+            | DomainEvent::DeviceRemoved { domain, .. } => {
+                if domain != &name {
+                    continue;
+                }
+            }
+        }
+        cache.invalidate();
+        let read = read_domain(manager, id);
+        match read {
+            Ok(Some(d)) => {
+                let json = status_json(
+                    id,
+                    &d.spec,
+                    d.state,
+                    d.reason,
+                    agent.store(),
+                    &metadata.snapshot(),
+                );
+                cache.set(Some(json.clone()));
+                gone_sent = false;
+                last = Some((d.spec, d.state == "Shutoff"));
+                if added {
+                    notifier.domain(EventType::Added, json.clone());
+                }
+                notifier.domain(EventType::Modified, json);
+            }
+            Ok(None) => {
+                cache.set(None);
+                if let (Some(reason), Some((spec, false))) = (stopped_reason, &last) {
+                    notifier.domain(
+                        EventType::Modified,
+                        status_json(
+                            id,
+                            spec,
+                            virtwrap::state::lifecycle(STATE_SHUTOFF),
+                            reason,
+                            agent.store(),
+                            &metadata.snapshot(),
+                        ),
+                    );
+                    last = None;
+                }
+                if !gone_sent && !first_connect_only(&ev) {
+                    notifier.send(Event::Domain {
+                        event_type: EventType::Modified,
+                        domain_json: deleted_json(id),
+                        status_json: String::new(),
+                        last: true,
+                    });
+                    gone_sent = true;
+                }
+            }
+            Err(e) => tracing::warn!("reading the domain for a notification: {e}"),
+        }
+    }
+}
+
+/// A reconnection before any domain exists says nothing about deletion.
+fn first_connect_only(ev: &DomainEvent) -> bool {
+    matches!(ev, DomainEvent::Reconnected)
+}

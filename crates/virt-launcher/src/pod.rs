@@ -1,0 +1,224 @@
+//! The pod the VMI runs in, whoever made it: in a cluster kubelet,
+//! virt-handler (phase 1 of the network, the claims' status) and CSI; in a
+//! standalone run the stand-in in [`crate::standalone`]. Either way the
+//! start-up sequence gets a [`Pod`], a value saying what is where, and
+//! runs the same steps with it.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use api::VirtualMachineInstance;
+use converter::HostFacts;
+use storage::ConfigSources;
+
+use crate::error::LauncherError;
+use crate::flags::LauncherFlags;
+use crate::podnet::SriovSource;
+use crate::standalone::{self, StandaloneArgs};
+
+/// Who made the pod: the one mode switch of the launcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `virt-launcher run`: no cluster; the standalone stand-in plays the
+    /// pod, and everything, including the share, ephemeral and
+    /// container-disk directories, lives in the state directory.
+    Standalone,
+    /// KubeVirt's pod: the share and disk directories are virt-handler's and
+    /// are used in place; only libvirt's and the private directory are made
+    /// private.
+    Pod,
+}
+
+/// Where the pod comes from, before it is prepared.
+#[derive(Clone, Copy, Debug)]
+pub enum PodSource<'a> {
+    /// A KubeVirt pod: kubelet and virt-handler made it.
+    Kubelet,
+    /// `virt-launcher run`: the stand-in makes it from the flags.
+    Standalone {
+        /// `run`'s flags for what a pod would give.
+        args: &'a StandaloneArgs,
+        /// The VMI got KubeVirt's default interface for naming no network:
+        /// its pod network is played without `--setup-pod-network`.
+        default_interface: bool,
+    },
+}
+
+impl PodSource<'_> {
+    /// The launcher's mode.
+    pub fn mode(&self) -> Mode {
+        match self {
+            PodSource::Kubelet => Mode::Pod,
+            PodSource::Standalone { .. } => Mode::Standalone,
+        }
+    }
+
+    /// Where the host PCI addresses of SR-IOV VFs come from.
+    pub fn sriov(&self) -> SriovSource {
+        match self {
+            PodSource::Kubelet => SriovSource::Pod,
+            PodSource::Standalone { args, .. } => {
+                SriovSource::NetworkInfo(args.network_info.clone())
+            }
+        }
+    }
+
+    /// First step, before the VMI's spec is checked: what virt-handler
+    /// writes into the VMI's status about its claims (standalone: from
+    /// `--pvc`), and which claims the pod has. Standalone, a VMI whose
+    /// interfaces need a pod network is refused here without one.
+    ///
+    /// # Errors
+    /// refused input ([`LauncherError`], exit 2) naming the field or flag.
+    pub fn claims(&self, vmi: &mut VirtualMachineInstance) -> Result<Claims, LauncherError> {
+        match self {
+            PodSource::Kubelet => Ok(Claims::default()),
+            PodSource::Standalone {
+                args,
+                default_interface,
+            } => standalone::claims(vmi, args, *default_interface),
+        }
+    }
+
+    /// Second step, once the spec is known to convert: the pod itself.
+    /// Standalone, every host path a flag gives is checked here, before
+    /// anything is mounted.
+    ///
+    /// # Errors
+    /// refused input ([`LauncherError`], exit 2) naming the field or flag.
+    pub fn prepare(
+        &self,
+        vmi: &VirtualMachineInstance,
+        claims: Claims,
+        flags: &LauncherFlags,
+        host: &HostFacts,
+    ) -> Result<Pod, LauncherError> {
+        match self {
+            PodSource::Kubelet => Ok(Pod::kubelet()),
+            PodSource::Standalone {
+                args,
+                default_interface,
+            } => standalone::prepare(vmi, args, claims, flags, host, *default_interface),
+        }
+    }
+}
+
+/// The claims of a standalone run (`--pvc`), checked: kubelet mounts a
+/// pod's own.
+#[derive(Clone, Debug, Default)]
+pub struct Claims(pub Vec<standalone::claims::Claim>);
+
+/// A prepared pod: what the launcher finds where, and what it mounts into
+/// its private runtime so that KubeVirt's paths hold it.
+#[derive(Clone, Debug)]
+pub struct Pod {
+    /// Who made it.
+    pub mode: Mode,
+    /// Where config volume files and cloud-init secrets are.
+    pub config_sources: ConfigSources,
+    /// `Some`: only these volumes are block claims (nodes in the
+    /// launcher's private `/dev`); `None` (a pod): any device node named
+    /// after a claim's volume in `/dev` is that claim.
+    pub block_volumes: Option<BTreeSet<String>>,
+    /// Bind mounts into the private runtime, in order (empty in a pod).
+    pub mounts: Vec<PodMount>,
+    /// How the pod's network comes about.
+    pub network: PodNetworkSetup,
+}
+
+impl Pod {
+    /// A pod kubelet and virt-handler made: everything is where KubeVirt
+    /// puts it.
+    pub fn kubelet() -> Pod {
+        Pod {
+            mode: Mode::Pod,
+            config_sources: ConfigSources::Pod,
+            block_volumes: None,
+            mounts: Vec::new(),
+            network: PodNetworkSetup::Given,
+        }
+    }
+}
+
+/// How the pod's network comes about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodNetworkSetup {
+    /// virt-handler's phase 1 made it (or there is none).
+    Given,
+    /// The standalone stand-in builds it (`--setup-pod-network`, or
+    /// KubeVirt's default interface) in a network namespace of its own.
+    StandIn {
+        /// It is for KubeVirt's default interface (said in the log).
+        default_interface: bool,
+    },
+}
+
+impl PodNetworkSetup {
+    /// Builds the pod's network when the stand-in plays it (see
+    /// [`standalone::network::setup_pod_network`]; must be called while
+    /// the launcher is single-threaded). Returns phase 1's DHCP caches of
+    /// bridge bindings, by pod interface name, to be written into the
+    /// private directory once it is mounted.
+    ///
+    /// # Errors
+    /// [`LauncherError`] when the network cannot be built.
+    pub fn build(
+        self,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
+        match self {
+            PodNetworkSetup::Given => Ok(Vec::new()),
+            PodNetworkSetup::StandIn { default_interface } => {
+                if default_interface {
+                    tracing::info!(
+                        "the VMI names no network: KubeVirt's default interface (bridge binding on the pod network) gets a pod network stand-in, as with --setup-pod-network (autoattachPodInterface: false runs it without a NIC)"
+                    );
+                }
+                standalone::network::setup_pod_network(vmi)
+            }
+        }
+    }
+}
+
+/// One bind mount of a prepared pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodMount {
+    /// A directory of the launcher's state directory (created) over
+    /// `target`.
+    State {
+        /// Below the state directory.
+        rel: &'static str,
+        /// Where it appears.
+        target: PathBuf,
+    },
+    /// Host directory `source` (created when missing) over `target`,
+    /// writable: a hostDisk's directory, a backend storage directory.
+    WritableDir {
+        /// On the host.
+        source: PathBuf,
+        /// Where it appears.
+        target: PathBuf,
+    },
+    /// Host directory `source`, which must exist (a claim's directory is
+    /// never created), over `target`.
+    Dir {
+        /// On the host.
+        source: PathBuf,
+        /// Where it appears.
+        target: PathBuf,
+        /// Mounted read-only.
+        read_only: bool,
+    },
+    /// Host file `source` over `target`.
+    File {
+        /// On the host.
+        source: PathBuf,
+        /// Where it appears.
+        target: PathBuf,
+        /// Mounted read-only.
+        read_only: bool,
+    },
+    /// Block devices, as `/dev/<volume>` nodes of a private `/dev` built
+    /// in the state directory's `dev` (kubelet's block claims).
+    Devices(Vec<(String, PathBuf)>),
+}

@@ -1,0 +1,182 @@
+//! The pod's network as the launcher uses it, the same in both modes:
+//! network phase 2 (KubeVirt does it in SyncVMI: the host facts of each
+//! live pod interface and the DHCP servers that configure the guest) and
+//! the host PCI address of each SR-IOV VF. [`PodNetwork`] is the one entry
+//! point for both; it keeps what it found for later syncs and owns the
+//! DHCP servers.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use api::VirtualMachineInstance;
+use converter::interfaces::InterfaceHost;
+use network::phase2::DhcpServers;
+
+use crate::startup::PRIVATE_DIR;
+
+/// Where the kernel lists the host's PCI devices (`<dddd:bb:ss.f>/`).
+pub const SYS_PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+/// Where the host PCI addresses of SR-IOV VFs come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SriovSource {
+    /// A pod: `/etc/podinfo/network-info` (KubeVirt's downward API file),
+    /// else the device plugin's environment
+    /// ([`network::sriov::pod_host_addresses`]).
+    Pod,
+    /// Standalone: the `--network-info` file, if given; each VF must exist
+    /// on this host, bound to vfio-pci (libvirt could not start the domain
+    /// otherwise, and with managed='no' it binds nothing itself).
+    NetworkInfo(Option<PathBuf>),
+}
+
+/// The pod's network for this launcher's VMI (see the module docs).
+#[derive(Debug)]
+pub struct PodNetwork {
+    sriov: SriovSource,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Host facts of each interface phase 2 prepared, by interface name.
+    interfaces: BTreeMap<String, InterfaceHost>,
+    /// Host PCI address of each SR-IOV interface found, by interface name.
+    sriov_pci: BTreeMap<String, String>,
+    /// The DHCP servers phase 2 started.
+    servers: Vec<DhcpServers>,
+}
+
+impl PodNetwork {
+    /// Nothing prepared yet; SR-IOV addresses from `sriov`.
+    pub fn new(sriov: SriovSource) -> Self {
+        PodNetwork {
+            sriov,
+            state: Mutex::default(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The host facts of `vmi`'s live pod interfaces
+    /// ([`api::vmi::Interface::is_live_pod_interface`]). When
+    /// `run_phase2` (the domain is about to start) and one has none yet,
+    /// network phase 2 runs, the one place it does: in the pod's network
+    /// namespace, where phase 1 (virt-handler's, or the standalone
+    /// stand-in's) made the links, reading phase 1's caches from the
+    /// private directory and the pod's `/etc/resolv.conf`; its DHCP servers
+    /// start. Held locked while it runs, so two syncs never run it twice.
+    ///
+    /// # Errors
+    /// One line naming the interface field (see
+    /// [`network::phase2::prepare`]), or a DHCP server that cannot start.
+    pub fn interfaces(
+        &self,
+        vmi: &VirtualMachineInstance,
+        run_phase2: bool,
+    ) -> Result<BTreeMap<String, InterfaceHost>, String> {
+        let mut st = self.state();
+        let missing = vmi
+            .live_pod_interfaces()
+            .any(|(_, i)| !st.interfaces.contains_key(&i.name));
+        if !(missing && run_phase2) {
+            return Ok(st.interfaces.clone());
+        }
+        let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+        let p = network::phase2::prepare(
+            vmi,
+            Path::new(PRIVATE_DIR),
+            &resolv,
+            &network::phase1::pod_link,
+            &network::phase1::link_exists,
+        )?;
+        st.servers.push(DhcpServers::start(p.dhcp, p.dhcp6)?);
+        tracing::info!(
+            interfaces = ?p.hosts.keys().collect::<Vec<_>>(),
+            "network phase 2 done for the synced VMI"
+        );
+        st.interfaces.extend(p.hosts);
+        Ok(st.interfaces.clone())
+    }
+
+    /// The host PCI address of each live SR-IOV interface of `vmi`, by
+    /// interface name: those found before, and the missing ones read from
+    /// the [`SriovSource`] (KubeVirt reads them at every SyncVMI). Empty
+    /// when the VMI has no SR-IOV interface.
+    ///
+    /// # Errors
+    /// One line naming the interface field and the file, variable or
+    /// device.
+    pub fn sriov_addresses(
+        &self,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<BTreeMap<String, String>, String> {
+        let mut st = self.state();
+        let live = converter::sriov::live_interfaces(vmi);
+        if live.iter().all(|(_, x)| st.sriov_pci.contains_key(&x.name)) {
+            return Ok(st.sriov_pci.clone());
+        }
+        let found = match &self.sriov {
+            SriovSource::Pod => network::sriov::pod_host_addresses(vmi)?,
+            SriovSource::NetworkInfo(file) => from_network_info(vmi, file.as_deref())?,
+        };
+        tracing::info!(interfaces = ?found, "SR-IOV host devices");
+        st.sriov_pci.extend(found);
+        Ok(st.sriov_pci.clone())
+    }
+
+    /// Stops the DHCP servers.
+    pub fn stop(&self) {
+        for servers in std::mem::take(&mut self.state().servers) {
+            servers.stop();
+        }
+    }
+}
+
+/// [`SriovSource::NetworkInfo`]: the addresses `file` gives, each VF
+/// checked on this host.
+fn from_network_info(
+    vmi: &VirtualMachineInstance,
+    file: Option<&Path>,
+) -> Result<BTreeMap<String, String>, String> {
+    let live = converter::sriov::live_interfaces(vmi);
+    let Some(&(first, _)) = live.first() else {
+        return Ok(BTreeMap::new());
+    };
+    let Some(file) = file else {
+        return Err(format!(
+            "spec.domain.devices.interfaces[{first}].sriov: the host address of the SR-IOV VF is needed: pass --network-info FILE (KubeVirt's network-info format)"
+        ));
+    };
+    let info = network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
+        .map_err(|e| format!("--network-info {e}"))?;
+    let name = file.display().to_string();
+    let found = network::sriov::host_addresses(vmi, info.as_ref(), &name, None)?;
+    for (i, iface) in live {
+        let addr = &found[&iface.name];
+        // libvirt reads the device only when the domain starts, and fails
+        // then; a missing device is refused before anything starts.
+        let dev = Path::new(SYS_PCI_DEVICES).join(addr.to_ascii_lowercase());
+        if !dev.exists() {
+            return Err(format!(
+                "spec.domain.devices.interfaces[{i}].sriov: host PCI device {addr} (from {name}) does not exist on this host ({}): running needs a real SR-IOV VF bound to vfio-pci",
+                dev.display()
+            ));
+        }
+        // managed='no' (KubeVirt's): libvirt neither detaches the device
+        // from its host driver nor binds it to vfio-pci; it must be so.
+        let driver = std::fs::read_link(dev.join("driver"))
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+        if driver.as_deref() != Some("vfio-pci") {
+            return Err(format!(
+                "spec.domain.devices.interfaces[{i}].sriov: host PCI device {addr} (from {name}) is {}, not bound to vfio-pci: running needs a real SR-IOV VF bound to vfio-pci",
+                driver.map_or_else(|| "bound to no driver".to_owned(), |d| format!("bound to {d}"))
+            ));
+        }
+    }
+    Ok(found)
+}

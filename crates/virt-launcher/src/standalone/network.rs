@@ -1,0 +1,204 @@
+//! The standalone stand-in for the pod's network: virt-handler's network
+//! phase 1 (pod links, masquerade bridge, tap and NAT, the bridge
+//! binding's dummy and DHCP cache; for passt only the pod link) built with
+//! `ip` and `nft` in a network namespace of the launcher's own
+//! (`--setup-pod-network`, KubeVirt's default interface), or in the current
+//! one for `virt-launcher pod-network-phase1`. Phase 2 then runs as in a
+//! pod ([`crate::podnet`]).
+
+use std::path::Path;
+
+use api::VirtualMachineInstance;
+
+use crate::error::LauncherError;
+
+/// The namespace playing the node (the CNI's ends of the pod links) in a
+/// `--setup-pod-network` run: held open until the launcher exits.
+static NODE_NAMESPACE: std::sync::OnceLock<network::phase1::NodeNamespace> =
+    std::sync::OnceLock::new();
+
+/// `--setup-pod-network`: a new network namespace for this process (and
+/// so for libvirt and QEMU) playing the pod's, a second one playing the
+/// node's side of its links, and phase 1's topology for every interface
+/// (for passt only the pod link, in which libvirt starts passt). Phase 2
+/// then runs as in a pod, when the VMI is synced ([`crate::podnet`]).
+/// Returns phase 1's DHCP caches of bridge bindings by pod interface name,
+/// which virt-handler writes into the private directory: the start-up
+/// sequence writes them there once it is mounted. Called while the
+/// launcher is single-threaded.
+///
+/// # Errors
+/// a runtime failure ([`LauncherError`], exit 1) when the namespaces or links cannot be made;
+/// refused input ([`LauncherError`], exit 2) for an interface phase 1 cannot build.
+pub fn setup_pod_network(
+    vmi: &VirtualMachineInstance,
+) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
+    let rt = |m: String| LauncherError::runtime_at("--setup-pod-network", m.to_string());
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+        .map_err(|e| rt(format!("new network namespace: {e}")))?;
+    let node = network::phase1::NodeNamespace::new().map_err(rt)?;
+    let node = NODE_NAMESPACE.get_or_init(|| node);
+    network_phase1(vmi, "--setup-pod-network", Some(node), true)
+}
+
+/// Why the current network namespace is not one phase 1 may build in:
+/// the host's (PID 1's, where that can be read), or one that already has
+/// links besides `lo` (a fresh `unshare -n` namespace has only `lo`).
+fn foreign_network_namespace() -> Option<String> {
+    if let (Ok(a), Ok(b)) = (
+        std::fs::metadata("/proc/self/ns/net"),
+        std::fs::metadata("/proc/1/ns/net"),
+    ) {
+        if crate::isolation::same_file(&a, &b) {
+            return Some("this is the host's network namespace".into());
+        }
+    }
+    // getifaddrs asks the kernel over netlink, so it sees this namespace
+    // (sysfs may show another); every link has an AF_PACKET entry.
+    let mut links: Vec<String> = match nix::ifaddrs::getifaddrs() {
+        Ok(addrs) => addrs
+            .map(|a| a.interface_name)
+            .filter(|n| n != "lo")
+            .collect(),
+        Err(e) => return Some(format!("cannot list links: {e}")),
+    };
+    links.sort();
+    links.dedup();
+    (!links.is_empty()).then(|| {
+        format!(
+            "the network namespace already has links ({}), expected only lo",
+            links.join(", ")
+        )
+    })
+}
+
+/// `virt-launcher pod-network-phase1 VMI [--cache-dir DIR]`:
+/// virt-handler's network phase 1 for the VMI's interfaces, in the current
+/// network namespace, which must be a fresh one with only `lo` (it creates
+/// the pod links, bridges, taps and NAT rules: never in the host's). The
+/// CNI's ends of the pod links stay in that namespace, unaddressed (this
+/// process exits, so no node namespace would outlive it). For tests and
+/// for pods without virt-handler. The bridge binding needs `cache_dir`,
+/// where its DHCP caches (`vif-cache-<podIface>.json`) are written.
+///
+/// # Errors
+/// refused input ([`LauncherError`], exit 2) for a VMI phase 1 cannot build, or when run in
+/// the host's network namespace; a runtime failure ([`LauncherError`], exit 1) when a command
+/// fails or a cache cannot be written.
+pub fn pod_network_phase1(
+    vmi: &VirtualMachineInstance,
+    cache_dir: Option<&Path>,
+) -> Result<(), LauncherError> {
+    if let Some(why) = foreign_network_namespace() {
+        return Err(LauncherError::input(format!(
+            "pod-network-phase1: {why}; run it in a new network namespace of its own (e.g. unshare -n)"
+        )));
+    }
+    let caches = network_phase1(vmi, "pod-network-phase1", None, cache_dir.is_some())?;
+    if let Some(dir) = cache_dir {
+        // The names are KubeVirt's pod interface names (eth0, pod<hex>).
+        for (pod_iface, cache) in &caches {
+            network::cache::write_json(&network::cache::vif_cache_path(dir, pod_iface), cache)
+                .map_err(|e| LauncherError::runtime(format!("pod-network-phase1: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// The phase-1 stand-in in the current network namespace, for every
+/// interface that is not absent: the pod link (`eth0` for the pod network,
+/// KubeVirt's hashed `pod<hash>` name for a Multus one; the CNI's end in
+/// `node`, or here when `None`), then masquerade (the pod network only),
+/// nothing more for passt (libvirt starts passt on the pod link) or,
+/// when `bridges` (the caller has somewhere to write the caches), the
+/// bridge binding, whose DHCP caches are returned by pod interface name,
+/// to be written where phase 2 reads them. `what` prefixes the messages.
+fn network_phase1(
+    vmi: &VirtualMachineInstance,
+    what: &str,
+    node: Option<&network::phase1::NodeNamespace>,
+    bridges: bool,
+) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
+    use network::phase1::PodAddrs;
+    let rt = |m: String| LauncherError::runtime(format!("{what}: {m}"));
+    let mq = vmi.spec.domain.devices.network_interface_multiqueue == Some(true);
+    let mut caches = Vec::new();
+    let mut secondaries: u8 = 0;
+    let mut links_up = false;
+    // SR-IOV interfaces are host devices: nothing to build in the pod.
+    for (index, iface) in vmi.live_pod_interfaces() {
+        let field = format!("spec.domain.devices.interfaces[name={}]", iface.name);
+        let net = vmi.spec.networks.iter().find(|n| n.name == iface.name);
+        let Some(pod_iface) = network::phase2::pod_iface_candidates(vmi, &iface.name)
+            .and_then(|c| c.into_iter().next())
+        else {
+            return Err(LauncherError::input_at(
+                field.to_string(),
+                "no spec.networks entry with a pod or multus source",
+            ));
+        };
+        let bridge = iface.bridge.is_some() && bridges;
+        let passt = converter::passt::is_passt(iface);
+        if !bridge && !passt && iface.masquerade.is_none() {
+            let which = if bridges {
+                "the masquerade, bridge and passt bindings"
+            } else {
+                "the masquerade and passt bindings (the bridge binding with --cache-dir)"
+            };
+            return Err(LauncherError::input_at(
+                field.to_string(),
+                format!("{what} builds {which} only"),
+            ));
+        }
+        let primary = pod_iface == "eth0";
+        let addrs = if primary {
+            PodAddrs::primary()
+        } else {
+            secondaries = secondaries
+                .checked_add(1)
+                .filter(|k| *k < 255)
+                .ok_or_else(|| {
+                    LauncherError::input_at(
+                        field.to_string(),
+                        format!("{what} builds at most 254 Multus links"),
+                    )
+                })?;
+            PodAddrs::secondary(secondaries)
+        };
+        if !links_up {
+            network::phase1::ip_link_up("lo").map_err(rt)?;
+            links_up = true;
+        }
+        let peer = if primary {
+            "cni0".to_owned()
+        } else {
+            format!("cni{secondaries}")
+        };
+        network::phase1::add_pod_link(&pod_iface, &peer, &addrs, node).map_err(rt)?;
+        if passt {
+            // Phase 1 has nothing to do for passt: the pod link, which a
+            // CNI makes in a cluster, is all libvirt's passt needs.
+            continue;
+        }
+        if bridge {
+            let cache = network::phase1::setup_bridge(&pod_iface, index, &addrs, mq).map_err(rt)?;
+            caches.push((pod_iface, cache));
+            continue;
+        }
+        let Some(pod) = net.and_then(|n| n.pod.as_ref()) else {
+            return Err(LauncherError::input_at(
+                format!("{field}.masquerade"),
+                "masquerade is only allowed on the pod network",
+            ));
+        };
+        let (plan, plan6) =
+            network::plan::masquerade_plans(&iface.name, pod).map_err(LauncherError::input)?;
+        let ports = converter::interfaces::ports(
+            iface,
+            &format!("spec.domain.devices.interfaces[{index}]"),
+        )
+        .map_err(LauncherError::from)?;
+        network::phase1::setup_masquerade(&plan, &plan6, &ports, mq).map_err(rt)?;
+    }
+    Ok(caches)
+}

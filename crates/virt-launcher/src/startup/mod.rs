@@ -1,0 +1,195 @@
+//! The start-up sequence, supervision and shutdown of one VMI (KubeVirt
+//! `cmd/virt-launcher/virt-launcher.go`, sections 1.4-1.8 of the facts),
+//! the same steps in a pod and standalone:
+//!
+//! 1. the pod's claims, then the input checks (the VMI must convert; no
+//!    daemon is started for input that cannot run), then the prepared pod
+//!    ([`crate::pod`]: kubelet's, or the standalone stand-in's);
+//! 2. private runtime ([`runtime`]): state directory, mount namespace, bind
+//!    mounts (libvirt's directories and the pod's);
+//! 3. KubeVirt's directories; libvirt configuration; virtlogd and the
+//!    libvirt daemon under supervision ([`runtime`]); connection, agent,
+//!    command server and event bridge ([`domain`], [`grpc`]);
+//! 4. SyncVMI ([`crate::sync`]): network phase 2, volumes, convert,
+//!    define, start;
+//! 5. watch QEMU until it exits, shutting the guest down on a signal
+//!    ([`signals`], [`crate::monitor`]);
+//! 6. stop the daemons, undo the mounts, remove the state, exit.
+
+pub mod domain;
+pub mod grpc;
+pub mod runtime;
+pub mod signals;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use api::{Arch, VirtualMachineInstance};
+use converter::{ClusterOptions, ConvertContext, HostFacts};
+use storage::PrepareOptions;
+use virtwrap::config::DaemonKind;
+
+use crate::error::LauncherError;
+use crate::flags::LauncherFlags;
+use crate::host::{self, log_emulation};
+use crate::isolation::{enter_private_mount_namespace, Mounts, StateDir};
+use crate::pod::{Pod, PodSource};
+use crate::podnet::PodNetwork;
+
+/// KubeVirt's private directory (not a flag in KubeVirt).
+pub const PRIVATE_DIR: &str = "/var/run/kubevirt-private";
+
+/// What the start-up sequence has settled before the runtime starts.
+pub(crate) struct Launch<'a> {
+    /// The VMI (standalone: with its claims' status).
+    pub vmi: &'a VirtualMachineInstance,
+    /// Sync it at start (a manifest was given); else virt-handler will.
+    pub sync: bool,
+    /// The launcher's flags.
+    pub flags: &'a LauncherFlags,
+    /// This host, probed once.
+    pub host: &'a HostFacts,
+    /// The cluster's settings for the syncs at start.
+    pub cluster: &'a ClusterOptions,
+    /// The prepared pod.
+    pub pod: &'a Pod,
+    /// The pod's network (phase 2, SR-IOV).
+    pub network: &'a Arc<PodNetwork>,
+    /// When the launcher started (for the log's timings).
+    pub started: Instant,
+}
+
+fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
+    let refuse = |f: &str| Err(LauncherError::input(format!("{f} is not supported yet")));
+    if flags.run_as_nonroot {
+        return refuse("--run-as-nonroot");
+    }
+    if flags.image_volume {
+        return refuse("--image-volume");
+    }
+    if flags.hook_sidecars > 0 {
+        return refuse("--hook-sidecars");
+    }
+    Ok(())
+}
+
+/// `--state-dir`, by default `/var/run/virt-launcher/<namespace>_<name>`.
+fn state_dir(flags: &LauncherFlags, vmi: &VirtualMachineInstance) -> PathBuf {
+    flags
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())))
+}
+
+/// Runs `vmi`, a guest of `arch`, in a private runtime until the guest
+/// stops (see module docs), in the pod `source` makes; `sync`: the VMI is
+/// the whole VMI, synced at start (else only its identity, and
+/// virt-handler syncs it). Must be called before any thread is started.
+///
+/// # Errors
+/// [`LauncherError`]; nothing is left running when it returns.
+pub fn run_vmi(
+    mut vmi: VirtualMachineInstance,
+    sync: bool,
+    flags: &LauncherFlags,
+    arch: Arch,
+    source: PodSource<'_>,
+    started: Instant,
+) -> Result<(), LauncherError> {
+    check_flags(flags)?;
+    let host = host::for_launcher(flags, arch)?;
+    // Standalone claims: checked now; their sizes become the VMI's
+    // status.volumeStatus, as virt-handler reports a claim's.
+    let claims = source.claims(&mut vmi)?;
+    let vmi = vmi;
+    // virt-handler's PreallocatedVolumes: claims whose status says so
+    // (`--pvc ...,preallocated` standalone); the ExpandDisks gate from
+    // `--expand-disks`. Under virt-handler its options replace these at
+    // each sync.
+    let cluster = ClusterOptions {
+        volumes_discard_ignore: storage::pvc::preallocated_volumes(&vmi)
+            .map_err(LauncherError::from)?,
+        expand_disks_enabled: flags.expand_disks,
+        ..ClusterOptions::default()
+    };
+    let network = Arc::new(PodNetwork::new(source.sriov()));
+    // Pure conversion first: refuses unsupported or invalid specs up front.
+    let mut ctx = None;
+    if sync {
+        let sriov = network
+            .sriov_addresses(&vmi)
+            .map_err(LauncherError::input)?;
+        let c = ConvertContext::from_parts(&host, &cluster, converter::Prepared::default(), sriov);
+        converter::convert(&vmi, &c)?;
+        storage::cloudinit::check_inline(&vmi)?;
+        network::phase2::check_spec(&vmi).map_err(LauncherError::input)?;
+        ctx = Some(c);
+    }
+    let pod = source.prepare(&vmi, claims, flags, &host)?;
+    if let Some(ctx) = &ctx {
+        // Everything read from outside the launcher's directories (cloud-init
+        // secrets, keys, config volume trees) is checked now, before libvirt
+        // starts, so bad input is refused without starting anything.
+        let check = PrepareOptions {
+            config_sources: pod.config_sources.clone(),
+            config_disk_fs: flags.config_disk_fs.into(),
+            ..PrepareOptions::default()
+        };
+        storage::check_inputs(&vmi, ctx, &check)?;
+    }
+    log_emulation(flags, &host);
+    // The standalone pod's network, once the input is known to be good
+    // (nothing is built for input that is refused).
+    let vif_caches = pod.network.build(&vmi)?;
+    let daemon = DaemonKind::detect().ok_or_else(|| {
+        LauncherError::runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)")
+    })?;
+
+    let state = StateDir::acquire(&state_dir(flags, &vmi))?;
+    enter_private_mount_namespace()?;
+    let mut mounts = Mounts::default();
+    let launch = Launch {
+        vmi: &vmi,
+        sync,
+        flags,
+        host: &host,
+        cluster: &cluster,
+        pod: &pod,
+        network: &network,
+        started,
+    };
+    let result = (|| {
+        runtime::mount(&mut mounts, &state, flags, &pod)?;
+        // The stand-in's phase 1 writes its caches where virt-handler's
+        // does; phase 2 reads them as in a pod.
+        for (pod_iface, cache) in &vif_caches {
+            let file = network::cache::vif_cache_path(std::path::Path::new(PRIVATE_DIR), pod_iface);
+            network::cache::write_json(&file, cache)
+                .map_err(|e| LauncherError::runtime(e.to_string()))?;
+        }
+        // Threads may start now that the mount namespace is private. A
+        // panic must not skip the clean-up below (daemons, mounts, state).
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime::run_in_runtime(&launch, &daemon)
+        }));
+        network.stop();
+        r.unwrap_or_else(|p| {
+            let what = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown");
+            Err(LauncherError::runtime(format!(
+                "internal error (panic: {what})"
+            )))
+        })
+    })();
+    mounts.unmount_all();
+    if flags.keep_state {
+        tracing::info!(state_dir = %state.path().display(), "state kept");
+    } else if let Err(e) = state.remove() {
+        tracing::warn!("cannot remove the state: {e}");
+    }
+    result
+}

@@ -1,0 +1,189 @@
+//! The private runtime: libvirt's directories and the pod's mounts in
+//! the launcher's own mount namespace, KubeVirt's directories, libvirt's
+//! configuration and its daemons under supervision; and what may not
+//! outlive the launcher.
+
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use virtwrap::config::{DaemonConfig, DaemonKind};
+use virtwrap::supervisor::{DaemonSpec, Supervisor};
+
+use super::domain::run_domain;
+use super::{Launch, PRIVATE_DIR};
+use crate::error::LauncherError;
+use crate::flags::LauncherFlags;
+use crate::isolation::{Mounts, StateDir};
+use crate::pod::{Pod, PodMount};
+use api::VirtualMachineInstance;
+
+/// libvirt's directories, private to the launcher: (below the state
+/// directory, mount point).
+const LIBVIRT_DIRS: [(&str, &str); 4] = [
+    ("libvirt/etc", "/etc/libvirt"),
+    ("libvirt/run", "/var/run/libvirt"),
+    ("libvirt/lib", "/var/lib/libvirt"),
+    ("libvirt/log", "/var/log/libvirt"),
+];
+
+/// Mounts the private runtime, in the launcher's own mount namespace:
+/// libvirt's directories from the state directory `state`, the shared
+/// capability cache (`--libvirt-cache-dir`), then `pod`'s mounts in order,
+/// and, as PID 1 of a PID namespace, a `/proc` of its own.
+///
+/// # Errors
+/// [`LauncherError`] from a mkdir or mount.
+pub(crate) fn mount(
+    mounts: &mut Mounts,
+    state: &StateDir,
+    flags: &LauncherFlags,
+    pod: &Pod,
+) -> Result<(), LauncherError> {
+    for (rel, target) in LIBVIRT_DIRS {
+        mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
+    }
+    let cache = &flags.libvirt_cache_dir;
+    std::fs::create_dir_all(cache)
+        .map_err(|e| LauncherError::runtime(format!("mkdir {}: {e}", cache.display())))?;
+    mounts.bind_dir(cache, Path::new("/var/cache/libvirt"))?;
+    for m in &pod.mounts {
+        match m {
+            PodMount::State { rel, target } => mounts.bind_dir(&state.subdir(rel)?, target)?,
+            PodMount::WritableDir { source, target } => mounts.bind_dir(source, target)?,
+            PodMount::Dir {
+                source,
+                target,
+                read_only,
+            } => mounts.bind_dir_as(source, target, *read_only)?,
+            PodMount::File {
+                source,
+                target,
+                read_only,
+            } => mounts.bind_file(source, target, *read_only)?,
+            PodMount::Devices(nodes) => mounts.private_dev(&state.subdir("dev")?, nodes)?,
+        }
+    }
+    if process::is_pid1() {
+        mounts.mount_proc()?;
+    }
+    Ok(())
+}
+
+/// KubeVirt's directory initialisation (facts 1.4 step 3).
+fn initialize_dirs(
+    vmi: &VirtualMachineInstance,
+    flags: &LauncherFlags,
+) -> Result<(), LauncherError> {
+    let mk = |p: &str| {
+        std::fs::create_dir_all(p).map_err(|e| LauncherError::runtime(format!("mkdir {p}: {e}")))
+    };
+    let uid_dir = format!("{PRIVATE_DIR}/{}", vmi.uid());
+    for d in [
+        uid_dir.as_str(),
+        &format!("{}/cloud-init-data", flags.ephemeral_disk_dir),
+        &format!("{}/ignition-data", flags.ephemeral_disk_dir),
+        &format!("{}/disk-data", flags.ephemeral_disk_dir),
+        &flags.container_disk_dir,
+        &flags.hotplug_disk_dir,
+        &format!("{PRIVATE_DIR}/vmi-disks"),
+        "/var/run/libvirt/empty-disks",
+        &format!("{}/sockets", flags.kubevirt_share_dir),
+    ] {
+        mk(d)?;
+    }
+    let log = format!("{uid_dir}/virt-serial0-log");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| LauncherError::runtime(format!("create {log}: {e}")))?;
+    Ok(())
+}
+
+/// Steps 3-6 inside the private runtime: KubeVirt's directories, the
+/// daemons under supervision, the domain ([`run_domain`]); then the
+/// daemons are stopped and nothing the launcher started is left.
+///
+/// # Errors
+/// [`LauncherError`].
+pub(crate) fn run_in_runtime(
+    launch: &Launch<'_>,
+    daemon: &DaemonKind,
+) -> Result<(), LauncherError> {
+    let flags = launch.flags;
+    initialize_dirs(launch.vmi, flags)?;
+    if flags.simulate_crash {
+        return Err(LauncherError::runtime("Simulated virt-launcher crash"));
+    }
+    if let Err(e) = process::become_subreaper() {
+        tracing::warn!("cannot become a child subreaper: {e}");
+    }
+
+    let mut cfg = DaemonConfig::default();
+    if !flags.libvirt_log_filters.is_empty() {
+        cfg.log_filters = Some(flags.libvirt_log_filters.clone());
+    }
+    if Path::new("/dev/hugepages").is_dir() {
+        cfg.hugetlbfs_mount = Some("/dev/hugepages".into());
+    }
+    virtwrap::config::write_all(Path::new("/etc/libvirt"), daemon, &cfg)
+        .map_err(|e| LauncherError::runtime(format!("writing libvirt configuration: {e}")))?;
+
+    let mut sup = Supervisor::new();
+    let spawn_err =
+        |name: &str, e: std::io::Error| LauncherError::runtime(format!("cannot start {name}: {e}"));
+    sup.start(DaemonSpec {
+        name: "virtlogd".into(),
+        program: "/usr/sbin/virtlogd".into(),
+        // Pid files default to /run/<daemon>.pid, outside the private
+        // runtime: keep them in it so launchers never contend for them.
+        args: vec![
+            "-f".into(),
+            "/etc/libvirt/virtlogd.conf".into(),
+            "-p".into(),
+            "/var/run/libvirt/virtlogd.pid".into(),
+        ],
+    })
+    .map_err(|e| spawn_err("virtlogd", e))?;
+    sup.start(DaemonSpec {
+        name: daemon.name().into(),
+        program: daemon.program().to_owned(),
+        args: vec![
+            "-f".into(),
+            format!("/etc/libvirt/{}", daemon.config_file()),
+            "-p".into(),
+            format!("/var/run/libvirt/{}.pid", daemon.name()),
+        ],
+    })
+    .map_err(|e| spawn_err(daemon.name(), e))?;
+
+    let result = run_domain(launch, daemon, &sup);
+    sup.stop(Duration::from_secs(5));
+    kill_leftover_children();
+    result
+}
+
+/// Kills whatever is still a child of the launcher once the daemons have
+/// stopped: as the subreaper it inherits every QEMU libvirt started, also
+/// for domains someone else defined in its daemon. Nothing may outlive it.
+fn kill_leftover_children() {
+    let mut pids = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
+                pids.extend(c.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    for pid in pids {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        tracing::warn!(pid, process = comm.trim(), "killing a process left behind");
+        let _ = kill(
+            Pid::from_raw(i32::try_from(pid).unwrap_or(0)),
+            Signal::SIGKILL,
+        );
+        process::reaper().wait(pid, Some(Duration::from_secs(2)));
+    }
+}

@@ -1,0 +1,72 @@
+//! The one path a VMI takes to its domain (KubeVirt's SyncVMI), whether it
+//! came from the manifest at start-up or from virt-handler's
+//! SyncVirtualMachine: the pod's network for it ([`PodNetwork`]: phase 2
+//! when the domain is about to start, SR-IOV VFs), then the domain manager
+//! with this sync's inputs.
+
+use std::sync::Arc;
+
+use api::VirtualMachineInstance;
+use converter::ClusterOptions;
+use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError, SyncInputs};
+
+use crate::podnet::PodNetwork;
+
+/// Why a sync failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The pod's network for the VMI could not be prepared (network phase
+    /// 2, SR-IOV addresses): one line naming the interface field.
+    #[error("{0}")]
+    Network(String),
+    /// The domain manager failed (preparation, conversion, libvirt).
+    #[error(transparent)]
+    Manager(#[from] ManagerError),
+}
+
+/// Syncs VMIs to this launcher's domain.
+pub struct VmiSync {
+    manager: Arc<LibvirtDomainManager>,
+    network: Arc<PodNetwork>,
+}
+
+impl VmiSync {
+    /// Syncs through `manager`, with the pod's network `network`.
+    pub fn new(manager: Arc<LibvirtDomainManager>, network: Arc<PodNetwork>) -> Self {
+        VmiSync { manager, network }
+    }
+
+    /// The domain manager.
+    pub fn manager(&self) -> &Arc<LibvirtDomainManager> {
+        &self.manager
+    }
+
+    /// Prepares the pod's network for `vmi` (phase 2 only when its domain
+    /// is not running yet: KubeVirt sets the network up before it starts
+    /// the domain), then syncs the domain under `cluster`'s settings.
+    /// Returns the domain spec.
+    ///
+    /// # Errors
+    /// [`SyncError`].
+    pub fn sync(
+        &self,
+        vmi: &VirtualMachineInstance,
+        cluster: &ClusterOptions,
+    ) -> Result<domain::Domain, SyncError> {
+        let starting = !self.manager.is_active(vmi)?;
+        let interfaces = self
+            .network
+            .interfaces(vmi, starting)
+            .map_err(SyncError::Network)?;
+        let sriov_pci = self
+            .network
+            .sriov_addresses(vmi)
+            .map_err(SyncError::Network)?;
+        let inputs = SyncInputs {
+            cluster,
+            interfaces: &interfaces,
+            sriov_pci: &sriov_pci,
+        };
+        Ok(self.manager.sync_vmi(vmi, &inputs)?)
+    }
+}
