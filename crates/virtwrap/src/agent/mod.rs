@@ -13,9 +13,13 @@
 
 #![allow(unsafe_code)]
 
+pub mod bounds;
 pub mod parse;
 pub mod poller;
 pub mod store;
+
+#[cfg(test)]
+mod bounds_tests;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -63,8 +67,10 @@ impl AgentError {
     }
 }
 
+/// libvirt's error, its text cut: libvirt quotes the agent's own error
+/// description, which the guest writes.
 fn libvirt(e: &virt::error::Error) -> AgentError {
-    AgentError::Libvirt(e.message().to_owned())
+    AgentError::Libvirt(bounds::cut(e.message()))
 }
 
 /// Where agent commands go. [`LibvirtAgent`] in the launcher; a fake in
@@ -192,7 +198,7 @@ impl AgentChannel for LibvirtAgent {
 pub struct ExecResult {
     /// The process' exit code.
     pub exit_code: i32,
-    /// Its standard output.
+    /// Its standard output, at most [`bounds::MAX_EXEC_OUTPUT`] bytes.
     pub stdout: String,
 }
 
@@ -280,7 +286,8 @@ impl Agent {
             }
             if started.elapsed() >= timeout {
                 return Err(AgentError::Timeout(format!(
-                    "Timed out waiting for guest pid [{pid}] for command [{command}] to exit"
+                    "Timed out waiting for guest pid [{pid}] for command [{}] to exit",
+                    bounds::cut(command)
                 )));
             }
             std::thread::sleep(step.min(timeout.saturating_sub(started.elapsed())));

@@ -7,10 +7,11 @@
 //! Every reply is `{"return": <value>}` or `{"error": {"class", "desc"}}`.
 //! Replies are decoded with serde into lenient types: a missing field is
 //! its empty value, an unknown one is ignored, a field of the wrong type
-//! fails the whole reply (the datum goes stale, nothing panics). Replies
-//! larger than [`MAX_REPLY_BYTES`] and lists longer than [`MAX_ITEMS`] are
-//! refused, so a misbehaving agent cannot make the launcher hold more than
-//! a few MiB per datum.
+//! fails the whole reply (the datum goes stale, nothing panics). Every
+//! string and list has a bound, checked while decoding, and every list
+//! handed on a budget for its JSON ([`super::bounds`]): a reply beyond one
+//! is refused with an error naming the field, so nothing a guest says can
+//! make a message to virt-handler approach its 4 MiB limit.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -19,15 +20,18 @@ use wire::guest_info::{
     FileSystem, FileSystemDisk, GuestAgentCommandInfo, GuestOsInfo, GuestOsUser,
 };
 
-/// Largest agent reply parsed (bytes). libvirt itself caps a reply at its
-/// RPC message limit (32 MiB); a real guest's biggest reply (fsinfo of a
-/// few hundred mounts, or exec output) stays far below 4 MiB.
-pub const MAX_REPLY_BYTES: usize = 4 << 20;
-/// Longest list kept from a reply (interfaces, users, file systems,
-/// supported commands): more is refused as garbage.
-pub const MAX_ITEMS: usize = 4096;
+pub use super::bounds::MAX_REPLY_BYTES;
+use super::bounds::{
+    cut, truncate_utf8, List, Text, BOUND_ERROR, COMMANDS_BUDGET, FILESYSTEMS_BUDGET,
+    INTERFACES_BUDGET, MAX_ADDRESSES_PER_INTERFACE, MAX_AGENT_VERSION, MAX_COMMANDS,
+    MAX_COMMAND_NAME, MAX_DISKS_PER_FILESYSTEM, MAX_DISK_FIELD, MAX_EXEC_OUTPUT, MAX_FILESYSTEMS,
+    MAX_FS_FIELD, MAX_HARDWARE_ADDRESS, MAX_HOSTNAME, MAX_INTERFACES, MAX_INTERFACE_NAME,
+    MAX_IP_ADDRESS, MAX_IP_ADDRESS_TYPE, MAX_MOUNT_POINT, MAX_OS_FIELD, MAX_TIMEZONE, MAX_USERS,
+    MAX_USER_FIELD, USERS_BUDGET,
+};
 
-/// Why a reply could not be used.
+/// Why a reply could not be used. Text from the guest in it is cut and
+/// escaped ([`super::bounds::cut`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
     /// Larger than [`MAX_REPLY_BYTES`].
@@ -44,9 +48,16 @@ pub enum ParseError {
         /// Its description.
         desc: String,
     },
-    /// A list longer than [`MAX_ITEMS`].
-    #[error("agent reply lists {0} entries, more than the {MAX_ITEMS} accepted")]
-    TooMany(usize),
+    /// A field, a list or a whole datum beyond its bound
+    /// ([`super::bounds`]).
+    #[error("agent reply refused: {field}: {reason}")]
+    Bound {
+        /// The field in qemu-ga's names (`return[0].ip-addresses[0].ip-address`),
+        /// or the datum (`interfaces`).
+        field: String,
+        /// By how much (`3900000 bytes, more than the 64 accepted`).
+        reason: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -67,17 +78,20 @@ struct QmpError {
 /// The `return` value of a reply, decoded as `T`.
 ///
 /// # Errors
-/// [`ParseError`]: too large, not JSON / not `T`, or the agent's error.
+/// [`ParseError`]: too large, not JSON / not `T`, a bound exceeded, or the
+/// agent's error.
 pub fn unwrap_return<T: DeserializeOwned>(reply: &str) -> Result<T, ParseError> {
     if reply.len() > MAX_REPLY_BYTES {
         return Err(ParseError::TooLarge(reply.len()));
     }
-    let env: Envelope<T> =
-        serde_json::from_str(reply).map_err(|e| ParseError::Invalid(e.to_string()))?;
+    let mut de = serde_json::Deserializer::from_str(reply);
+    let env: Envelope<T> = serde_path_to_error::deserialize(&mut de).map_err(decode_error)?;
+    de.end()
+        .map_err(|e| ParseError::Invalid(cut(&e.to_string())))?;
     match (env.ret, env.error) {
         (_, Some(e)) => Err(ParseError::Agent {
-            class: e.class,
-            desc: e.desc,
+            class: cut(&e.class),
+            desc: cut(&e.desc),
         }),
         (Some(v), None) => Ok(v),
         (None, None) => Err(ParseError::Invalid(
@@ -86,12 +100,46 @@ pub fn unwrap_return<T: DeserializeOwned>(reply: &str) -> Result<T, ParseError> 
     }
 }
 
-fn check_len<T>(v: Vec<T>) -> Result<Vec<T>, ParseError> {
-    if v.len() > MAX_ITEMS {
-        Err(ParseError::TooMany(v.len()))
-    } else {
-        Ok(v)
+/// A decoding error, with the path of the field: [`ParseError::Bound`]
+/// when a bound refused it, else [`ParseError::Invalid`].
+fn decode_error(e: serde_path_to_error::Error<serde_json::Error>) -> ParseError {
+    let field = e.path().to_string();
+    let msg = e.into_inner().to_string();
+    match msg.strip_prefix(BOUND_ERROR) {
+        Some(reason) => ParseError::Bound {
+            field,
+            // serde_json appends the position; the field says where.
+            reason: reason
+                .rsplit_once(" at line ")
+                .map_or(reason, |(r, _)| r)
+                .to_owned(),
+        },
+        None => ParseError::Invalid(cut(&format!("{field}: {msg}"))),
     }
+}
+
+/// Refuses `value` when its JSON takes more than `budget` bytes.
+fn within_budget<T: Serialize>(what: &str, value: &T, budget: usize) -> Result<(), ParseError> {
+    /// Counts what serde_json writes.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    serde_json::to_writer(&mut n, value).map_err(|e| ParseError::Invalid(e.to_string()))?;
+    if n.0 > budget {
+        return Err(ParseError::Bound {
+            field: what.into(),
+            reason: format!("{} bytes of JSON, more than the {budget} accepted", n.0),
+        });
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -113,13 +161,11 @@ pub struct GuestLoad {
 }
 
 /// The guest's time zone (`guest-get-timezone`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Timezone {
     /// `zone` (`UTC`, `CET`); qemu-ga omits it when unknown.
-    #[serde(default)]
     pub zone: String,
     /// Offset from UTC in seconds.
-    #[serde(default)]
     pub offset: i64,
 }
 
@@ -140,58 +186,69 @@ pub struct AgentInfo {
 }
 
 // ---------------------------------------------------------------------------
-// qemu-ga reply types (field names of qga/qapi-schema.json)
+// qemu-ga reply types (field names of qga/qapi-schema.json), each string
+// and list with its bound
 
 #[derive(Deserialize)]
 struct RawInfo {
     #[serde(default)]
-    version: String,
+    version: Text<MAX_AGENT_VERSION>,
     #[serde(default)]
-    supported_commands: Vec<RawCommand>,
+    supported_commands: List<RawCommand, MAX_COMMANDS>,
 }
 
 #[derive(Deserialize)]
 struct RawCommand {
     #[serde(default)]
-    name: String,
+    name: Text<MAX_COMMAND_NAME>,
     #[serde(default)]
     enabled: bool,
 }
+
+type OsField = Text<MAX_OS_FIELD>;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 struct RawOsInfo {
     #[serde(default)]
-    name: String,
+    name: OsField,
     #[serde(default)]
-    kernel_release: String,
+    kernel_release: OsField,
     #[serde(default)]
-    version: String,
+    version: OsField,
     #[serde(default)]
-    pretty_name: String,
+    pretty_name: OsField,
     #[serde(default)]
-    version_id: String,
+    version_id: OsField,
     #[serde(default)]
-    kernel_version: String,
+    kernel_version: OsField,
     #[serde(default)]
-    machine: String,
+    machine: OsField,
     #[serde(default)]
-    id: String,
+    id: OsField,
 }
 
 #[derive(Deserialize)]
 struct RawHostName {
     #[serde(rename = "host-name", default)]
-    host_name: String,
+    host_name: Text<MAX_HOSTNAME>,
+}
+
+#[derive(Deserialize)]
+struct RawTimezone {
+    #[serde(default)]
+    zone: Text<MAX_TIMEZONE>,
+    #[serde(default)]
+    offset: i64,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]
 struct RawUser {
     #[serde(default)]
-    user: String,
+    user: Text<MAX_USER_FIELD>,
     #[serde(default)]
-    domain: String,
+    domain: Text<MAX_USER_FIELD>,
     #[serde(default)]
     login_time: f64,
 }
@@ -200,46 +257,46 @@ struct RawUser {
 #[serde(rename_all = "kebab-case")]
 struct RawFs {
     #[serde(default)]
-    name: String,
+    name: Text<MAX_FS_FIELD>,
     #[serde(default)]
-    mountpoint: String,
+    mountpoint: Text<MAX_MOUNT_POINT>,
     #[serde(rename = "type", default)]
-    fs_type: String,
+    fs_type: Text<MAX_FS_FIELD>,
     #[serde(default)]
     used_bytes: u64,
     #[serde(default)]
     total_bytes: u64,
     #[serde(default)]
-    disk: Vec<RawFsDisk>,
+    disk: List<RawFsDisk, MAX_DISKS_PER_FILESYSTEM>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]
 struct RawFsDisk {
     #[serde(default)]
-    serial: String,
+    serial: Text<MAX_DISK_FIELD>,
     #[serde(default)]
-    bus_type: String,
+    bus_type: Text<MAX_DISK_FIELD>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]
 struct RawInterface {
     #[serde(default)]
-    name: String,
+    name: Text<MAX_INTERFACE_NAME>,
     #[serde(default)]
-    hardware_address: String,
+    hardware_address: Text<MAX_HARDWARE_ADDRESS>,
     #[serde(default)]
-    ip_addresses: Vec<RawIp>,
+    ip_addresses: List<RawIp, MAX_ADDRESSES_PER_INTERFACE>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]
 struct RawIp {
     #[serde(default)]
-    ip_address_type: String,
+    ip_address_type: Text<MAX_IP_ADDRESS_TYPE>,
     #[serde(default)]
-    ip_address: String,
+    ip_address: Text<MAX_IP_ADDRESS>,
 }
 
 // ---------------------------------------------------------------------------
@@ -248,19 +305,26 @@ struct RawIp {
 /// `guest-info` → version and supported commands.
 ///
 /// # Errors
-/// [`ParseError`].
+/// [`ParseError`], also beyond [`super::bounds::COMMANDS_BUDGET`].
 pub fn agent_info(reply: &str) -> Result<AgentInfo, ParseError> {
     let raw: RawInfo = unwrap_return(reply)?;
-    let cmds = check_len(raw.supported_commands)?;
+    let supported_commands: Vec<_> = raw
+        .supported_commands
+        .0
+        .into_iter()
+        .map(|c| GuestAgentCommandInfo {
+            name: c.name.into_inner(),
+            enabled: c.enabled,
+        })
+        .collect();
+    within_budget(
+        "return.supported_commands",
+        &supported_commands,
+        COMMANDS_BUDGET,
+    )?;
     Ok(AgentInfo {
-        version: raw.version,
-        supported_commands: cmds
-            .into_iter()
-            .map(|c| GuestAgentCommandInfo {
-                name: c.name,
-                enabled: c.enabled,
-            })
-            .collect(),
+        version: raw.version.into_inner(),
+        supported_commands,
     })
 }
 
@@ -271,14 +335,14 @@ pub fn agent_info(reply: &str) -> Result<AgentInfo, ParseError> {
 pub fn os_info(reply: &str) -> Result<GuestOsInfo, ParseError> {
     let r: RawOsInfo = unwrap_return(reply)?;
     Ok(GuestOsInfo {
-        name: r.name,
-        kernel_release: r.kernel_release,
-        version: r.version,
-        pretty_name: r.pretty_name,
-        version_id: r.version_id,
-        kernel_version: r.kernel_version,
-        machine: r.machine,
-        id: r.id,
+        name: r.name.into_inner(),
+        kernel_release: r.kernel_release.into_inner(),
+        version: r.version.into_inner(),
+        pretty_name: r.pretty_name.into_inner(),
+        version_id: r.version_id.into_inner(),
+        kernel_version: r.kernel_version.into_inner(),
+        machine: r.machine.into_inner(),
+        id: r.id.into_inner(),
     })
 }
 
@@ -288,7 +352,7 @@ pub fn os_info(reply: &str) -> Result<GuestOsInfo, ParseError> {
 /// # Errors
 /// [`ParseError`].
 pub fn host_name(reply: &str) -> Result<String, ParseError> {
-    Ok(unwrap_return::<RawHostName>(reply)?.host_name)
+    Ok(unwrap_return::<RawHostName>(reply)?.host_name.into_inner())
 }
 
 /// `guest-get-timezone` → [`Timezone`].
@@ -296,54 +360,65 @@ pub fn host_name(reply: &str) -> Result<String, ParseError> {
 /// # Errors
 /// [`ParseError`].
 pub fn timezone(reply: &str) -> Result<Timezone, ParseError> {
-    unwrap_return(reply)
+    let r: RawTimezone = unwrap_return(reply)?;
+    Ok(Timezone {
+        zone: r.zone.into_inner(),
+        offset: r.offset,
+    })
 }
 
 /// `guest-get-users` → [`GuestOsUser`]s (qemu-ga's `login-time` is
 /// already in seconds).
 ///
 /// # Errors
-/// [`ParseError`].
+/// [`ParseError`], also beyond [`super::bounds::USERS_BUDGET`].
 pub fn users(reply: &str) -> Result<Vec<GuestOsUser>, ParseError> {
-    let raw: Vec<RawUser> = check_len(unwrap_return(reply)?)?;
-    Ok(raw
+    let raw: List<RawUser, MAX_USERS> = unwrap_return(reply)?;
+    let users: Vec<_> = raw
+        .0
         .into_iter()
         .map(|u| GuestOsUser {
-            user_name: u.user,
-            domain: u.domain,
+            user_name: u.user.into_inner(),
+            domain: u.domain.into_inner(),
             login_time: if u.login_time.is_finite() {
                 u.login_time
             } else {
                 0.0
             },
         })
-        .collect())
+        .collect();
+    within_budget("return", &users, USERS_BUDGET)?;
+    Ok(users)
 }
 
 /// `guest-get-fsinfo` → [`FileSystem`]s with their disks.
 ///
 /// # Errors
-/// [`ParseError`].
+/// [`ParseError`], also beyond [`super::bounds::FILESYSTEMS_BUDGET`].
 pub fn filesystems(reply: &str) -> Result<Vec<FileSystem>, ParseError> {
-    let raw: Vec<RawFs> = check_len(unwrap_return(reply)?)?;
-    raw.into_iter()
-        .map(|f| {
-            Ok(FileSystem {
-                disk_name: f.name,
-                mount_point: f.mountpoint,
-                file_system_type: f.fs_type,
-                used_bytes: f.used_bytes,
-                total_bytes: f.total_bytes,
-                disk: check_len(f.disk)?
-                    .into_iter()
-                    .map(|d| FileSystemDisk {
-                        serial: d.serial,
-                        bus_type: d.bus_type,
-                    })
-                    .collect(),
-            })
+    let raw: List<RawFs, MAX_FILESYSTEMS> = unwrap_return(reply)?;
+    let fs: Vec<_> = raw
+        .0
+        .into_iter()
+        .map(|f| FileSystem {
+            disk_name: f.name.into_inner(),
+            mount_point: f.mountpoint.into_inner(),
+            file_system_type: f.fs_type.into_inner(),
+            used_bytes: f.used_bytes,
+            total_bytes: f.total_bytes,
+            disk: f
+                .disk
+                .0
+                .into_iter()
+                .map(|d| FileSystemDisk {
+                    serial: d.serial.into_inner(),
+                    bus_type: d.bus_type.into_inner(),
+                })
+                .collect(),
         })
-        .collect()
+        .collect();
+    within_budget("return", &fs, FILESYSTEMS_BUDGET)?;
+    Ok(fs)
 }
 
 /// `guest-get-load` → [`GuestLoad`].
@@ -359,11 +434,12 @@ pub fn load(reply: &str) -> Result<GuestLoad, ParseError> {
 /// # Errors
 /// [`ParseError`], also for any other string.
 pub fn fsfreeze_status(reply: &str) -> Result<String, ParseError> {
-    let s: String = unwrap_return(reply)?;
-    match s.as_str() {
-        "frozen" | "thawed" => Ok(s),
+    let s: Text<16> = unwrap_return(reply)?;
+    match s.0.as_str() {
+        "frozen" | "thawed" => Ok(s.0),
         other => Err(ParseError::Invalid(format!(
-            "fsfreeze status {other:?} is neither \"frozen\" nor \"thawed\""
+            "fsfreeze status {:?} is neither \"frozen\" nor \"thawed\"",
+            cut(other)
         ))),
     }
 }
@@ -373,28 +449,29 @@ pub fn fsfreeze_status(reply: &str) -> Result<String, ParseError> {
 /// first address of any family, `IPs` all of them; missing keys are empty.
 ///
 /// # Errors
-/// [`ParseError`].
+/// [`ParseError`], also beyond [`super::bounds::INTERFACES_BUDGET`].
 pub fn interfaces(reply: &str) -> Result<Vec<InterfaceStatus>, ParseError> {
-    let raw: Vec<RawInterface> = check_len(unwrap_return(reply)?)?;
-    let mut out = Vec::with_capacity(raw.len());
-    for i in raw {
-        if i.name == "lo" {
+    let raw: List<RawInterface, MAX_INTERFACES> = unwrap_return(reply)?;
+    let mut out = Vec::with_capacity(raw.0.len());
+    for i in raw.0 {
+        if i.name.0 == "lo" {
             continue;
         }
-        let ips = check_len(i.ip_addresses)?;
+        let ips = i.ip_addresses.0;
         let ip = ips
             .iter()
-            .find(|a| a.ip_address_type == "ipv4")
+            .find(|a| a.ip_address_type.0 == "ipv4")
             .or_else(|| ips.first())
-            .map(|a| a.ip_address.clone())
+            .map(|a| a.ip_address.0.clone())
             .unwrap_or_default();
         out.push(InterfaceStatus {
-            mac: i.hardware_address,
+            mac: i.hardware_address.into_inner(),
             ip,
-            ips: ips.into_iter().map(|a| a.ip_address).collect(),
-            interface_name: i.name,
+            ips: ips.into_iter().map(|a| a.ip_address.into_inner()).collect(),
+            interface_name: i.name.into_inner(),
         });
     }
+    within_budget("return", &out, INTERFACES_BUDGET)?;
     Ok(out)
 }
 
@@ -421,7 +498,8 @@ pub struct ExecStatus {
     pub exited: bool,
     /// Its exit code (or `128 + signal`, KubeVirt reads only `exitcode`).
     pub exit_code: i32,
-    /// Its standard output, decoded from base64 (lossy UTF-8).
+    /// Its standard output, decoded from base64 (lossy UTF-8), cut after
+    /// [`super::bounds::MAX_EXEC_OUTPUT`] bytes.
     pub stdout: String,
 }
 
@@ -449,13 +527,17 @@ pub fn exec_status(reply: &str) -> Result<ExecStatus, ParseError> {
         .map_err(|e| ParseError::Invalid(format!("out-data is not base64: {e}")))?;
     let code = match (r.exitcode, r.signal) {
         (Some(c), _) => c,
-        (None, Some(s)) => 128 + s,
+        (None, Some(s)) => s.saturating_add(128),
         (None, None) => 0,
     };
+    let end = out.len().min(MAX_EXEC_OUTPUT);
     Ok(ExecStatus {
         exited: r.exited,
         exit_code: i32::try_from(code).unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stdout: truncate_utf8(
+            String::from_utf8_lossy(&out[..end]).into_owned(),
+            MAX_EXEC_OUTPUT,
+        ),
     })
 }
 
@@ -670,17 +752,30 @@ mod tests {
     fn too_many_entries_or_bytes_are_refused() {
         let many = format!(
             r#"{{"return":[{}]}}"#,
-            vec![r#"{"name":"x"}"#; MAX_ITEMS + 1].join(",")
+            vec![r#"{"name":"x"}"#; crate::agent::bounds::MAX_INTERFACES + 1].join(",")
         );
-        assert_eq!(interfaces(&many), Err(ParseError::TooMany(MAX_ITEMS + 1)));
+        assert_eq!(
+            interfaces(&many),
+            Err(ParseError::Bound {
+                field: "return".into(),
+                reason: "more than the 1024 entries accepted".into()
+            })
+        );
         let huge = format!(
             r#"{{"return":{{"host-name":"{}"}}}}"#,
             "a".repeat(MAX_REPLY_BYTES)
         );
         assert!(matches!(host_name(&huge), Err(ParseError::TooLarge(_))));
-        // Just under the limit is fine: a megabyte host name parses.
-        let mb = format!(r#"{{"return":{{"host-name":"{}"}}}}"#, "a".repeat(1 << 20));
-        assert_eq!(host_name(&mb).unwrap().len(), 1 << 20);
+        // A host name of a kilobyte parses, one byte more does not.
+        let name = |n: usize| format!(r#"{{"return":{{"host-name":"{}"}}}}"#, "a".repeat(n));
+        assert_eq!(host_name(&name(1024)).unwrap().len(), 1024);
+        assert_eq!(
+            host_name(&name(1025)),
+            Err(ParseError::Bound {
+                field: "return.host-name".into(),
+                reason: "1025 bytes, more than the 1024 accepted".into()
+            })
+        );
     }
 
     #[test]
