@@ -593,7 +593,7 @@ pub fn meta_data_with_devices(
 
 /// Go's `json.Marshal` HTML-safe escaping; these characters can only occur
 /// inside strings of serde_json's output, so a textual replacement is exact.
-fn go_html_escape(s: &str) -> String {
+pub fn go_html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
