@@ -333,6 +333,39 @@ pub fn read(
     }))
 }
 
+/// [`read`], then the hook sidecars' PreCloudInitIso when `opts` has one
+/// (KubeVirt runs it right after reading the data, before the ISO).
+///
+/// # Errors
+/// [`read`]'s; the hook's as [`StorageError::Hook`] naming the volume.
+pub fn read_hooked(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    opts: &crate::PrepareOptions,
+) -> Result<Option<CloudInitData>, StorageError> {
+    let Some(data) = read(vmi, ctx, &opts.config_sources)? else {
+        return Ok(None);
+    };
+    let Some(hook) = &opts.cloud_init_hook else {
+        return Ok(Some(data));
+    };
+    let field = format!(
+        "spec.volumes[{}].{}",
+        vmi.spec
+            .volumes
+            .iter()
+            .position(|v| v.name == data.volume)
+            .unwrap_or(0),
+        data.source.field()
+    );
+    (hook.0)(vmi, data)
+        .map(Some)
+        .map_err(|message| StorageError::Hook {
+            path: field,
+            message,
+        })
+}
+
 #[derive(Serialize)]
 struct NoCloudMeta<'a> {
     #[serde(rename = "instance-type", skip_serializing_if = "str::is_empty")]

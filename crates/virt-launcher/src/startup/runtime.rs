@@ -117,6 +117,13 @@ pub(crate) fn run_in_runtime(
     if flags.simulate_crash {
         return Err(LauncherError::runtime("Simulated virt-launcher crash"));
     }
+    // KubeVirt's step 6: wait for the hook sidecars before libvirt starts
+    // (nothing is running yet when this fails).
+    let mut hooks = hooks::Manager::new(hooks::HOOK_SOCKETS_DIR);
+    hooks
+        .collect(flags.hook_sidecars as usize, flags.qemu_timeout)
+        .map_err(|e| LauncherError::runtime(e.to_string()))?;
+    let hooks = std::sync::Arc::new(hooks);
     if let Err(e) = process::become_subreaper() {
         tracing::warn!("cannot become a child subreaper: {e}");
     }
@@ -159,7 +166,7 @@ pub(crate) fn run_in_runtime(
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 
-    let result = run_domain(launch, daemon, &sup);
+    let result = run_domain(launch, daemon, &sup, &hooks);
     sup.stop(Duration::from_secs(5));
     kill_leftover_children();
     result

@@ -53,6 +53,9 @@ impl LibvirtDomainManager {
         } else {
             xml.clone()
         };
+        // Every define goes through the hook sidecars (KubeVirt's
+        // SetDomainSpecStrWithHooks), the placeholder one too.
+        let first_xml = self.through_hooks(vmi, &first_xml)?;
         let define = |conn: &Connect| -> Result<VirtDomain, ManagerError> {
             if free_ports > 0 || placeholders > 0 {
                 tracing::info!(
@@ -69,6 +72,7 @@ impl LibvirtDomainManager {
             let inactive = d.get_xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
             let without = converter::pci_ports::remove_placeholders(&inactive)?;
             let with_ports = converter::pci_ports::add_root_ports(&without, free_ports)?;
+            let with_ports = self.through_hooks(vmi, &with_ports)?;
             Ok(VirtDomain::define_xml(conn, &with_ports)?)
         };
         let flags = if starts_paused(vmi) {
@@ -104,7 +108,19 @@ impl LibvirtDomainManager {
                     define(conn)?
                 }
                 None => {
-                    let d = define(conn)?;
+                    let d = match define(conn) {
+                        Ok(d) => d,
+                        Err(e) => {
+                            // A hook that failed on the second define left
+                            // the placeholder definition: never keep a
+                            // half-defined domain.
+                            if let Ok(Some(half)) = Self::lookup(conn, vmi) {
+                                tracing::warn!(domain = %name, "define failed half-way: undefining");
+                                let _ = half.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_KEEP_NVRAM);
+                            }
+                            return Err(e);
+                        }
+                    };
                     tracing::info!(domain = %vmi.domain_name(), "domain defined");
                     d
                 }
@@ -123,6 +139,48 @@ impl LibvirtDomainManager {
         self.metadata
             .set_grace_period_seconds(vmi.grace_period_seconds());
         Ok(spec)
+    }
+
+    /// KubeVirt's OnDefineDomain (`SetDomainSpecStrWithHooks`): `xml` and
+    /// the VMI (its JSON) through every subscribed hook sidecar in order;
+    /// the last answer is what is defined, as KubeVirt defines the hook's
+    /// text. Each answer must parse into the launcher's domain model
+    /// (`domain::Domain`, as KubeVirt unmarshals it into its `DomainSpec`:
+    /// unknown elements are kept by libvirt, not by the model), carry no
+    /// NUL and keep the domain's name (a renamed domain would never be
+    /// found again). Without subscribers, `xml` unchanged.
+    ///
+    /// # Errors
+    /// [`ManagerError::Hook`] naming the sidecar.
+    fn through_hooks(
+        &self,
+        vmi: &VirtualMachineInstance,
+        xml: &str,
+    ) -> Result<String, ManagerError> {
+        if self
+            .hooks
+            .callbacks(hooks::hook_point::ON_DEFINE_DOMAIN)
+            .is_empty()
+        {
+            return Ok(xml.to_owned());
+        }
+        let vmi_json =
+            serde_json::to_vec(vmi).map_err(|e| hooks::HookError::Encode(e.to_string()))?;
+        let name = vmi.domain_name();
+        let check = |x: &str| -> Result<(), String> {
+            if x.contains('\0') {
+                return Err("a NUL character, which XML cannot carry".into());
+            }
+            let d = domain::Domain::from_xml(x).map_err(|e| e.to_string())?;
+            if d.name != name {
+                return Err(format!(
+                    "the domain renamed to {:?} (it is {name:?})",
+                    d.name
+                ));
+            }
+            Ok(())
+        };
+        Ok(self.hooks.on_define_domain(xml, &vmi_json, &check)?)
     }
 
     /// Prepares `vmi`'s volumes and converts it with `inputs`; returns the
@@ -194,7 +252,7 @@ impl LibvirtDomainManager {
         let xml = dom.get_xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
         let defined = domain::Domain::from_xml(&xml)?;
         let devices = storage::cloudinit::tagged_devices(vmi, &defined);
-        if let Some(mut data) = storage::cloudinit::read(vmi, ctx, &self.prepare.config_sources)? {
+        if let Some(mut data) = storage::cloudinit::read_hooked(vmi, ctx, &self.prepare)? {
             data.set_devices(vmi, &devices);
             storage::cloudinit::generate(vmi, ctx, &data, self.prepare.owner)?;
             tracing::info!(
