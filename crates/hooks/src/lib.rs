@@ -148,6 +148,9 @@ pub enum HookError {
         /// What is wrong with it.
         what: String,
     },
+    /// A termination signal ended the wait for the sidecars.
+    #[error("stopped by a termination signal while waiting for the hook sidecars")]
+    Stopped,
     /// The launcher's own data could not be encoded (never expected).
     #[error("hook sidecars: {0}")]
     Encode(String),

@@ -225,14 +225,21 @@ impl Manager {
     /// then keeps them by hook point in the order they answered. A socket
     /// is known by its file name, as in KubeVirt (a second socket of the
     /// same name in another sidecar's directory is taken for the first).
-    /// Symbolic links are skipped. `wanted` 0 returns at once.
+    /// Symbolic links are skipped. `wanted` 0 returns at once. `stop` is
+    /// asked before each socket and each scan: true (a termination signal)
+    /// ends the wait (KubeVirt's launcher dies of the signal there).
     ///
     /// # Errors
     /// [`HookError::CollectTimeout`] past `timeout`; [`HookError::Dir`]
     /// when the directory cannot be read; [`HookError::Info`] or
     /// [`HookError::Version`] for a sidecar that answered badly (no retry,
-    /// as in KubeVirt).
-    pub fn collect(&mut self, wanted: usize, timeout: Duration) -> Result<(), HookError> {
+    /// as in KubeVirt); [`HookError::Stopped`] when `stop` said so.
+    pub fn collect(
+        &mut self,
+        wanted: usize,
+        timeout: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(), HookError> {
         let start = Instant::now();
         let mut processed: BTreeSet<String> = BTreeSet::new();
         let mut per_point: BTreeMap<String, Vec<Callback>> = BTreeMap::new();
@@ -246,6 +253,9 @@ impl Manager {
                 for (name, ty) in read_dir_sorted(&sub_path)? {
                     if ty.is_dir() || processed.contains(&name) {
                         continue;
+                    }
+                    if stop() {
+                        return Err(HookError::Stopped);
                     }
                     let socket = sub_path.join(&name);
                     if ty.is_symlink() {
@@ -269,6 +279,9 @@ impl Manager {
             if processed.len() >= wanted {
                 break;
             }
+            if stop() {
+                return Err(HookError::Stopped);
+            }
             if start.elapsed() >= timeout {
                 return Err(HookError::CollectTimeout {
                     found: processed.len(),
@@ -277,7 +290,12 @@ impl Manager {
                     timeout_secs: timeout.as_secs(),
                 });
             }
-            std::thread::sleep(t.scan_interval.min(timeout.saturating_sub(start.elapsed())));
+            // Slept in slices, so that `stop` is heard within 50 ms.
+            let pause = t.scan_interval.min(timeout.saturating_sub(start.elapsed()));
+            let until = Instant::now() + pause;
+            while Instant::now() < until && !stop() {
+                std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+            }
         }
         if wanted > 0 {
             tracing::info!("Collected all requested hook sidecar sockets");

@@ -257,7 +257,7 @@ fn collect_orders_by_directory_then_socket_and_keeps_versions() {
     )
     .unwrap();
     let mut m = pod.manager();
-    m.collect(3, Duration::from_secs(5)).unwrap();
+    m.collect(3, Duration::from_secs(5), &|| false).unwrap();
     let base = pod.dir.path();
     let order: Vec<String> = sockets(&m, hook_point::ON_DEFINE_DOMAIN)
         .iter()
@@ -313,7 +313,7 @@ fn a_sidecar_that_answers_later_comes_later() {
             pod.serve("hook-sidecar-0", "a.sock", &late);
         });
         let mut m = pod.manager();
-        m.collect(2, Duration::from_secs(10)).unwrap();
+        m.collect(2, Duration::from_secs(10), &|| false).unwrap();
         let base = pod.dir.path();
         let order: Vec<String> = sockets(&m, hook_point::ON_DEFINE_DOMAIN)
             .iter()
@@ -333,7 +333,9 @@ fn collect_times_out_on_a_silent_socket_and_a_missing_sidecar() {
     );
     let mut m = pod.manager();
     let start = Instant::now();
-    let e = m.collect(2, Duration::from_millis(700)).unwrap_err();
+    let e = m
+        .collect(2, Duration::from_millis(700), &|| false)
+        .unwrap_err();
     let took = start.elapsed();
     assert!(
         matches!(
@@ -362,8 +364,10 @@ fn collect_times_out_on_a_silent_socket_and_a_missing_sidecar() {
 #[test]
 fn collect_of_zero_returns_at_once_and_a_missing_directory_is_an_error() {
     let mut m = Manager::new("/nonexistent/hooks").with_timeouts(fast());
-    m.collect(0, Duration::from_secs(60)).unwrap();
-    let e = m.collect(1, Duration::from_secs(60)).unwrap_err();
+    m.collect(0, Duration::from_secs(60), &|| false).unwrap();
+    let e = m
+        .collect(1, Duration::from_secs(60), &|| false)
+        .unwrap_err();
     assert!(matches!(e, HookError::Dir { .. }), "{e}");
     assert!(e.to_string().contains("/nonexistent/hooks"), "{e}");
 }
@@ -382,7 +386,7 @@ fn bad_info_answers_fail_collect_at_once() {
     );
     let e = pod
         .manager()
-        .collect(1, Duration::from_secs(30))
+        .collect(1, Duration::from_secs(30), &|| false)
         .unwrap_err();
     assert!(matches!(e, HookError::Version { .. }), "{e}");
     assert!(
@@ -399,7 +403,7 @@ fn bad_info_answers_fail_collect_at_once() {
     let start = Instant::now();
     let e = pod
         .manager()
-        .collect(1, Duration::from_secs(30))
+        .collect(1, Duration::from_secs(30), &|| false)
         .unwrap_err();
     assert!(matches!(e, HookError::Info { .. }), "{e}");
     assert!(e.to_string().contains("info broke"), "{e}");
@@ -414,7 +418,7 @@ fn one(define: Define) -> (Pod, Manager, PathBuf) {
         &Sidecar::new(&["v1alpha3"], &[hook_point::ON_DEFINE_DOMAIN], define),
     );
     let mut m = pod.manager();
-    m.collect(1, Duration::from_secs(5)).unwrap();
+    m.collect(1, Duration::from_secs(5), &|| false).unwrap();
     (pod, m, p)
 }
 
@@ -463,7 +467,7 @@ fn shutdown_goes_to_v1alpha3_subscribers_only() {
     pod.serve("a", "s3.sock", &s3);
     pod.serve("b", "s1.sock", &s1);
     let mut m = pod.manager();
-    m.collect(2, Duration::from_secs(5)).unwrap();
+    m.collect(2, Duration::from_secs(5), &|| false).unwrap();
     m.shutdown().unwrap();
     assert_eq!(s3.shutdowns.load(Ordering::SeqCst), 1);
     assert_eq!(s1.shutdowns.load(Ordering::SeqCst), 0);
@@ -582,7 +586,7 @@ fn pre_cloud_init_iso_goes_to_the_first_subscriber() {
         &Sidecar::new(&["v1alpha3"], &p, Define::Hang),
     );
     let mut m = pod.manager();
-    m.collect(2, Duration::from_secs(5)).unwrap();
+    m.collect(2, Duration::from_secs(5), &|| false).unwrap();
     let d = data(storage::cloudinit::DataSource::NoCloud);
     let out = m.pre_cloud_init_iso(&vmi(), b"{}", d.clone()).unwrap();
     assert_eq!(out.user_data, b"#!/BIN/SH\nECHO <HI>\n");
@@ -592,5 +596,24 @@ fn pre_cloud_init_iso_goes_to_the_first_subscriber() {
     assert_eq!(
         none.pre_cloud_init_iso(&vmi(), b"{}", d.clone()).unwrap(),
         d
+    );
+}
+
+#[test]
+fn a_termination_signal_ends_the_wait() {
+    let pod = Pod::new();
+    pod.silent("hook-sidecar-0", "never.sock");
+    let mut m = pod.manager().with_timeouts(Timeouts {
+        scan_interval: Duration::from_secs(1),
+        ..fast()
+    });
+    let start = Instant::now();
+    let stop = || start.elapsed() > Duration::from_millis(400);
+    let e = m.collect(1, Duration::from_secs(60), &stop).unwrap_err();
+    assert!(matches!(e, HookError::Stopped), "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
     );
 }

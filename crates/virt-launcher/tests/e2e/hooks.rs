@@ -211,6 +211,62 @@ fn the_guest_reads_the_smbios_vendor_the_sidecar_set() {
     );
 }
 
+#[test]
+fn in_a_pod_sidecars_of_older_versions_apply_in_kubevirts_order() {
+    // KubeVirt's pod: the sockets volume at /var/run/kubevirt-hooks, one
+    // subdirectory per sidecar; the VMI from STANDALONE_VMI. Sidecar 0
+    // speaks v1alpha1 (OnDefineDomain only), sidecar 1 v1alpha2 (and
+    // PreCloudInitIso; no Shutdown): both write the base board, sidecar 1
+    // last.
+    let hooks = tempfile::tempdir().unwrap();
+    let s0 = Sidecar::start(
+        hooks.path(),
+        0,
+        &["--version", "v1alpha1", "--vendor-suffix", " v1alpha1"],
+    );
+    let mut s1 = Sidecar::start(
+        hooks.path(),
+        1,
+        &[
+            "--version",
+            "v1alpha2",
+            "--vendor-suffix",
+            " v1alpha2",
+            "--pre-cloud-init",
+            "PRECLOUD-V1ALPHA2",
+        ],
+    );
+    let script = "#!/bin/sh\necho \"BOARD-VENDOR $(cat /sys/class/dmi/id/board_vendor)\"\n";
+    let y = hooked_vmi("hooked-pod", script);
+    let mut l = Launcher::start_wrapped(
+        &y,
+        &crate::harness::Opts {
+            pod: true,
+            args: &["--hook-sidecars", "2"],
+            env: &[("POD_HOOKS", hooks.path().as_os_str())],
+            ..crate::harness::Opts::default()
+        },
+        crate::harness::POD_WRAPPER,
+    );
+    let serial = l.wait_serial("GUEST-USERDATA-DONE", 1, BOOT_TIMEOUT);
+    assert!(
+        serial.contains(&format!("BOARD-VENDOR {VENDOR} v1alpha2")),
+        "{serial}\n--- sidecar 0 ---\n{}\n--- sidecar 1 ---\n{}",
+        s0.log(),
+        s1.log()
+    );
+    assert!(serial.contains("PRECLOUD-V1ALPHA2"), "{serial}");
+    assert!(s0.log().contains("HOOK-SIDECAR OnDefineDomain"));
+    assert!(!s0.log().contains("PreCloudInitIso"));
+    let log = l.log();
+    assert!(log.contains("\"version\":\"v1alpha1\""), "{log}");
+    assert!(log.contains("\"version\":\"v1alpha2\""), "{log}");
+    l.stop_and_check(Duration::from_secs(120));
+    // No Shutdown below v1alpha3: sidecar 1 is still there.
+    assert!(!s1.wait_exit(Duration::from_millis(500)), "{}", s1.log());
+    assert!(!s1.log().contains("Shutdown"), "{}", s1.log());
+}
+
 /// Runs `run` on `yaml` with `args` (no `--keep-state`) until it exits;
 /// returns (exit code, stderr, how long it took). Asserts that the state
 /// directory is gone and nothing mentions the VMI's UID.
@@ -280,6 +336,43 @@ fn a_hook_socket_that_never_answers_times_out_at_qemu_timeout() {
     );
     // Nothing was started: the sidecars come before libvirt.
     assert!(!stderr.contains("\"msg\":\"started\""), "{stderr}");
+}
+
+#[test]
+fn a_termination_signal_while_waiting_for_sidecars_stops_at_once() {
+    let hooks = tempfile::tempdir().unwrap();
+    let _silent = Sidecar::start(hooks.path(), 0, &["--silent"]);
+    let dir = hooks.path().display().to_string();
+    let mut l = Launcher::start_args(
+        &crate::harness::guest_vmi("hook-sigterm", "virtio"),
+        &[
+            "--hook-sidecars",
+            "1",
+            "--hook-sidecar-dir",
+            &dir,
+            "--qemu-timeout",
+            "300s",
+        ],
+    );
+    let start = Instant::now();
+    while !l.log().contains("Sidecar server might not be ready yet") {
+        assert!(start.elapsed() < Duration::from_secs(60), "{}", l.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sent = Instant::now();
+    l.signal(nix::sys::signal::Signal::SIGTERM);
+    l.wait_success_and_check(Duration::from_secs(20));
+    assert!(
+        sent.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        sent.elapsed()
+    );
+    let log = l.log();
+    assert!(
+        log.contains("termination signal while waiting for the hook sidecars"),
+        "{log}"
+    );
+    assert!(!log.contains("\"msg\":\"started\""), "{log}");
 }
 
 #[test]
