@@ -262,12 +262,14 @@ impl Manager {
                         tracing::warn!(socket = %socket.display(), "a symbolic link in the hook directory: skipped");
                         continue;
                     }
+                    let asked = Instant::now();
                     match block_on(probe(&socket, t))? {
                         Probe::NotReady(why) => {
                             tracing::info!(socket = %socket.display(), "Sidecar server might not be ready yet: {why}");
                         }
                         Probe::Ready(cb, points) => {
-                            tracing::info!(socket = %socket.display(), name = %cb.name, version = cb.version.name(), hook_points = ?points, "hook sidecar collected");
+                            let ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
+                            tracing::info!(socket = %socket.display(), name = %cb.name, version = cb.version.name(), hook_points = ?points, ms, "hook sidecar collected");
                             for p in points {
                                 per_point.entry(p).or_default().push(cb.clone());
                             }
@@ -322,7 +324,9 @@ impl Manager {
     ) -> Result<String, HookError> {
         let mut xml = domain_xml.to_owned();
         for cb in self.callbacks(hook_point::ON_DEFINE_DOMAIN) {
+            let started = Instant::now();
             let out = block_on(self.define_one(cb, xml.into_bytes(), vmi_json.to_vec()))?;
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let garbage = |what: String| HookError::Garbage {
                 socket: cb.label(),
                 call: hook_point::ON_DEFINE_DOMAIN,
@@ -331,7 +335,7 @@ impl Manager {
             xml =
                 String::from_utf8(out).map_err(|_| garbage("a domain that is not UTF-8".into()))?;
             check(&xml).map_err(|e| garbage(format!("an invalid domain: {e}")))?;
-            tracing::info!(socket = %cb.socket.display(), "OnDefineDomain applied");
+            tracing::info!(socket = %cb.socket.display(), ms, "OnDefineDomain applied");
         }
         Ok(xml)
     }
