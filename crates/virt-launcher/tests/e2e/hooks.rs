@@ -435,6 +435,25 @@ fn invalid_xml_on_the_second_define_undefines_the_first() {
 }
 
 #[test]
+fn a_sidecar_renaming_the_domain_is_refused() {
+    let hooks = tempfile::tempdir().unwrap();
+    let sidecar = Sidecar::start(hooks.path(), 0, &["--on-define", "rename"]);
+    let dir = hooks.path().display().to_string();
+    let (code, stderr, _) = run_to_exit(
+        &crate::harness::guest_vmi("hook-rename", "virtio"),
+        &["--hook-sidecars", "1", "--hook-sidecar-dir", &dir],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let last = stderr.lines().last().unwrap_or("");
+    let want = format!(
+        "virt-launcher: hook sidecar {}: OnDefineDomain returned an invalid domain: the domain renamed to \"e2e_hook-rename-renamed\" (it is \"e2e_hook-rename\")",
+        sidecar.launcher_path()
+    );
+    assert_eq!(last, want, "{stderr}");
+    assert!(!stderr.contains("domain undefined"), "{stderr}");
+}
+
+#[test]
 fn a_sidecar_that_crashes_in_the_call_is_named() {
     let hooks = tempfile::tempdir().unwrap();
     let sidecar = Sidecar::start(hooks.path(), 0, &["--on-define", "crash"]);
