@@ -151,6 +151,9 @@ pub enum HookError {
     /// A termination signal ended the wait for the sidecars.
     #[error("stopped by a termination signal while waiting for the hook sidecars")]
     Stopped,
+    /// No thread or runtime could be made for a call (never expected).
+    #[error("hook sidecars: {0}")]
+    Runtime(String),
     /// The launcher's own data could not be encoded (never expected).
     #[error("hook sidecars: {0}")]
     Encode(String),

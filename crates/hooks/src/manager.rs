@@ -96,22 +96,28 @@ pub struct Manager {
 
 /// Runs `fut` to completion on a runtime of its own, on a thread of its
 /// own (so that any caller, also one inside a runtime, may block on it).
-fn block_on<F>(fut: F) -> F::Output
+///
+/// # Errors
+/// [`HookError::Runtime`] when no runtime or thread can be made.
+fn block_on<F, T>(fut: F) -> Result<T, HookError>
 where
-    F: Future + Send,
-    F::Output: Send,
+    F: Future<Output = Result<T, HookError>> + Send,
+    T: Send,
 {
     std::thread::scope(|s| {
-        s.spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map(|rt| rt.block_on(fut))
-        })
-        .join()
+        std::thread::Builder::new()
+            .name("hook-call".into())
+            .spawn_scoped(s, || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| HookError::Runtime(format!("cannot make a runtime: {e}")))
+                    .and_then(|rt| rt.block_on(fut))
+            })
+            .map_err(|e| HookError::Runtime(format!("cannot start a thread: {e}")))?
+            .join()
+            .map_err(|_| HookError::Runtime("a hook call panicked".into()))?
     })
-    .unwrap_or_else(|p| std::panic::resume_unwind(p))
-    .unwrap_or_else(|e| panic!("cannot build a tokio runtime for the hook calls: {e}"))
 }
 
 /// What asking one socket for `Info` gave.
