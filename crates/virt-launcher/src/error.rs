@@ -158,6 +158,8 @@ impl From<StorageError> for LauncherError {
             StorageError::QemuImg { path, source } => {
                 LauncherError::input_at(path, source.to_string())
             }
+            // A sidecar's failure, not the user's input.
+            e @ StorageError::Hook { .. } => LauncherError::runtime(e.to_string()),
         }
     }
 }
