@@ -167,7 +167,8 @@ impl From<IsolationError> for LauncherError {
         match e {
             IsolationError::Busy(_)
             | IsolationError::Foreign(_)
-            | IsolationError::NotADirectory(_) => {
+            | IsolationError::NotADirectory(_)
+            | IsolationError::Unsafe { .. } => {
                 LauncherError::input_at("--state-dir", e.to_string())
             }
             _ => LauncherError::runtime(e.to_string()),
