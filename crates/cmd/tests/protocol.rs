@@ -610,12 +610,22 @@ impl NotifyInfo for Recorder {
 }
 
 async fn notify_server(path: &std::path::Path, rec: Recorder) -> tokio::sync::oneshot::Sender<()> {
+    // tonic's default receive limit, grpc-go's (4 MiB).
+    notify_server_receiving(path, rec, 4 << 20).await
+}
+
+/// [`notify_server`] receiving messages of at most `limit` bytes.
+async fn notify_server_receiving(
+    path: &std::path::Path,
+    rec: Recorder,
+    limit: usize,
+) -> tokio::sync::oneshot::Sender<()> {
     let _ = std::fs::remove_file(path);
     let l = tokio::net::UnixListener::bind(path).unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         tonic::transport::Server::builder()
-            .add_service(NotifyServer::new(rec.clone()))
+            .add_service(NotifyServer::new(rec.clone()).max_decoding_message_size(limit))
             .add_service(NotifyInfoServer::new(rec))
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::UnixListenerStream::new(l),
@@ -722,4 +732,51 @@ async fn connect_errors_name_the_socket_and_the_cause() {
         .unwrap()
         .to_string();
     assert!(e.ends_with("Connection refused (os error 111)"), "{e}");
+}
+
+/// Issue 19: an event above grpc-go's 4 MiB receive limit (a guest-inflated
+/// domain JSON) was retried forever at the head of the queue, blocking every
+/// later event. It is dropped (and counted) at once; the events around it
+/// arrive in order. The stand-in server is tonic's, whose receive limit is
+/// grpc-go's (4 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue19_an_undeliverable_event_is_dropped_never_blocks_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("domain-notify-pipe.sock");
+    let rec = Recorder::default();
+    let _stop = notify_server(&sock, rec.clone()).await;
+    let n = Notifier::start(dir.path());
+    n.domain(EventType::Added, "1".into());
+    // Over the limit before it is sent.
+    n.domain(
+        EventType::Modified,
+        "x".repeat(cmd::notify::MAX_NOTIFY_MESSAGE + 1),
+    );
+    n.domain(EventType::Modified, "2".into());
+    assert!(
+        n.flush(Duration::from_secs(30)).await,
+        "the queue is stuck behind an undeliverable event"
+    );
+    // A server with a smaller limit refuses an event (a status a retry
+    // cannot change): dropped too, the next one arrives.
+    let dir2 = tempfile::tempdir().unwrap();
+    let sock2 = dir2.path().join("domain-notify-pipe.sock");
+    let _stop2 = notify_server_receiving(&sock2, rec.clone(), 1 << 20).await;
+    let n2 = Notifier::start(dir2.path());
+    n2.domain(EventType::Modified, "y".repeat(2 << 20));
+    n2.domain(EventType::Modified, "3".into());
+    assert!(
+        n2.flush(Duration::from_secs(30)).await,
+        "the queue is stuck behind an event the server refuses"
+    );
+    assert_eq!(n2.counts(), (1, 1));
+    let got: Vec<_> = rec
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(t, d)| format!("{t}:{}", &d[..d.len().min(8)]))
+        .collect();
+    assert_eq!(got, ["ADDED:1", "MODIFIED:2", "MODIFIED:3"]);
+    assert_eq!(n.counts(), (2, 1));
 }
