@@ -780,3 +780,41 @@ async fn issue19_an_undeliverable_event_is_dropped_never_blocks_the_queue() {
     assert_eq!(got, ["ADDED:1", "MODIFIED:2", "MODIFIED:3"]);
     assert_eq!(n.counts(), (2, 1));
 }
+
+/// Issue 19 (faults): a notify socket that accepts connections but never
+/// reads. The queue keeps the event (nothing is lost, nothing blocks the
+/// caller: `send` returns at once and `flush` gives up at its deadline);
+/// once a real virt-handler listens, the event is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notify_socket_that_never_reads_holds_up_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("domain-notify-pipe.sock");
+    let silent = tokio::net::UnixListener::bind(&sock).unwrap();
+    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        loop {
+            tokio::select! {
+                c = silent.accept() => held.push(c.unwrap().0),
+                _ = &mut stop_rx => return held.len(),
+            }
+        }
+    });
+    let n = Notifier::start(dir.path());
+    n.domain(EventType::Added, "1".into());
+    assert!(
+        !n.flush(Duration::from_secs(7)).await,
+        "nothing can be delivered to a socket that never reads"
+    );
+    assert_eq!(n.pending(), 1, "the event is kept");
+    let _ = stop_tx.send(());
+    assert!(
+        holder.await.unwrap() >= 1,
+        "the launcher did dial the silent socket"
+    );
+    let rec = Recorder::default();
+    let _stop = notify_server(&sock, rec.clone()).await;
+    assert!(n.flush(Duration::from_secs(30)).await);
+    assert_eq!(rec.events.lock().unwrap().len(), 1);
+    assert_eq!(n.counts(), (1, 0));
+}
