@@ -120,9 +120,9 @@ impl StateDir {
     /// [`IsolationError::Busy`] when another launcher holds it,
     /// [`IsolationError::Foreign`] for somebody else's directory,
     /// [`IsolationError::NotADirectory`] for a file or link,
-    /// [`IsolationError::Unsafe`] for a directory others can change,
-    /// [`IsolationError::Io`] for a failed file operation (a link planted as
-    /// the lock file fails here).
+    /// [`IsolationError::Unsafe`] for a directory others can change or a
+    /// lock file that is a link or not a regular file,
+    /// [`IsolationError::Io`] for a failed file operation.
     pub fn acquire(root: &Path) -> Result<StateDir, IsolationError> {
         let (parent, name) = split_root(root)?;
         // Missing parents (`/var/run/virt-launcher` by default) are made as
@@ -175,7 +175,21 @@ impl StateDir {
         }
         fchmod(&dir, Mode::from_raw_mode(0o700)).map_err(errno("chmod", root))?;
         let lock_path = root.join(LOCK);
-        let file = open_lock_at(dir.as_fd(), &lock_path)?;
+        let file = open_lock_at(dir.as_fd(), &lock_path).map_err(|e| match e {
+            IsolationError::Io {
+                op: "open",
+                ref source,
+                ..
+            } if source.raw_os_error() == Some(Errno::LOOP.raw_os_error())
+                || source.kind() == io::ErrorKind::InvalidInput =>
+            {
+                IsolationError::Unsafe {
+                    path: root.to_owned(),
+                    why: format!("{LOCK} is a symbolic link or not a regular file"),
+                }
+            }
+            e => e,
+        })?;
         let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
             .map_err(|_| IsolationError::Busy(root.to_owned()))?;
         // A launcher that exited may have unlinked the lock file we opened
@@ -378,7 +392,7 @@ fn open_lock_at(fd: BorrowedFd<'_>, path: &Path) -> Result<File, IsolationError>
         return Err(IsolationError::Io {
             op: "open",
             path: path.to_owned(),
-            source: io::Error::other("not a regular file"),
+            source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
         });
     }
     Ok(File::from(f))

@@ -63,9 +63,10 @@ fn issue19_a_lock_link_creates_nothing_at_its_target() {
     fs::write(state.join(MARKER), b"x").unwrap();
     let e = StateDir::acquire(&state).unwrap_err();
     assert!(
-        matches!(e, IsolationError::Io { op: "open", .. }),
-        "a link as the lock file is an error: {e}"
+        matches!(e, IsolationError::Unsafe { .. }),
+        "a link as the lock file is refused: {e}"
     );
+    assert!(e.to_string().contains(".lock is a symbolic link"), "{e}");
     assert!(
         fs::symlink_metadata(&target).is_err(),
         "nothing at the link's target"
