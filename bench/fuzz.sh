@@ -5,7 +5,9 @@
 #   bench/fuzz.sh [SECONDS]        # every target, 60 s each by default,
 #                                  # then the virt-xml-validate replay
 #   bench/fuzz.sh --ci [SECONDS]   # what test.sh runs: 20 s each, two at a
-#                                  # time, a 10 s replay
+#                                  # time, a 10 s replay, then issue 19's
+#                                  # inputs (FUZZ_ISSUE19=1 adds them to a
+#                                  # run without --ci)
 #   bench/fuzz.sh --inputs TARGET FILE...   # runs TARGET on FILEs under the
 #                                  # same per-input limits, one verdict each
 #   FUZZ_TARGETS="dhcpv4 dhcpv6" bench/fuzz.sh 120    # some targets only
@@ -131,11 +133,11 @@ verdict() {
 	grep -m1 -oE 'ERROR: libFuzzer: [a-z-]+( \([^)]*\))?|ERROR: (Address|Leak)Sanitizer: [a-zA-Z-]+|panicked at .*' "$1" || true
 }
 
-if [ "$inputs" = 1 ]; then
-	t=${1:?usage: bench/fuzz.sh --inputs TARGET FILE...}
+# Runs target $1 on the files after it, one verdict each, under the
+# limits given in $limits; prints "failed: N of M" and returns N > 0.
+run_inputs() {
+	local t=$1 failed=0 f log started status ms
 	shift
-	echo "limits: ${limits[*]}"
-	failed=0
 	for f in "$@"; do
 		[[ $f = /* ]] || f=$here/$f
 		log=$(mktemp)
@@ -153,6 +155,13 @@ if [ "$inputs" = 1 ]; then
 	done
 	echo "failed: $failed of $#"
 	[ "$failed" -eq 0 ]
+}
+
+if [ "$inputs" = 1 ]; then
+	t=${1:?usage: bench/fuzz.sh --inputs TARGET FILE...}
+	shift
+	echo "limits: ${limits[*]}"
+	run_inputs "$t" "$@"
 	exit
 fi
 
@@ -262,6 +271,20 @@ for t in "${replayed[@]}"; do
 	cat "$results/$t.replay-out"
 	[ ! -f "$results/$t.replay-status" ] || findings=$((findings + 1))
 done
+# Issue 19's inputs (fuzz/issue19/make.py: an alias bomb, huge thread
+# counts, nesting behind a quote, 20,000 and 50,000 emptyDisks) under a
+# per-input limit of ISSUE19_TIMEOUT seconds (default 60: each takes at most
+# a few seconds now; the quadratic and unbounded costs they were filed for
+# took minutes or gigabytes, a failure here).
+if [ "$ci" = 1 ] || [ -n "${FUZZ_ISSUE19:-}" ]; then
+	cases=$results/issue19
+	python3 issue19/make.py "$cases" >/dev/null
+	limits=(-timeout="${ISSUE19_TIMEOUT:-60}" -rss_limit_mb="$rss_mb" -malloc_limit_mb="$malloc_mb")
+	for t in vmi_bytes grpc_requests; do
+		echo "issue 19 inputs, $t (${limits[*]}):"
+		run_inputs "$t" "$cases/$t"/* | sed 's/^/    /' || findings=$((findings + 1))
+	done
+fi
 echo "fuzz: $(($(date +%s) - t0)) s in all (build included)"
 echo "findings: $findings"
 [ "$findings" -eq 0 ]

