@@ -254,9 +254,7 @@ fn read_secret_file(
                 ),
             ));
         }
-        return fs::read(&real)
-            .map(Some)
-            .map_err(io_err(field, "read", &real));
+        return crate::files::read_bounded(field, &real, MAX_SECRET_DATA).map(Some);
     }
     Ok(None)
 }
@@ -607,7 +605,7 @@ pub fn public_keys(
                     format!("{} is not a public key file", e.path().display()),
                 ));
             }
-            let data = fs::read(&real).map_err(io_err(&field, "read", &real))?;
+            let data = crate::files::read_bounded(&field, &real, MAX_SECRET_DATA)?;
             if data.is_empty() {
                 continue;
             }
