@@ -285,7 +285,8 @@ fn a_launcher_that_cannot_start_exits_1() {
 }
 
 /// The fake launcher waits until its background child runs the stand-in.
-const EXECED: &str = "until tr '\\0' ' ' < /proc/$!/cmdline | grep -q qemu-system; do sleep 0.05; done";
+const EXECED: &str =
+    "until tr '\\0' ' ' < /proc/$!/cmdline | grep -q qemu-system; do sleep 0.05; done";
 
 #[test]
 fn an_orphaned_qemu_is_terminated_and_reaped() {
