@@ -15,8 +15,9 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
-/// How much of a command line is read (QEMU's are a few KiB).
-const MAX_CMDLINE: u64 = 1 << 20;
+/// How much of a command line is read: the program name comes first, and
+/// QEMU's whole command line is a few KiB.
+const MAX_CMDLINE: u64 = 64 * 1024;
 
 /// One process, as read from `/proc`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +28,7 @@ pub struct Proc {
     pub ppid: i32,
     /// State `Z`: exited, not yet reaped (its command line reads empty).
     pub zombie: bool,
-    /// `/proc/<pid>/cmdline`, NUL-separated, at most 1 MiB.
+    /// `/proc/<pid>/cmdline`, NUL-separated, at most 64 KiB.
     pub cmdline: Vec<u8>,
 }
 

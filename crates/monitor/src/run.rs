@@ -394,6 +394,13 @@ pub fn stop_leftover_qemu(m: &mut Monitor, cfg: &Config) -> Result<(), MonitorEr
             procs::find_descendant(&table, me, name)
         };
         if left.is_none() {
+            // Gone from the live processes; reap it (a zombie child of ours
+            // until then), waiting at most a second for its exit to land.
+            let until = Instant::now() + Duration::from_secs(1);
+            while cfg.proc_root.join(pid.to_string()).exists() && Instant::now() < until {
+                m.reap();
+                m.idle(Duration::from_millis(20));
+            }
             m.reap();
             return Ok(());
         }
