@@ -15,7 +15,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Envoy's merged Prometheus telemetry port (serves `quitquitquit`).
 pub const TELEMETRY_PORT: u16 = 15020;
@@ -97,6 +97,29 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// Reads a response until the server closes, `MAX_RESPONSE` bytes or the
+/// `deadline`, whichever comes first; what arrived by then (an error only
+/// when nothing did).
+fn read_bounded(s: &mut TcpStream, deadline: Instant) -> io::Result<Vec<u8>> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let limit = usize::try_from(MAX_RESPONSE).unwrap_or(usize::MAX);
+    while raw.len() < limit {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        s.set_read_timeout(Some(left))?;
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n.min(limit - raw.len())]),
+            Err(e) if raw.is_empty() => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(raw)
+}
+
 /// Parses an HTTP/1.x response head: status code and `Server` header.
 pub fn parse_response(raw: &[u8]) -> Option<Response> {
     let text = String::from_utf8_lossy(raw);
@@ -118,6 +141,8 @@ pub fn parse_response(raw: &[u8]) -> Option<Response> {
 
 impl Envoy {
     fn request(&self, port: u16, method: &str, path: &str) -> Result<Response, Failure> {
+        // Go's http.Client.Timeout: the whole request, body included.
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
         let addrs: Vec<_> = (self.host.as_str(), port)
             .to_socket_addrs()
             .map_err(Failure::Io)?
@@ -135,15 +160,7 @@ impl Envoy {
                         self.host
                     );
                     s.write_all(req.as_bytes()).map_err(Failure::Io)?;
-                    let mut raw = Vec::new();
-                    // The head is all that is needed; a closed or timed-out
-                    // stream after it is fine.
-                    let read = (&mut s).take(MAX_RESPONSE).read_to_end(&mut raw);
-                    if let Err(e) = read {
-                        if raw.is_empty() {
-                            return Err(Failure::Io(e));
-                        }
-                    }
+                    let raw = read_bounded(&mut s, deadline).map_err(Failure::Io)?;
                     return parse_response(&raw)
                         .ok_or_else(|| Failure::Other("malformed HTTP response".to_owned()));
                 }
@@ -304,6 +321,24 @@ mod tests {
         );
         // Not retried: the server saw one request only.
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
+    }
+
+    #[test]
+    fn a_server_that_never_closes_is_cut_at_the_deadline() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        thread::spawn(move || {
+            let Ok((mut s, _)) = l.accept() else { return };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nServer: envoy\r\n\r\n");
+            // Keeps the connection open until the test ends.
+            let _ = done_rx.recv_timeout(Duration::from_secs(30));
+        });
+        // Answered within the request timeout, read until it.
+        assert!(envoy(port, free_port()).present());
+        let _ = done_tx.send(());
     }
 
     #[test]

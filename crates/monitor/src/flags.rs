@@ -226,16 +226,18 @@ mod tests {
 
     #[test]
     fn unknown_flags_consume_their_value_like_pflag() {
-        // `--name --uid` : the unknown flag's next argument starts with '-',
-        // so it is not its value, and `--uid` is read.
+        // The next argument starts with '-': not the unknown flag's value.
         let f = parse(&args("--name --uid u")).expect("parses");
         assert_eq!(f.uid, "u");
-        // `--name --uid`: would be consumed if it did not look like a flag.
+        // It does not: it is the unknown flag's value.
         let f = parse(&args("--name vmi --uid u2")).expect("parses");
         assert_eq!(f.uid, "u2");
-        // A value that looks like a known flag's name but is a value.
+        // Even when it looks like a known flag's name without dashes.
         let f = parse(&args("--namespace uid --uid u3")).expect("parses");
         assert_eq!(f.uid, "u3");
+        // `--name=--uid` carries its value inline: `u4` is then positional.
+        let f = parse(&args("--name=--uid u4")).expect("parses");
+        assert_eq!(f.uid, "");
     }
 
     #[test]
