@@ -37,7 +37,18 @@ pub struct Flags {
     pub verbosity: u32,
     /// The launcher's arguments: all of them minus `--keep-after-failure`.
     pub launcher_args: Vec<String>,
+    /// `-h` or `--help` before `--`: pflag prints the usage and exits 0.
+    pub help: bool,
 }
+
+/// The monitor's usage (its own flags; the others are the launcher's).
+pub const USAGE: &str = "Usage of virt-launcher-monitor:
+      --container-disk-dir string   Base directory for container disk data (default \"/var/run/kubevirt/container-disks\")
+      --keep-after-failure          virt-launcher will be kept alive after failure for debugging if set to true
+      --uid string                  UID of the VirtualMachineInstance
+  -v, --v Level                     number for the log level verbosity
+Every other argument is passed to virt-launcher.
+";
 
 /// A command line the monitor refuses (pflag exits 2 on these).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +108,7 @@ pub fn parse(args: &[String]) -> Result<Flags, FlagError> {
             .filter(|a| a.as_str() != KEEP_AFTER_FAILURE)
             .cloned()
             .collect(),
+        help: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -111,6 +123,10 @@ pub fn parse(args: &[String]) -> Result<Flags, FlagError> {
                 None => (long, None),
             }
         } else if let Some(short) = arg.strip_prefix('-').filter(|s| !s.is_empty()) {
+            if short == "h" {
+                flags.help = true;
+                continue;
+            }
             // Shorthands: only `-v` is the monitor's; `-vN` and `-v=N`.
             if let Some(rest) = short.strip_prefix('v') {
                 let inline = rest.strip_prefix('=').unwrap_or(rest);
@@ -145,6 +161,7 @@ pub fn parse(args: &[String]) -> Result<Flags, FlagError> {
                 flags.container_disk_dir = PathBuf::from(value("--container-disk-dir")?);
             }
             "uid" => flags.uid = value("--uid")?,
+            "help" if inline.is_none() => flags.help = true,
             "v" => flags.verbosity = parse_verbosity("--v", &value("--v")?)?,
             "keep-after-failure" => {
                 flags.keep_after_failure = match inline {
@@ -271,6 +288,14 @@ mod tests {
         }
         let e = parse(&args("--keep-after-failure=maybe")).expect_err("bad bool");
         assert_eq!(e.flag, "--keep-after-failure");
+    }
+
+    #[test]
+    fn help_before_the_double_dash() {
+        assert!(parse(&args("--name x --help")).expect("parses").help);
+        assert!(parse(&args("-h")).expect("parses").help);
+        assert!(!parse(&args("-- --help")).expect("parses").help);
+        assert!(!parse(&args("--uid u")).expect("parses").help);
     }
 
     #[test]

@@ -14,6 +14,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if flags.help {
+        print!("{}", flags::USAGE);
+        return ExitCode::SUCCESS;
+    }
     logging::init("virt-launcher-monitor", flags.verbosity);
     if let Ok(v) = std::env::var("VIRT_LAUNCHER_LOG_VERBOSITY") {
         match logging::env_verbosity() {
