@@ -401,6 +401,63 @@ fn net_bind_service_is_ambient_when_permitted() {
 }
 
 #[test]
+fn the_images_file_capability_reaches_the_launcher() {
+    // As in the launcher image: the monitor binary carries
+    // cap_net_bind_service=ep and runs as uid 107 with only that capability
+    // in its bounding set and none inherited.
+    let script = "cat /proc/self/status > $OUT/out/status\nexit 0\n";
+    let as_107 = [
+        "setpriv",
+        "--reuid=107",
+        "--regid=107",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all,+net_bind_service",
+    ];
+    let s = Setup::new(script);
+    let st = Command::new("setcap")
+        .arg("cap_net_bind_service=+ep")
+        .arg(s.path("virt-launcher-monitor"))
+        .status()
+        .expect("setcap (libcap2-bin) runs");
+    assert!(st.success(), "setcap failed");
+    let mut m = s.start(&as_107, &[]);
+    assert_eq!(m.wait(EXIT).code(), Some(0), "{}", m.log());
+    assert_eq!(cap_line(&s.out("status"), "CapAmb:"), NET_BIND_SERVICE);
+
+    // Under no_new_privs (a container's allowPrivilegeEscalation: false):
+    // whether the kernel grants the file capability depends on its version
+    // (6.18 does, older ones did not); either way the launcher has it
+    // ambient exactly when the monitor (its parent) has it permitted.
+    let s = Setup::new(
+        "cat /proc/self/status > $OUT/out/status\ncat /proc/$PPID/status > $OUT/out/parent\nexit 0\n",
+    );
+    let st = Command::new("setcap")
+        .arg("cap_net_bind_service=+ep")
+        .arg(s.path("virt-launcher-monitor"))
+        .status()
+        .expect("setcap runs");
+    assert!(st.success(), "setcap failed");
+    let mut nnp = as_107.to_vec();
+    nnp.push("--no-new-privs");
+    let mut m = s.start(&nnp, &[]);
+    assert_eq!(m.wait(EXIT).code(), Some(0), "{}", m.log());
+    let parent = s.out("parent");
+    assert_eq!(
+        parent.lines().find(|l| l.starts_with("NoNewPrivs:")),
+        Some("NoNewPrivs:\t1")
+    );
+    let permitted = cap_line(&parent, "CapPrm:") & NET_BIND_SERVICE;
+    assert_eq!(cap_line(&s.out("status"), "CapAmb:"), permitted);
+    assert_eq!(
+        m.log().contains("CAP_NET_BIND_SERVICE is not permitted"),
+        permitted == 0,
+        "{}",
+        m.log()
+    );
+}
+
+#[test]
 fn container_disk_sockets_are_removed() {
     let s = Setup::new("exit 0\n");
     let cd = s.path("container-disks");
