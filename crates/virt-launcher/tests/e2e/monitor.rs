@@ -37,7 +37,10 @@ fn monitor_bin() -> PathBuf {
 /// in the monitor (its first argument) instead of the launcher (its second,
 /// which the monitor finds by itself next to its own binary).
 fn wrapper() -> Vec<String> {
-    let script = POD_WRAPPER[4];
+    let script = POD_WRAPPER
+        .iter()
+        .find(|a| a.contains("exec \"$@\""))
+        .expect("the harness's pod script (ends in exec \"$@\")");
     let (head, _) = script
         .rsplit_once("exec \"$@\"")
         .expect("the pod script ends in exec \"$@\"");
