@@ -17,6 +17,7 @@ use crate::error::LauncherError;
 use crate::flags::LauncherFlags;
 use crate::isolation::{Mounts, StateDir};
 use crate::pod::{Pod, PodMount};
+use crate::user::RuntimeUser;
 use api::VirtualMachineInstance;
 
 /// libvirt's directories, private to the launcher: (below the state
@@ -62,7 +63,20 @@ pub(crate) fn mount(
                 target,
                 read_only,
             } => mounts.bind_file(source, target, *read_only)?,
-            PodMount::Devices(nodes) => mounts.private_dev(&state.subdir("dev")?, nodes)?,
+            PodMount::StateFile {
+                rel,
+                contents,
+                target,
+            } => {
+                let file = state.path().join(rel);
+                std::fs::write(&file, contents).map_err(|e| {
+                    LauncherError::runtime(format!("write {}: {e}", file.display()))
+                })?;
+                mounts.bind_file(&file, target, true)?;
+            }
+            PodMount::Devices { claims, owner } => {
+                mounts.private_dev(&state.subdir("dev")?, claims, *owner)?;
+            }
         }
     }
     if process::is_pid1() {
@@ -71,10 +85,38 @@ pub(crate) fn mount(
     Ok(())
 }
 
-/// KubeVirt's directory initialisation (facts 1.4 step 3).
+/// The standalone stand-in, before the launcher proper runs non-root:
+/// the directories behind the pod's emptyDirs (`/var/run/libvirt`, the
+/// private, share, ephemeral and container-disk directories) go to `user`,
+/// as a pod's `fsGroup` makes them its own. Mount points of the user's
+/// files below them are not followed (only the state directory's own
+/// tree is changed).
+///
+/// # Errors
+/// [`LauncherError`] from a chown.
+pub(crate) fn give_pod_dirs(state: &StateDir, user: RuntimeUser) -> Result<(), LauncherError> {
+    for rel in [
+        "libvirt/run",
+        "private",
+        "share",
+        "ephemeral",
+        "container-disks",
+    ] {
+        let dir = state.path().join(rel);
+        if dir.is_dir() {
+            crate::standalone::container::give_tree(&dir, user.id())?;
+        }
+    }
+    Ok(())
+}
+
+/// KubeVirt's directory initialisation (facts 1.4 step 3); the serial
+/// console's log file is created in root mode only, as KubeVirt does
+/// (non-root, QEMU creates it).
 fn initialize_dirs(
     vmi: &VirtualMachineInstance,
     flags: &LauncherFlags,
+    user: RuntimeUser,
 ) -> Result<(), LauncherError> {
     let mk = |p: &str| {
         std::fs::create_dir_all(p).map_err(|e| LauncherError::runtime(format!("mkdir {p}: {e}")))
@@ -92,6 +134,9 @@ fn initialize_dirs(
         &format!("{}/sockets", flags.kubevirt_share_dir),
     ] {
         mk(d)?;
+    }
+    if user.is_non_root() {
+        return Ok(());
     }
     let log = format!("{uid_dir}/virt-serial0-log");
     std::fs::OpenOptions::new()
@@ -113,7 +158,8 @@ pub(crate) fn run_in_runtime(
     daemon: &DaemonKind,
 ) -> Result<(), LauncherError> {
     let flags = launch.flags;
-    initialize_dirs(launch.vmi, flags)?;
+    let user = launch.user;
+    initialize_dirs(launch.vmi, flags, user)?;
     if flags.simulate_crash {
         return Err(LauncherError::runtime("Simulated virt-launcher crash"));
     }
@@ -121,15 +167,21 @@ pub(crate) fn run_in_runtime(
         tracing::warn!("cannot become a child subreaper: {e}");
     }
 
-    let mut cfg = DaemonConfig::default();
+    let mut cfg = DaemonConfig {
+        qemu_user: user.qemu_conf_user(),
+        qemu_group: user.qemu_conf_user(),
+        ..DaemonConfig::default()
+    };
     if !flags.libvirt_log_filters.is_empty() {
         cfg.log_filters = Some(flags.libvirt_log_filters.clone());
     }
     if Path::new("/dev/hugepages").is_dir() {
         cfg.hugetlbfs_mount = Some("/dev/hugepages".into());
     }
-    virtwrap::config::write_all(Path::new("/etc/libvirt"), daemon, &cfg)
+    let conf_dir = user.daemon_config_dir();
+    virtwrap::config::write_split(&user.qemu_conf(), &conf_dir, daemon, &cfg)
         .map_err(|e| LauncherError::runtime(format!("writing libvirt configuration: {e}")))?;
+    let conf = |file: &str| conf_dir.join(file).to_string_lossy().into_owned();
 
     let mut sup = Supervisor::new();
     let spawn_err =
@@ -141,10 +193,11 @@ pub(crate) fn run_in_runtime(
         // runtime: keep them in it so launchers never contend for them.
         args: vec![
             "-f".into(),
-            "/etc/libvirt/virtlogd.conf".into(),
+            conf("virtlogd.conf"),
             "-p".into(),
             "/var/run/libvirt/virtlogd.pid".into(),
         ],
+        env: user.daemon_env(),
     })
     .map_err(|e| spawn_err("virtlogd", e))?;
     sup.start(DaemonSpec {
@@ -152,10 +205,11 @@ pub(crate) fn run_in_runtime(
         program: daemon.program().to_owned(),
         args: vec![
             "-f".into(),
-            format!("/etc/libvirt/{}", daemon.config_file()),
+            conf(daemon.config_file()),
             "-p".into(),
             format!("/var/run/libvirt/{}.pid", daemon.name()),
         ],
+        env: user.daemon_env(),
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 

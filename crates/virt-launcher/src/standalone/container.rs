@@ -1,0 +1,233 @@
+//! The stand-in's last step for `run --run-as-nonroot`: the launcher proper
+//! gets the compute container's credentials, as virt-controller renders
+//! them for a non-root VMI (`template.go`, `rendercontainer.go`): uid and
+//! gid 107, no supplementary groups, capabilities dropped but
+//! `NET_BIND_SERVICE` (ambient, as virt-launcher-monitor passes it on, so
+//! the daemons and the DHCP servers have it too), no privilege escalation
+//! (`allowPrivilegeEscalation: false` is `no_new_privs`).
+//!
+//! Everything root had to do (state directory, mount namespace, bind
+//! mounts, the pod network) is done before; the rest of the start-up
+//! sequence runs exactly as in a non-root pod.
+
+#![allow(unsafe_code)]
+
+use std::path::Path;
+
+use nix::unistd::{Gid, Uid};
+
+use crate::error::LauncherError;
+use crate::pod::PodMount;
+use crate::user::{NON_ROOT_UID, SESSION_ENV};
+
+/// `CAP_NET_BIND_SERVICE` (linux/capability.h).
+const CAP_NET_BIND_SERVICE: u32 = 10;
+/// `_LINUX_CAPABILITY_VERSION_3`.
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> LauncherError {
+    LauncherError::runtime(format!(
+        "cannot enter the non-root compute container ({what}): {e}"
+    ))
+}
+
+/// The highest capability number this kernel knows.
+fn last_cap() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(40)
+}
+
+/// The launcher image's user and group `qemu` (107), for the files of the
+/// host that lack them: the host's `/etc/passwd` and `/etc/group` with the
+/// entry added, mounted over them in the launcher's mount namespace only
+/// (the host's files are never changed). libvirt's session daemon looks
+/// its user up. Nothing when the host has both ids already.
+///
+/// # Errors
+/// [`LauncherError`] (runtime) when a file cannot be read.
+pub fn identity_files() -> Result<Vec<PodMount>, LauncherError> {
+    let id = NON_ROOT_UID;
+    let mut out = Vec::new();
+    for (file, rel, entry) in [
+        (
+            "/etc/passwd",
+            "passwd",
+            format!("qemu:x:{id}:{id}:qemu user:/var/run/kubevirt-private:/usr/sbin/nologin\n"),
+        ),
+        ("/etc/group", "group", format!("qemu:x:{id}:\n")),
+    ] {
+        let text = std::fs::read_to_string(file).map_err(|e| err(&format!("read {file}"), e))?;
+        if text.len() > 4 << 20 {
+            return Err(err(file, "over 4 MiB"));
+        }
+        let has = text
+            .lines()
+            .any(|l| l.split(':').nth(2) == Some(id.to_string().as_str()));
+        if has {
+            continue;
+        }
+        let mut contents = text;
+        if !contents.is_empty() && !contents.ends_with('\n') {
+            contents.push('\n');
+        }
+        contents.push_str(&entry);
+        out.push(PodMount::StateFile {
+            rel,
+            contents,
+            target: file.into(),
+        });
+    }
+    Ok(out)
+}
+
+/// Sets the compute container's environment (`template.go`) for the
+/// launcher proper: KubeVirt's session variables, and `HOME` as the image's
+/// `qemu` user has it. Called before the launcher proper starts threads
+/// that read the environment.
+fn container_env() {
+    for (k, v) in SESSION_ENV {
+        std::env::set_var(k, v);
+    }
+    std::env::set_var("HOME", "/var/run/kubevirt-private");
+}
+
+/// Becomes uid/gid `id` with only `CAP_NET_BIND_SERVICE` (effective,
+/// permitted, inheritable and ambient; every other capability leaves the
+/// bounding set), sets `no_new_privs`, and stays dumpable (so that the
+/// daemons, running as the same user, may open `/proc/<launcher>/fd/...`
+/// as in a pod). Irreversible. Every thread changes user (glibc applies
+/// `setresuid` to all threads); threads started later inherit the
+/// capabilities of the calling thread, so this is called from the thread
+/// that goes on to start the daemons.
+///
+/// # Errors
+/// [`LauncherError`] (runtime) when a step fails; the process must then
+/// not go on.
+pub fn enter_non_root(id: u32) -> Result<(), LauncherError> {
+    for cap in 0..=last_cap() {
+        if cap == CAP_NET_BIND_SERVICE {
+            continue;
+        }
+        // SAFETY: prctl with integer arguments only.
+        let r = unsafe {
+            libc::prctl(
+                libc::PR_CAPBSET_DROP,
+                libc::c_ulong::from(cap),
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            )
+        };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            // A number the kernel does not know is no capability to drop.
+            if e.raw_os_error() != Some(libc::EINVAL) {
+                return Err(err("PR_CAPBSET_DROP", e));
+            }
+        }
+    }
+    nix::unistd::setgroups(&[]).map_err(|e| err("setgroups", e))?;
+    let gid = Gid::from_raw(id);
+    nix::unistd::setresgid(gid, gid, gid).map_err(|e| err("setresgid", e))?;
+    nix::sys::prctl::set_keepcaps(true).map_err(|e| err("PR_SET_KEEPCAPS", e))?;
+    let uid = Uid::from_raw(id);
+    nix::unistd::setresuid(uid, uid, uid).map_err(|e| err("setresuid", e))?;
+    let bit = 1u32 << CAP_NET_BIND_SERVICE;
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let data = [
+        CapData {
+            effective: bit,
+            permitted: bit,
+            inheritable: bit,
+        },
+        CapData::default(),
+    ];
+    // SAFETY: capset reads one header and two data structs of the
+    // version-3 layout, which both pointers point to.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            std::ptr::addr_of_mut!(header),
+            data.as_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(err("capset", std::io::Error::last_os_error()));
+    }
+    // SAFETY: prctl with integer arguments only.
+    let r = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong,
+            libc::c_ulong::from(CAP_NET_BIND_SERVICE),
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if r != 0 {
+        return Err(err("PR_CAP_AMBIENT_RAISE", std::io::Error::last_os_error()));
+    }
+    nix::sys::prctl::set_keepcaps(false).map_err(|e| err("PR_SET_KEEPCAPS", e))?;
+    nix::sys::prctl::set_no_new_privs().map_err(|e| err("PR_SET_NO_NEW_PRIVS", e))?;
+    // A credential change makes the process undumpable, so its /proc files
+    // would belong to root; in a pod it was never anyone else.
+    nix::sys::prctl::set_dumpable(true).map_err(|e| err("PR_SET_DUMPABLE", e))?;
+    crate::pidns::rearm_after_credential_change()?;
+    container_env();
+    tracing::info!(
+        uid = id,
+        gid = id,
+        "running as the non-root compute container: only CAP_NET_BIND_SERVICE"
+    );
+    Ok(())
+}
+
+/// Gives the tree below `root` (not crossing into other file systems or
+/// following links) to uid/gid `id`: the pod's emptyDirs are writable by
+/// the non-root launcher through `fsGroup`, the stand-in's by ownership.
+///
+/// # Errors
+/// [`LauncherError`] (runtime) from a stat or chown.
+pub fn give_tree(root: &Path, id: u32) -> Result<(), LauncherError> {
+    use std::os::unix::fs::MetadataExt;
+    let top =
+        std::fs::symlink_metadata(root).map_err(|e| err(&format!("stat {}", root.display()), e))?;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m =
+            std::fs::symlink_metadata(&p).map_err(|e| err(&format!("stat {}", p.display()), e))?;
+        if m.dev() != top.dev() {
+            continue;
+        }
+        std::os::unix::fs::lchown(&p, Some(id), Some(id))
+            .map_err(|e| err(&format!("chown {}", p.display()), e))?;
+        if m.is_dir() {
+            for entry in
+                std::fs::read_dir(&p).map_err(|e| err(&format!("read {}", p.display()), e))?
+            {
+                let entry = entry.map_err(|e| err(&format!("read {}", p.display()), e))?;
+                stack.push(entry.path());
+            }
+        }
+    }
+    Ok(())
+}
