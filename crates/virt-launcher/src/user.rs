@@ -149,6 +149,39 @@ impl RuntimeUser {
         env
     }
 
+    /// Where libvirt keeps persistent EFI variables and TPM state, the
+    /// backend storage's mount points, as (subdirectory, path): root
+    /// `/var/lib/libvirt/qemu/nvram` and `/var/lib/libvirt/swtpm`; non-root
+    /// the session daemon's, below `/var/run/kubevirt-private/libvirt/qemu`
+    /// (KubeVirt's `PathForNVram`, `PathForSwtpm`).
+    pub fn backend_storage_mounts(self) -> [(&'static str, &'static str); 2] {
+        match self {
+            RuntimeUser::Root => [
+                ("nvram", "/var/lib/libvirt/qemu/nvram"),
+                ("swtpm", "/var/lib/libvirt/swtpm"),
+            ],
+            RuntimeUser::NonRoot => [
+                ("nvram", api::layout::NON_ROOT_NVRAM_DIR),
+                ("swtpm", "/var/run/kubevirt-private/libvirt/qemu/swtpm"),
+            ],
+        }
+    }
+
+    /// The shared capability cache (`--libvirt-cache-dir DIR`) as (below
+    /// DIR, where the daemon looks): root `DIR` on `/var/cache/libvirt`;
+    /// non-root `DIR/uid-107/qemu` on the session daemon's
+    /// `$XDG_CACHE_HOME/libvirt/qemu/cache` (its own files: the root
+    /// daemon's are unreadable to 107).
+    pub fn capability_cache(self) -> (&'static str, &'static str) {
+        match self {
+            RuntimeUser::Root => ("", "/var/cache/libvirt"),
+            RuntimeUser::NonRoot => (
+                "uid-107/qemu",
+                "/var/run/kubevirt-private/libvirt/qemu/cache",
+            ),
+        }
+    }
+
     /// The KubeVirt paths the non-root launcher writes to (the pod's
     /// emptyDirs, writable by 107 there through `fsGroup`); the standalone
     /// stand-in gives them to 107 before the launcher proper starts.

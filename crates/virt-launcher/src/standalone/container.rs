@@ -96,6 +96,93 @@ pub fn identity_files() -> Result<Vec<PodMount>, LauncherError> {
     Ok(out)
 }
 
+/// What uid/gid `id` (no supplementary groups) may do with a file of
+/// metadata `m`, by its mode bits: (read, write, search/execute).
+fn access(m: &std::fs::Metadata, id: u32) -> (bool, bool, bool) {
+    use std::os::unix::fs::MetadataExt;
+    let mode = m.mode();
+    let bits = if m.uid() == id {
+        mode >> 6
+    } else if m.gid() == id {
+        mode >> 3
+    } else {
+        mode
+    } & 0o7;
+    (bits & 4 != 0, bits & 2 != 0, bits & 1 != 0)
+}
+
+/// Before anything starts: the user's files a non-root launcher (uid/gid
+/// `id`) and its QEMU must open are open to that user. In a pod kubelet's
+/// `fsGroup` and virt-handler's non-root set-up give them to 107; the
+/// stand-in never changes the ownership of the user's files, so a file or
+/// directory 107 cannot use is refused, naming it and where it would be
+/// mounted.
+///
+/// # Errors
+/// refused input ([`LauncherError`], exit 2) naming `--run-as-nonroot`.
+pub fn check_access(mounts: &[PodMount], id: u32) -> Result<(), LauncherError> {
+    let refuse = |path: &Path, target: &Path, need: &str| {
+        LauncherError::input_at(
+            "--run-as-nonroot",
+            format!(
+                "uid {id} (KubeVirt's non-root qemu user) cannot {need} {} (for {}); give it to uid {id} (chown {id}:{id}) as virt-handler does in a non-root pod, or run as root",
+                path.display(),
+                target.display()
+            ),
+        )
+    };
+    let meta = |p: &Path| std::fs::metadata(p).ok();
+    for m in mounts {
+        match m {
+            PodMount::File {
+                source,
+                target,
+                read_only,
+            } => {
+                let Some(md) = meta(source) else { continue };
+                let (r, w, _) = access(&md, id);
+                if !r || (!read_only && !w) {
+                    let need = if *read_only { "read" } else { "read and write" };
+                    return Err(refuse(source, target, need));
+                }
+            }
+            PodMount::Dir {
+                source,
+                target,
+                read_only,
+            } => {
+                let Some(md) = meta(source) else { continue };
+                let (r, w, x) = access(&md, id);
+                if !r || !x || (!read_only && !w) {
+                    return Err(refuse(source, target, "use the directory"));
+                }
+                let img = source.join("disk.img");
+                if let Some(md) = meta(&img) {
+                    let (r, w, _) = access(&md, id);
+                    if !r || (!read_only && !w) {
+                        return Err(refuse(&img, target, "read and write"));
+                    }
+                }
+            }
+            PodMount::WritableDir { source, target } => {
+                // Created by the stand-in when missing: then its parent counts.
+                let existing = if source.exists() {
+                    source.clone()
+                } else {
+                    source.parent().unwrap_or(source).to_path_buf()
+                };
+                let Some(md) = meta(&existing) else { continue };
+                let (r, w, x) = access(&md, id);
+                if !r || !w || !x {
+                    return Err(refuse(&existing, target, "write to the directory"));
+                }
+            }
+            PodMount::State { .. } | PodMount::StateFile { .. } | PodMount::Devices { .. } => {}
+        }
+    }
+    Ok(())
+}
+
 /// Sets the compute container's environment (`template.go`) for the
 /// launcher proper: KubeVirt's session variables, and `HOME` as the image's
 /// `qemu` user has it. Called before the launcher proper starts threads

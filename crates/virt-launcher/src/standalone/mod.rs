@@ -187,7 +187,9 @@ pub fn prepare(
     }
     if let Some(dir) = backend {
         // After /var/lib/libvirt's bind: these sit on top of it.
-        for (sub, target) in volumes::BACKEND_STORAGE_MOUNTS {
+        for (sub, target) in
+            crate::user::RuntimeUser::from_flag(flags.run_as_nonroot).backend_storage_mounts()
+        {
             mounts.push(PodMount::WritableDir {
                 source: dir.join(sub),
                 target: PathBuf::from(target),
@@ -242,6 +244,7 @@ pub fn prepare(
         });
     }
     if flags.run_as_nonroot {
+        container::check_access(&mounts, crate::user::NON_ROOT_UID)?;
         mounts.extend(container::identity_files()?);
     }
     let setup_network = args.setup_pod_network || default_interface;

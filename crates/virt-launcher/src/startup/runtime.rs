@@ -45,14 +45,21 @@ pub(crate) fn mount(
     for (rel, target) in LIBVIRT_DIRS {
         mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
     }
-    let cache = &flags.libvirt_cache_dir;
-    std::fs::create_dir_all(cache)
-        .map_err(|e| LauncherError::runtime(format!("mkdir {}: {e}", cache.display())))?;
-    mounts.bind_dir(cache, Path::new("/var/cache/libvirt"))?;
     for m in &pod.mounts {
         match m {
             PodMount::State { rel, target } => mounts.bind_dir(&state.subdir(rel)?, target)?,
-            PodMount::WritableDir { source, target } => mounts.bind_dir(source, target)?,
+            PodMount::WritableDir { source, target } => {
+                let existed = source.exists();
+                mounts.bind_dir(source, target)?;
+                // A directory the stand-in made (backend storage's nvram/,
+                // swtpm/) is the non-root launcher's.
+                let user = RuntimeUser::from_flag(flags.run_as_nonroot);
+                if !existed && user.is_non_root() {
+                    std::os::unix::fs::lchown(source, Some(user.id()), Some(user.id())).map_err(
+                        |e| LauncherError::runtime(format!("chown {}: {e}", source.display())),
+                    )?;
+                }
+            }
             PodMount::Dir {
                 source,
                 target,
@@ -79,6 +86,20 @@ pub(crate) fn mount(
             }
         }
     }
+    // The shared capability cache, after the pod's mounts (non-root it is
+    // below the private directory).
+    let user = RuntimeUser::from_flag(flags.run_as_nonroot);
+    let (rel, target) = user.capability_cache();
+    let cache = flags.libvirt_cache_dir.join(rel);
+    std::fs::create_dir_all(&cache)
+        .map_err(|e| LauncherError::runtime(format!("mkdir {}: {e}", cache.display())))?;
+    if user.is_non_root() {
+        for d in [cache.as_path(), cache.parent().unwrap_or(&cache)] {
+            std::os::unix::fs::lchown(d, Some(user.id()), Some(user.id()))
+                .map_err(|e| LauncherError::runtime(format!("chown {}: {e}", d.display())))?;
+        }
+    }
+    mounts.bind_dir(&cache, Path::new(target))?;
     if process::is_pid1() {
         mounts.mount_proc()?;
     }
