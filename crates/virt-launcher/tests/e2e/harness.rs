@@ -26,13 +26,20 @@ pub fn nonroot() -> bool {
     std::env::var("VIRT_LAUNCHER_E2E_NONROOT").is_ok_and(|v| v == "1")
 }
 
-/// In non-root mode ([`nonroot`]), gives a test's own host directory to
+/// In non-root mode ([`nonroot`]), gives a test's own host file or tree to
 /// uid/gid 107, as virt-handler's non-root set-up does for a pod's host
 /// disks and kubelet's `fsGroup` for its volumes (the launcher never
 /// changes the owner of a user's files: it refuses those 107 cannot use).
-pub fn give_to_qemu_user(dir: &Path) {
-    if nonroot() {
-        std::os::unix::fs::chown(dir, Some(107), Some(107)).expect("chown 107");
+pub fn give_to_qemu_user(path: &Path) {
+    if !nonroot() {
+        return;
+    }
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        std::os::unix::fs::lchown(&p, Some(107), Some(107)).expect("chown 107");
+        if fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+            stack.extend(fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+        }
     }
 }
 

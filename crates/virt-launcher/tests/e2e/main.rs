@@ -25,6 +25,7 @@ mod manager;
 mod memory_dump;
 mod names;
 mod network;
+mod nonroot;
 mod parity;
 mod protocol;
 #[path = "../support/run.rs"]
