@@ -177,7 +177,10 @@ for d in /var/run/kubevirt /var/run/kubevirt-ephemeral-disks; do mkdir -p $d; mo
 # virt-handler's view of the share dir: a host directory the test can reach.
 if [ -n "${POD_SHARE:-}" ]; then mount --bind "$POD_SHARE" /var/run/kubevirt; fi
 # A volume that fills up at once (1 MiB), e.g. a memory dump volume too small for its dump.
-if [ -n "${POD_SMALL_TMPFS:-}" ]; then mkdir -p "$POD_SMALL_TMPFS"; mount -t tmpfs -o size=1m tmpfs "$POD_SMALL_TMPFS"; fi
+if [ -n "${POD_SMALL_TMPFS:-}" ]; then
+    mkdir -p "$POD_SMALL_TMPFS"; mount -t tmpfs -o size=1m tmpfs "$POD_SMALL_TMPFS"
+    if [ -n "${POD_NONROOT:-}" ]; then chown 107:107 "$POD_SMALL_TMPFS"; fi
+fi
 # The pod's private directory (an emptyDir) with kubelet's volume mounts below it.
 mkdir -p /var/run/kubevirt-private "$POD_PRIVATE"
 mount --bind "$POD_PRIVATE" /var/run/kubevirt-private
