@@ -278,3 +278,25 @@ pub enum PodMount {
         owner: Option<u32>,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_plan_is_decided_by_mode_and_user_only() {
+        let mut pod = Pod::kubelet();
+        let root = pod.runtime_plan(RuntimeUser::Root);
+        assert!(root.private_runtime && root.enter_as.is_none());
+        let nr = pod.runtime_plan(RuntimeUser::NonRoot);
+        assert!(
+            !nr.private_runtime && nr.enter_as.is_none(),
+            "the pod made it"
+        );
+        pod.mode = Mode::Standalone;
+        assert_eq!(pod.runtime_plan(RuntimeUser::Root), root);
+        let nr = pod.runtime_plan(RuntimeUser::NonRoot);
+        assert!(nr.private_runtime);
+        assert_eq!(nr.enter_as, Some(RuntimeUser::NonRoot));
+    }
+}

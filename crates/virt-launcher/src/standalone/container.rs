@@ -318,3 +318,71 @@ pub fn give_tree(root: &Path, id: u32) -> Result<(), LauncherError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+
+    fn file(dir: &Path, name: &str, mode: u32) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, b"x").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    }
+
+    #[test]
+    fn the_qemu_user_must_be_able_to_use_what_is_mounted_for_it() {
+        let d = tempfile::tempdir().unwrap();
+        let target = PathBuf::from("/var/run/kubevirt-private/vmi-disks/v/disk.img");
+        let mount = |source: PathBuf, read_only| PodMount::File {
+            source,
+            target: target.clone(),
+            read_only,
+        };
+        let other = |p: &Path| {
+            let m = std::fs::metadata(p).unwrap();
+            std::os::unix::fs::MetadataExt::uid(&m) != 107
+                && std::os::unix::fs::MetadataExt::gid(&m) != 107
+        };
+        // World-readable is enough for a read-only image, not for a writable one.
+        let ro = file(d.path(), "ro.img", 0o644);
+        assert!(other(&ro));
+        check_access(&[mount(ro.clone(), true)], 107).unwrap();
+        let e = check_access(&[mount(ro.clone(), false)], 107).unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with("--run-as-nonroot: uid 107"), "{text}");
+        assert!(text.contains("cannot read and write"), "{text}");
+        assert_eq!(e.exit_code(), 2);
+        let private = file(d.path(), "private.img", 0o600);
+        assert!(check_access(&[mount(private, true)], 107).is_err());
+        // The owner's bits count for the owner.
+        let owned = file(d.path(), "owned.img", 0o600);
+        std::os::unix::fs::chown(&owned, Some(107), Some(107)).unwrap();
+        check_access(&[mount(owned, false)], 107).unwrap();
+        // A directory the stand-in would create: its parent must be writable.
+        let dir = PodMount::WritableDir {
+            source: d.path().join("nvram"),
+            target: "/x".into(),
+        };
+        assert!(check_access(std::slice::from_ref(&dir), 107).is_err());
+    }
+
+    #[test]
+    fn give_tree_stays_on_its_file_system_and_never_follows_links() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = file(outside.path(), "victim", 0o644);
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        file(&d.path().join("sub"), "f", 0o644);
+        std::os::unix::fs::symlink(&victim, d.path().join("sub/link")).unwrap();
+        give_tree(d.path(), 107).unwrap();
+        let uid =
+            |p: &Path| std::os::unix::fs::MetadataExt::uid(&std::fs::symlink_metadata(p).unwrap());
+        assert_eq!(uid(d.path()), 107);
+        assert_eq!(uid(&d.path().join("sub/f")), 107);
+        assert_eq!(uid(&d.path().join("sub/link")), 107, "the link itself");
+        assert_ne!(uid(&victim), 107, "not what it points to");
+    }
+}
