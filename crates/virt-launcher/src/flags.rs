@@ -107,7 +107,8 @@ pub struct LauncherFlags {
     pub keep_after_failure: bool,
     /// Private runtime directory (ours; default
     /// /var/run/virt-launcher/<namespace>_<name>): libvirt's configuration,
-    /// state and sockets, and KubeVirt's private directory.
+    /// state and sockets, and KubeVirt's private directory. A non-root
+    /// launcher in a pod has none (the pod's emptyDirs are its state).
     #[arg(long)]
     pub state_dir: Option<std::path::PathBuf>,
     /// Keep the state directory (serial log, libvirt logs) after exit (ours).
