@@ -59,6 +59,11 @@ else
         --exact "${nonroot_tests[@]}"
 fi
 
+step "fuzz (every parser of outside input, a short run each under per-input time and memory limits)"
+# bench/fuzz.sh --ci: stable cargo, no sanitizer; the build is kept outside
+# the clone so a later run on this machine rebuilds only what changed.
+FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-/var/cache/virt-launcher/fuzz-target} bench/fuzz.sh --ci
+
 step "test guest smoke (the image itself, booted directly by QEMU)"
 tests/guest/smoke
 

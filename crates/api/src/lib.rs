@@ -18,6 +18,7 @@ pub mod load;
 pub mod mac;
 pub mod names;
 pub mod quantity;
+pub mod text;
 pub mod validate;
 pub mod vmi;
 

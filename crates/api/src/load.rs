@@ -82,68 +82,96 @@ pub fn from_slice_with_kind(bytes: &[u8]) -> Result<(VirtualMachineInstance, Kin
 pub const MAX_NESTING: usize = 256;
 
 /// Refuses documents nested deeper than [`MAX_NESTING`] before parsing
-/// them. Counts flow brackets outside quoted scalars and comments, lexing
-/// as YAML does where it decides what a quote or `#` is (a hand-written
-/// scan because the parsers offer no early stop, and the point is to stop
-/// before the parser's quadratic work): a quote opens a scalar only at the
-/// start of a token (after white space, the start of a line, `[`, `{`,
-/// `,`, or the `:` that follows a quoted key); elsewhere (`it's`) it is a
-/// plain character. `#` starts a comment at the start of a line or after
-/// white space, up to the end of the line. Block (indented) nesting is
-/// bounded by the input size limit instead.
+/// them. Counts flow brackets outside quoted scalars, block scalars and
+/// comments, lexing as YAML does where it decides what a quote, a block
+/// scalar or `#` is (a hand-written scan because the parsers offer no early
+/// stop, and the point is to stop before the parser's quadratic work): a
+/// quote opens a scalar only at the start of a token (after white space,
+/// the start of a line, `[`, `{`, `,`, or the `:` that follows a quoted
+/// key); elsewhere (`it's`) it is a plain character. `#` starts a comment
+/// at the start of a line or after white space, up to the end of the line.
+/// `|` or `>` at the start of a token, with only indicators (`+`, `-`,
+/// digits) and a comment after it on its line, starts a block scalar: the
+/// lines after it that are blank or indented more than its own line are
+/// text (a quote or bracket there means nothing). Block (indented) nesting
+/// is bounded by the input size limit instead.
 fn check_nesting(text: &str) -> Result<(), LoadError> {
     let (mut depth, mut max) = (0usize, 0usize);
     let mut quote: Option<char> = None;
     let mut escaped = false;
-    let mut comment = false;
+    // The indentation of the line that opened the current block scalar.
+    let mut block: Option<usize> = None;
     // The previous character, and whether it closed a quoted scalar.
     let mut prev = '\n';
     let mut after_quote = false;
     let mut colon_after_quote = false;
-    for c in text.chars() {
-        if comment {
-            if c == '\n' {
-                comment = false;
+    for line in text.split_inclusive('\n') {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        let blank = line.trim().is_empty();
+        if let Some(parent) = block {
+            if blank || indent > parent {
+                prev = '\n';
+                continue;
             }
-            prev = c;
-            continue;
+            block = None;
         }
-        match quote {
-            Some(q) => {
-                if escaped {
-                    escaped = false;
-                } else if c == '\\' && q == '"' {
-                    escaped = true;
-                } else if c == q {
-                    quote = None;
-                    prev = c;
-                    after_quote = true;
-                    continue;
-                }
+        let mut comment = false;
+        // A `|` or `>` seen at a token start, with only indicators since.
+        let mut block_indicator = false;
+        for c in line.chars() {
+            if comment {
+                break;
             }
-            None => {
-                let token_start = prev.is_whitespace()
-                    || matches!(prev, '[' | '{' | ',')
-                    || (prev == ':' && colon_after_quote);
-                match c {
-                    '"' | '\'' if token_start => quote = Some(c),
-                    '#' if prev.is_whitespace() => comment = true,
-                    '[' | '{' => {
-                        depth += 1;
-                        max = max.max(depth);
+            match quote {
+                Some(q) => {
+                    if escaped {
+                        escaped = false;
+                    } else if c == '\\' && q == '"' {
+                        escaped = true;
+                    } else if c == q {
+                        quote = None;
+                        prev = c;
+                        after_quote = true;
+                        continue;
                     }
-                    ']' | '}' => depth = depth.saturating_sub(1),
-                    _ => {}
                 }
-                colon_after_quote = c == ':' && (after_quote || matches!(prev, ']' | '}'));
+                None => {
+                    let token_start = prev.is_whitespace()
+                        || matches!(prev, '[' | '{' | ',')
+                        || (prev == ':' && colon_after_quote);
+                    match c {
+                        '"' | '\'' if token_start => quote = Some(c),
+                        '#' if prev.is_whitespace() => comment = true,
+                        '|' | '>' if token_start && depth == 0 => block_indicator = true,
+                        '+' | '-' | '0'..='9' if block_indicator => {}
+                        c if c.is_whitespace() => {}
+                        '[' | '{' => {
+                            block_indicator = false;
+                            depth += 1;
+                            max = max.max(depth);
+                        }
+                        ']' | '}' => {
+                            block_indicator = false;
+                            depth = depth.saturating_sub(1);
+                        }
+                        _ => block_indicator = false,
+                    }
+                    colon_after_quote = c == ':' && (after_quote || matches!(prev, ']' | '}'));
+                }
+            }
+            after_quote = false;
+            prev = c;
+            if max > MAX_NESTING {
+                return Err(LoadError::Syntax(format!(
+                    "nested deeper than {MAX_NESTING} levels"
+                )));
             }
         }
-        after_quote = false;
-        prev = c;
-        if max > MAX_NESTING {
-            return Err(LoadError::Syntax(format!(
-                "nested deeper than {MAX_NESTING} levels"
-            )));
+        if comment {
+            prev = '\n';
+        }
+        if block_indicator && quote.is_none() {
+            block = Some(indent);
         }
     }
     Ok(())
@@ -375,6 +403,33 @@ mod tests {
                 "{prefix:?}"
             );
         }
+        // Issue 19: a quote inside a block scalar opened a "quoted scalar"
+        // that hid the nesting after the block.
+        for block in ["|", ">-", "|2+", "| # text"] {
+            let deep = format!(
+                "{HEAD}note: {block}\n  it's \"a\n\n  x ' y\nspec: {}{}\n",
+                "[".repeat(300),
+                "]".repeat(300)
+            );
+            assert_eq!(
+                err(&deep),
+                "malformed document: nested deeper than 256 levels",
+                "{block:?}"
+            );
+        }
+        // A block scalar's brackets are text.
+        let text = format!("{HEAD}note: |\n  {}\n  ok\nspec: {{}}\n", "[".repeat(300));
+        assert!(from_slice(text.as_bytes()).is_ok());
+        // `>` inside a plain scalar starts no block.
+        let plain = format!(
+            "{HEAD}note: a > b\nspec: {}{}\n",
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        assert_eq!(
+            err(&plain),
+            "malformed document: nested deeper than 256 levels"
+        );
         // A comment's brackets do not count; a '#' inside a word is no comment.
         let commented = format!("{HEAD}# {}\nspec: {{}}\n", "[".repeat(300));
         assert!(from_slice(commented.as_bytes()).is_ok());

@@ -8,7 +8,11 @@
 //! absent virt-handler never stalls libvirt's event loop), order is kept,
 //! and an event is retried until it is delivered — for as long as
 //! virt-handler is unreachable, and for [`REJECT_RETRY`] when it answers
-//! `success=false` (KubeVirt's retry budget). The queue holds at most
+//! `success=false` (KubeVirt's retry budget). An event that can never be
+//! delivered — larger than [`MAX_NOTIFY_MESSAGE`], or refused by the
+//! server with a status that a retry cannot change (the message too large,
+//! invalid, unimplemented) — is logged as an error and dropped at once, so
+//! it never holds up the events behind it. The queue holds at most
 //! [`MAX_QUEUE`] events; when full, the oldest MODIFIED event is dropped
 //! first (each carries the whole domain, so a later one supersedes it).
 
@@ -34,6 +38,12 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// How long an event virt-handler rejects is retried (KubeVirt: 20 s).
 pub const REJECT_RETRY: Duration = Duration::from_secs(20);
+/// The largest request virt-handler's notify server receives: grpc-go's
+/// default receive limit (4 MiB; KubeVirt's server sets none of its own).
+/// A larger event can never be delivered: it is reported and dropped
+/// before it is sent (issue 19: a guest-inflated domain JSON blocked every
+/// later event).
+pub const MAX_NOTIFY_MESSAGE: usize = 4 << 20;
 
 /// KubeVirt's domain event types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +89,40 @@ pub enum Event {
         /// The Event.
         json: String,
     },
+}
+
+/// What became of one attempt to send an event.
+enum Outcome {
+    /// virt-handler took it.
+    Delivered,
+    /// virt-handler answered `success=false` (retried for [`REJECT_RETRY`]).
+    Rejected,
+    /// The connection failed or timed out (retried after reconnecting).
+    Failed(String),
+    /// It can never be delivered: dropped at once.
+    Undeliverable(String),
+}
+
+/// gRPC status codes a retry of the same request cannot change (the
+/// server decoded the request, or refused its size, and will again).
+fn permanent(code: tonic::Code) -> bool {
+    matches!(
+        code,
+        tonic::Code::ResourceExhausted
+            | tonic::Code::OutOfRange
+            | tonic::Code::InvalidArgument
+            | tonic::Code::Unimplemented
+    )
+}
+
+impl Event {
+    /// The event's kind for logs: `ADDED`, ..., or `k8s`.
+    fn kind(&self) -> &'static str {
+        match self {
+            Event::Domain { event_type, .. } => event_type.as_str(),
+            Event::K8s { .. } => "k8s",
+        }
+    }
 }
 
 #[derive(Default)]
@@ -238,41 +282,56 @@ impl Notifier {
         Ok(NotifyClient::new(ch))
     }
 
-    async fn deliver(client: &mut NotifyClient<Channel>, ev: &Event) -> Result<bool, String> {
+    async fn deliver(client: &mut NotifyClient<Channel>, ev: &Event) -> Outcome {
+        use prost::Message;
+        enum Request {
+            Domain(DomainEventRequest),
+            K8s(K8sEventRequest),
+        }
+        let req = match ev {
+            Event::Domain {
+                event_type,
+                domain_json,
+                status_json,
+                ..
+            } => Request::Domain(DomainEventRequest {
+                domain_json: domain_json.clone().into_bytes(),
+                status_json: status_json.clone().into_bytes(),
+                event_type: event_type.as_str().into(),
+            }),
+            Event::K8s { json } => Request::K8s(K8sEventRequest {
+                event_json: json.clone().into_bytes(),
+            }),
+        };
+        let size = match &req {
+            Request::Domain(r) => r.encoded_len(),
+            Request::K8s(r) => r.encoded_len(),
+        };
+        if size > MAX_NOTIFY_MESSAGE {
+            return Outcome::Undeliverable(format!(
+                "the event is {size} bytes, more than virt-handler receives ({MAX_NOTIFY_MESSAGE})"
+            ));
+        }
         let call = async {
-            match ev {
-                Event::Domain {
-                    event_type,
-                    domain_json,
-                    status_json,
-                    ..
-                } => {
-                    client
-                        .handle_domain_event(DomainEventRequest {
-                            domain_json: domain_json.clone().into_bytes(),
-                            status_json: status_json.clone().into_bytes(),
-                            event_type: event_type.as_str().into(),
-                        })
-                        .await
-                }
-                Event::K8s { json } => {
-                    client
-                        .handle_k8s_event(K8sEventRequest {
-                            event_json: json.clone().into_bytes(),
-                        })
-                        .await
-                }
+            match req {
+                Request::Domain(r) => client.handle_domain_event(r).await,
+                Request::K8s(r) => client.handle_k8s_event(r).await,
             }
         };
         match tokio::time::timeout(SEND_TIMEOUT, call).await {
-            Err(_) => Err("timed out".into()),
-            Ok(Err(status)) => Err(status.to_string()),
+            Err(_) => Outcome::Failed("timed out".into()),
+            Ok(Err(status)) if permanent(status.code()) => {
+                Outcome::Undeliverable(format!("virt-handler refused it: {}", status.message()))
+            }
+            Ok(Err(status)) => Outcome::Failed(status.to_string()),
             Ok(Ok(r)) => {
                 let r = r.into_inner();
-                if !r.success {
+                if r.success {
+                    Outcome::Delivered
+                } else {
                     tracing::warn!("failed to notify domain event: {}", r.message);
+                    Outcome::Rejected
                 }
-                Ok(r.success)
             }
         }
     }
@@ -317,13 +376,23 @@ impl Notifier {
             }
             let Some(c) = client.as_mut() else { continue };
             match Self::deliver(c, &ev).await {
-                Ok(true) => {
+                Outcome::Undeliverable(why) => {
+                    tracing::error!(
+                        event = ev.kind(),
+                        "cannot ever deliver a notification ({why}); dropping it"
+                    );
+                    rejected_since = None;
+                    let mut q = self.lock();
+                    q.events.pop_front();
+                    q.dropped += 1;
+                }
+                Outcome::Delivered => {
                     rejected_since = None;
                     let mut q = self.lock();
                     q.events.pop_front();
                     q.delivered += 1;
                 }
-                Ok(false) => {
+                Outcome::Rejected => {
                     let since = *rejected_since.get_or_insert_with(Instant::now);
                     if since.elapsed() >= REJECT_RETRY {
                         tracing::error!(
@@ -338,7 +407,7 @@ impl Notifier {
                         tokio::time::sleep(RETRY_INTERVAL).await;
                     }
                 }
-                Err(e) => {
+                Outcome::Failed(e) => {
                     tracing::warn!("notify failed ({e}); reconnecting");
                     client = None;
                     tokio::time::sleep(RETRY_INTERVAL).await;

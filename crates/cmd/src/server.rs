@@ -264,11 +264,28 @@ impl<H: Handler> CmdService<H> {
         CmdService { handler }
     }
 
-    /// Decodes the VMI of a request and checks it is this launcher's.
-    fn vmi(&self, json: Option<&[u8]>) -> Result<VirtualMachineInstance, Response> {
+    /// Decodes the VMI of a request and checks it is this launcher's. The
+    /// size is bounded first ([`MAX_MESSAGE_BYTES`], as the whole request
+    /// already is), then the JSON is decoded on a blocking thread, never on
+    /// the runtime's one thread: a large VMI must not hold up every other
+    /// RPC and the notify queue while it decodes (issue 19).
+    async fn vmi(&self, json: Option<&[u8]>) -> Result<VirtualMachineInstance, Response> {
         let json = json.ok_or_else(|| fail(&CommandError::NoValidVmi(None)))?;
-        let vmi = api::load::from_command_json(json)
-            .map_err(|e| fail(&CommandError::NoValidVmi(Some(e.to_string()))))?;
+        if json.len() > MAX_MESSAGE_BYTES {
+            return Err(fail(&CommandError::NoValidVmi(Some(format!(
+                "the VMI JSON is {} bytes, more than {MAX_MESSAGE_BYTES}",
+                json.len()
+            )))));
+        }
+        let bytes = json.to_vec();
+        let decoded = tokio::task::spawn_blocking(move || api::load::from_command_json(&bytes))
+            .await
+            .map_err(|e| {
+                fail(&CommandError::NoValidVmi(Some(format!(
+                    "decoding failed: {e}"
+                ))))
+            })?;
+        let vmi = decoded.map_err(|e| fail(&CommandError::NoValidVmi(Some(e.to_string()))))?;
         let mine = self.handler.vmi_uid();
         if !mine.is_empty() && vmi.uid() != mine {
             return Err(fail(&CommandError::OtherUid {
@@ -286,7 +303,10 @@ impl<H: Handler> CmdService<H> {
     where
         F: FnOnce(&H, &VirtualMachineInstance) -> Result<(), CommandError> + Send + 'static,
     {
-        let vmi = match self.vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice())) {
+        let vmi = match self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
             Ok(v) => v,
             Err(r) => return r,
         };
@@ -369,7 +389,10 @@ impl<H: Handler> Cmd for CmdService<H> {
     }
     async fn freeze_virtual_machine(&self, r: Request<FreezeRequest>) -> R<Response> {
         let req = r.into_inner();
-        let vmi = match self.vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice())) {
+        let vmi = match self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
             Ok(v) => v,
             Err(r) => return reply(r),
         };
@@ -412,7 +435,10 @@ impl<H: Handler> Cmd for CmdService<H> {
     }
     async fn migrate_virtual_machine(&self, r: Request<MigrationRequest>) -> R<Response> {
         let req = r.into_inner();
-        if let Err(resp) = self.vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice())) {
+        if let Err(resp) = self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
             return reply(resp);
         }
         if req.options.is_empty() {
@@ -553,7 +579,10 @@ impl<H: Handler> Cmd for CmdService<H> {
     /// dump's outcome is in the domain's metadata, never in this answer).
     async fn virtual_machine_memory_dump(&self, r: Request<MemoryDumpRequest>) -> R<Response> {
         let req = r.into_inner();
-        let vmi = match self.vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice())) {
+        let vmi = match self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
             Ok(v) => v,
             Err(r) => return reply(r),
         };

@@ -610,12 +610,22 @@ impl NotifyInfo for Recorder {
 }
 
 async fn notify_server(path: &std::path::Path, rec: Recorder) -> tokio::sync::oneshot::Sender<()> {
+    // tonic's default receive limit, grpc-go's (4 MiB).
+    notify_server_receiving(path, rec, 4 << 20).await
+}
+
+/// [`notify_server`] receiving messages of at most `limit` bytes.
+async fn notify_server_receiving(
+    path: &std::path::Path,
+    rec: Recorder,
+    limit: usize,
+) -> tokio::sync::oneshot::Sender<()> {
     let _ = std::fs::remove_file(path);
     let l = tokio::net::UnixListener::bind(path).unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         tonic::transport::Server::builder()
-            .add_service(NotifyServer::new(rec.clone()))
+            .add_service(NotifyServer::new(rec.clone()).max_decoding_message_size(limit))
             .add_service(NotifyInfoServer::new(rec))
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::UnixListenerStream::new(l),
@@ -722,4 +732,89 @@ async fn connect_errors_name_the_socket_and_the_cause() {
         .unwrap()
         .to_string();
     assert!(e.ends_with("Connection refused (os error 111)"), "{e}");
+}
+
+/// Issue 19: an event above grpc-go's 4 MiB receive limit (a guest-inflated
+/// domain JSON) was retried forever at the head of the queue, blocking every
+/// later event. It is dropped (and counted) at once; the events around it
+/// arrive in order. The stand-in server is tonic's, whose receive limit is
+/// grpc-go's (4 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue19_an_undeliverable_event_is_dropped_never_blocks_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("domain-notify-pipe.sock");
+    let rec = Recorder::default();
+    let _stop = notify_server(&sock, rec.clone()).await;
+    let n = Notifier::start(dir.path());
+    n.domain(EventType::Added, "1".into());
+    // Over the limit before it is sent.
+    n.domain(
+        EventType::Modified,
+        "x".repeat(cmd::notify::MAX_NOTIFY_MESSAGE + 1),
+    );
+    n.domain(EventType::Modified, "2".into());
+    assert!(
+        n.flush(Duration::from_secs(30)).await,
+        "the queue is stuck behind an undeliverable event"
+    );
+    // A server with a smaller limit refuses an event (a status a retry
+    // cannot change): dropped too, the next one arrives.
+    let dir2 = tempfile::tempdir().unwrap();
+    let sock2 = dir2.path().join("domain-notify-pipe.sock");
+    let _stop2 = notify_server_receiving(&sock2, rec.clone(), 1 << 20).await;
+    let n2 = Notifier::start(dir2.path());
+    n2.domain(EventType::Modified, "y".repeat(2 << 20));
+    n2.domain(EventType::Modified, "3".into());
+    assert!(
+        n2.flush(Duration::from_secs(30)).await,
+        "the queue is stuck behind an event the server refuses"
+    );
+    assert_eq!(n2.counts(), (1, 1));
+    let got: Vec<_> = rec
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(t, d)| format!("{t}:{}", &d[..d.len().min(8)]))
+        .collect();
+    assert_eq!(got, ["ADDED:1", "MODIFIED:2", "MODIFIED:3"]);
+    assert_eq!(n.counts(), (2, 1));
+}
+
+/// Issue 19 (faults): a notify socket that accepts connections but never
+/// reads. The queue keeps the event (nothing is lost, nothing blocks the
+/// caller: `send` returns at once and `flush` gives up at its deadline);
+/// once a real virt-handler listens, the event is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notify_socket_that_never_reads_holds_up_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("domain-notify-pipe.sock");
+    let silent = tokio::net::UnixListener::bind(&sock).unwrap();
+    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        loop {
+            tokio::select! {
+                c = silent.accept() => held.push(c.unwrap().0),
+                _ = &mut stop_rx => return held.len(),
+            }
+        }
+    });
+    let n = Notifier::start(dir.path());
+    n.domain(EventType::Added, "1".into());
+    assert!(
+        !n.flush(Duration::from_secs(7)).await,
+        "nothing can be delivered to a socket that never reads"
+    );
+    assert_eq!(n.pending(), 1, "the event is kept");
+    let _ = stop_tx.send(());
+    assert!(
+        holder.await.unwrap() >= 1,
+        "the launcher did dial the silent socket"
+    );
+    let rec = Recorder::default();
+    let _stop = notify_server(&sock, rec.clone()).await;
+    assert!(n.flush(Duration::from_secs(30)).await);
+    assert_eq!(rec.events.lock().unwrap().len(), 1);
+    assert_eq!(n.counts(), (1, 0));
 }

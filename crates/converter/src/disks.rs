@@ -2,7 +2,7 @@
 //! name (KubeVirt converter `Convert_v1_Disk_To_api_Disk`,
 //! `Convert_v1_Volume_To_api_Disk` and the per-source functions).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use api::layout::{ClaimData, VolumeFiles, PR_HELPER_SOCKET};
 use api::vmi::{Bus, CacheMode, Disk as VmiDisk, Tray, Volume};
@@ -255,7 +255,11 @@ pub fn convert(
         .map(|(i, v)| (v.name.as_str(), (i, v)))
         .collect();
     let multi_queue = vmi.spec.domain.devices.block_multi_queue == Some(true);
-    let mut used: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    // The next free index per device-name prefix (`vd`, `sd`, `hd`): names
+    // are taken in disk order and never given back, so the lowest free one
+    // is the count so far (a counter, not a search per disk: 50,000 disks
+    // took minutes, issue 19).
+    let mut used: BTreeMap<&str, usize> = BTreeMap::new();
     let mut out = Vec::with_capacity(vmi.spec.domain.devices.disks.len());
     for (i, d) in vmi.spec.domain.devices.disks.iter().enumerate() {
         let path = format!("spec.domain.devices.disks[{i}]");
@@ -275,9 +279,9 @@ pub fn convert(
         )?;
 
         let pre = prefix(bus);
-        let taken = used.entry(pre).or_default();
-        let idx = (0..).find(|n| !taken.contains(n)).unwrap_or(0);
-        taken.insert(idx);
+        let next = used.entry(pre).or_default();
+        let idx = *next;
+        *next += 1;
         let dev = device_name(pre, idx);
 
         let readonly_spec = match device {

@@ -22,6 +22,17 @@ pub const VIRTIOFS_QUEUE: u32 = 1024;
 pub fn convert(vmi: &VirtualMachineInstance) -> Result<Vec<Filesystem>, ConvertError> {
     let spec = &vmi.spec;
     let mut out = Vec::with_capacity(spec.domain.devices.filesystems.len());
+    // Looked up per filesystem in sets, not searched (issue 19: counts
+    // in the tens of thousands made per-item searches quadratic).
+    let volumes: std::collections::BTreeSet<&str> =
+        spec.volumes.iter().map(|v| v.name.as_str()).collect();
+    let disks: std::collections::BTreeSet<&str> = spec
+        .domain
+        .devices
+        .disks
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
     for (i, fs) in spec.domain.devices.filesystems.iter().enumerate() {
         let path = format!("spec.domain.devices.filesystems[{i}]");
         if fs.virtiofs.is_none() {
@@ -30,13 +41,13 @@ pub fn convert(vmi: &VirtualMachineInstance) -> Result<Vec<Filesystem>, ConvertE
                 "required: virtiofs is the only filesystem type",
             ));
         }
-        if !spec.volumes.iter().any(|v| v.name == fs.name) {
+        if !volumes.contains(fs.name.as_str()) {
             return Err(ConvertError::invalid(
                 format!("{path}.name"),
                 format!("volume {:?} not found in spec.volumes", fs.name),
             ));
         }
-        if spec.domain.devices.disks.iter().any(|d| d.name == fs.name) {
+        if disks.contains(fs.name.as_str()) {
             return Err(ConvertError::invalid(
                 format!("{path}.name"),
                 format!("volume {:?} is also used by a disk", fs.name),

@@ -240,6 +240,12 @@ pub fn convert(
             "a pod network and a default Multus network cannot both be the primary pod link",
         ));
     }
+    // The first network of each name, looked up per interface (a map, not
+    // a search per interface: issue 19).
+    let mut networks = std::collections::BTreeMap::new();
+    for n in &vmi.spec.networks {
+        networks.entry(n.name.as_str()).or_insert(n);
+    }
     for (i, iface) in dev.interfaces.iter().enumerate() {
         let path = format!("spec.domain.devices.interfaces[{i}]");
         if iface.name.is_empty() {
@@ -252,7 +258,7 @@ pub fn convert(
             ));
         }
         crate::xml_text(&format!("{path}.name"), &iface.name)?;
-        let Some(net) = vmi.spec.networks.iter().find(|n| n.name == iface.name) else {
+        let Some(&net) = networks.get(iface.name.as_str()) else {
             return Err(ConvertError::invalid(
                 format!("{path}.name"),
                 format!("no spec.networks entry named {:?}", iface.name),

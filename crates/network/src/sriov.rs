@@ -125,10 +125,29 @@ pub fn parse_network_info(file: &str, text: &[u8]) -> Result<NetworkInfoPci, Str
     Ok(out)
 }
 
+/// Opens a network-info file for reading without blocking and without
+/// following links: `O_NONBLOCK` (a FIFO in its place must not hang the
+/// launcher: its type is then checked with `fstat` before any read) and
+/// `O_NOFOLLOW` for any path but the pod's own downward API file
+/// ([`NETWORK_INFO_PATH`], whose entries kubelet makes as links into its
+/// `..data` directory). Issue 19.
+fn open_network_info(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut flags = nix::fcntl::OFlag::O_NONBLOCK.bits();
+    if path != Path::new(NETWORK_INFO_PATH) {
+        flags |= nix::fcntl::OFlag::O_NOFOLLOW.bits();
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+}
+
 /// Reads a network-info file. `Ok(None)` when it does not exist and
 /// `missing_ok` (a pod without SR-IOV networks from Multus: the
 /// environment fallback applies); an existing empty file is polled for
-/// `populate` before it is an error.
+/// `populate` before it is an error. Opened as [`open_network_info`] says:
+/// a FIFO, a device or (for a user's file) a link is refused at once.
 ///
 /// # Errors
 /// One line naming the file: unreadable, missing (unless `missing_ok`),
@@ -141,7 +160,7 @@ pub fn read_network_info(
     let file = path.display().to_string();
     let start = Instant::now();
     loop {
-        let f = match std::fs::File::open(path) {
+        let f = match open_network_info(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing_ok => return Ok(None),
             Err(e) => return Err(format!("{file}: {e}")),
@@ -470,5 +489,25 @@ spec:
             e.contains("not a regular file") || e.contains("Is a directory"),
             "{e}"
         );
+        // Issue 19: a FIFO in the file's place hung the launcher in open(2).
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_network_info(&f, false, Duration::ZERO));
+        });
+        let e = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a FIFO must not hang the reader")
+            .unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        // A link the user's path goes through is refused, not followed.
+        let real = dir.path().join("real");
+        std::fs::write(&real, "{}").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let e = read_network_info(&link, false, Duration::ZERO).unwrap_err();
+        assert!(e.contains("link"), "{e}");
     }
 }

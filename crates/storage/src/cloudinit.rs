@@ -39,7 +39,7 @@ use api::vmi::{CloudInitSource, Volume};
 use api::VirtualMachineInstance;
 use base64::Engine;
 use converter::ConvertContext;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{ensure_parent_under, io_err, volume_err, ConfigSources, StorageError};
 
@@ -95,11 +95,29 @@ pub struct CloudInitData {
 
 impl CloudInitData {
     /// Re-renders the meta-data with the config drive's `devices` list
-    /// (a no-op for NoCloud or an empty list).
+    /// (a no-op for NoCloud or an empty list), keeping the other fields of
+    /// the meta-data as they are (a hook sidecar's PreCloudInitIso may have
+    /// changed them; KubeVirt sets only `devices` at this point).
     pub fn set_devices(&mut self, vmi: &VirtualMachineInstance, devices: &[DeviceData]) {
-        if self.source == DataSource::ConfigDrive && !devices.is_empty() {
-            self.meta_data = meta_data_with_devices(vmi, self.source, &self.public_keys, devices);
+        if self.source != DataSource::ConfigDrive || devices.is_empty() {
+            return;
         }
+        self.meta_data = match serde_json::from_slice::<ConfigDriveMetaIn>(&self.meta_data) {
+            Ok(m) => {
+                let json = serde_json::to_string(&ConfigDriveMetaOut {
+                    instance_type: &m.instance_type,
+                    instance_id: &m.instance_id,
+                    local_hostname: &m.local_hostname,
+                    hostname: &m.hostname,
+                    uuid: &m.uuid,
+                    devices,
+                    public_keys: &m.public_keys,
+                })
+                .unwrap_or_default();
+                go_html_escape(&json).into_bytes()
+            }
+            Err(_) => meta_data_with_devices(vmi, self.source, &self.public_keys, devices),
+        };
     }
 }
 
@@ -236,9 +254,7 @@ fn read_secret_file(
                 ),
             ));
         }
-        return fs::read(&real)
-            .map(Some)
-            .map_err(io_err(field, "read", &real));
+        return crate::files::read_bounded(field, &real, MAX_SECRET_DATA).map(Some);
     }
     Ok(None)
 }
@@ -333,6 +349,39 @@ pub fn read(
     }))
 }
 
+/// [`read`], then the hook sidecars' PreCloudInitIso when `opts` has one
+/// (KubeVirt runs it right after reading the data, before the ISO).
+///
+/// # Errors
+/// [`read`]'s; the hook's as [`StorageError::Hook`] naming the volume.
+pub fn read_hooked(
+    vmi: &VirtualMachineInstance,
+    ctx: &ConvertContext,
+    opts: &crate::PrepareOptions,
+) -> Result<Option<CloudInitData>, StorageError> {
+    let Some(data) = read(vmi, ctx, &opts.config_sources)? else {
+        return Ok(None);
+    };
+    let Some(hook) = &opts.cloud_init_hook else {
+        return Ok(Some(data));
+    };
+    let field = format!(
+        "spec.volumes[{}].{}",
+        vmi.spec
+            .volumes
+            .iter()
+            .position(|v| v.name == data.volume)
+            .unwrap_or(0),
+        data.source.field()
+    );
+    (hook.0)(vmi, data)
+        .map(Some)
+        .map_err(|message| StorageError::Hook {
+            path: field,
+            message,
+        })
+}
+
 #[derive(Serialize)]
 struct NoCloudMeta<'a> {
     #[serde(rename = "instance-type", skip_serializing_if = "str::is_empty")]
@@ -350,6 +399,41 @@ struct ConfigDriveMeta<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     instance_type: &'a str,
     instance_id: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    hostname: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    uuid: &'a str,
+    #[serde(skip_serializing_if = "<[DeviceData]>::is_empty")]
+    devices: &'a [DeviceData],
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    public_keys: &'a BTreeMap<String, String>,
+}
+
+/// A config drive's meta-data as written (ours, or a hook's).
+#[derive(Deserialize)]
+struct ConfigDriveMetaIn {
+    #[serde(default)]
+    instance_type: String,
+    #[serde(default)]
+    instance_id: String,
+    #[serde(default)]
+    local_hostname: String,
+    #[serde(default)]
+    hostname: String,
+    #[serde(default)]
+    uuid: String,
+    #[serde(default)]
+    public_keys: BTreeMap<String, String>,
+}
+
+/// KubeVirt's `ConfigDriveMetadata` in its field order.
+#[derive(Serialize)]
+struct ConfigDriveMetaOut<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
+    instance_type: &'a str,
+    instance_id: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    local_hostname: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
     hostname: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -521,7 +605,7 @@ pub fn public_keys(
                     format!("{} is not a public key file", e.path().display()),
                 ));
             }
-            let data = fs::read(&real).map_err(io_err(&field, "read", &real))?;
+            let data = crate::files::read_bounded(&field, &real, MAX_SECRET_DATA)?;
             if data.is_empty() {
                 continue;
             }
@@ -593,7 +677,7 @@ pub fn meta_data_with_devices(
 
 /// Go's `json.Marshal` HTML-safe escaping; these characters can only occur
 /// inside strings of serde_json's output, so a textual replacement is exact.
-fn go_html_escape(s: &str) -> String {
+pub fn go_html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

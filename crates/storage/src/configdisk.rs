@@ -159,11 +159,22 @@ fn copy_tree(
                 ));
             }
             let Some(to) = &to else { continue };
-            let mut input = fs::OpenOptions::new()
+            // The file as opened is what counts, not what the stat above
+            // saw: its type is checked on the descriptor (a FIFO swapped
+            // in must not block: O_NONBLOCK), and the copy stops at the
+            // budget, however much the file grew since (issue 19).
+            let input = fs::OpenOptions::new()
                 .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                 .open(&real)
                 .map_err(io_err(field, "open", &real))?;
+            let opened = input.metadata().map_err(io_err(field, "stat", &real))?;
+            if !opened.is_file() {
+                return Err(volume_err(
+                    field,
+                    format!("{} is not a regular file", from.display()),
+                ));
+            }
             let mut out = fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -171,9 +182,22 @@ fn copy_tree(
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(to)
                 .map_err(io_err(field, "create", to))?;
-            io::copy(&mut input, &mut out).map_err(io_err(field, "copy", &real))?;
-            fs::set_permissions(to, fs::Permissions::from_mode(mode))
-                .map_err(io_err(field, "chmod", to))?;
+            // What the stat above counted is replaced by what is copied.
+            budget.bytes -= meta.len();
+            let room = MAX_BYTES - budget.bytes;
+            let copied = io::copy(&mut io::Read::take(&input, room + 1), &mut out)
+                .map_err(io_err(field, "copy", &real))?;
+            budget.bytes += copied;
+            if budget.bytes > MAX_BYTES {
+                return Err(volume_err(
+                    field,
+                    format!("more than {MAX_BYTES} bytes of files"),
+                ));
+            }
+            out.set_permissions(fs::Permissions::from_mode(
+                opened.permissions().mode() & 0o777,
+            ))
+            .map_err(io_err(field, "chmod", to))?;
         } else {
             return Err(volume_err(
                 field,

@@ -5,12 +5,13 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 use api::VirtualMachineInstance;
 use converter::{ConvertContext, Prepared};
 
-use crate::files::preallocated;
 use crate::{pvc, qemu_img, StorageError};
 
 /// A claim image ExpandDisks may grow: volume, image path (as the launcher
@@ -86,13 +87,30 @@ pub(crate) fn expand_claim_images(
     prepared: &Prepared,
 ) -> Result<(), StorageError> {
     for t in expansion_targets(vmi, ctx, &prepared.block_volumes)? {
-        let Ok(meta) = fs::symlink_metadata(&t.image) else {
+        // The image is opened once, without following a link and without
+        // blocking on a FIFO, checked on the descriptor, and resized
+        // through that descriptor (`/proc/<pid>/fd/<n>`): whoever can
+        // write the claim's directory cannot swap the file between the
+        // check and the resize (issue 19).
+        let Ok(file) = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&t.image)
+        else {
             continue;
         };
+        let Ok(meta) = file.metadata() else { continue };
         if !meta.is_file() || meta.len() >= t.usable {
             continue;
         }
-        match qemu_img::resize(&t.image, t.usable, preallocated(&t.image)) {
+        let allocated = meta.blocks().saturating_mul(512) >= meta.len();
+        let anchored = PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            file.as_raw_fd()
+        ));
+        match qemu_img::resize(&anchored, t.usable, allocated) {
             Ok(()) => {
                 tracing::info!(volume = %t.volume, from = meta.len(), to = t.usable, "expanded the disk image to the claim's usable size")
             }

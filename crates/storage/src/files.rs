@@ -137,6 +137,42 @@ pub(crate) fn claim_dir_under(field: &str, root: &str, image: &Path) -> Result<(
     })
 }
 
+/// Reads regular file `p` of at most `max` bytes, checked on the opened
+/// descriptor, not by an earlier stat of the path: opened with
+/// `O_NOFOLLOW|O_NONBLOCK` (a link or FIFO swapped in since is refused, a
+/// FIFO never blocks), its type checked with `fstat`, and the read stopped
+/// after `max` bytes however much the file grew (issue 19).
+///
+/// # Errors
+/// [`StorageError`] naming `field`: open or read failure, not a regular
+/// file, larger than `max`.
+pub(crate) fn read_bounded(field: &str, p: &Path, max: u64) -> Result<Vec<u8>, StorageError> {
+    use std::io::Read;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(p)
+        .map_err(io_err(field, "open", p))?;
+    let meta = f.metadata().map_err(io_err(field, "stat", p))?;
+    if !meta.is_file() {
+        return Err(volume_err(
+            field,
+            format!("{} is not a regular file", p.display()),
+        ));
+    }
+    let mut data = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut data)
+        .map_err(io_err(field, "read", p))?;
+    if data.len() as u64 > max {
+        return Err(volume_err(
+            field,
+            format!("{} has more than the {max} bytes accepted", p.display()),
+        ));
+    }
+    Ok(data)
+}
+
 /// Gives a file the launcher created its `mode` and, when QEMU runs
 /// unprivileged, its owner.
 pub(crate) fn finish_file(
@@ -171,4 +207,43 @@ pub fn supports_direct_io(p: &Path) -> io::Result<bool> {
 pub fn preallocated(p: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     fs::metadata(p).is_ok_and(|m| m.is_file() && m.blocks().saturating_mul(512) >= m.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_bounded;
+
+    /// Issue 19: files were read by path after a stat (a FIFO or link
+    /// swapped in between hangs or redirects the read, a file that grew is
+    /// read whole). The check is on the opened descriptor.
+    #[test]
+    fn issue19_reads_are_checked_on_the_descriptor_and_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("data");
+        std::fs::write(&f, b"12345678").unwrap();
+        assert_eq!(read_bounded("f", &f, 8).unwrap(), b"12345678");
+        let e = read_bounded("f", &f, 7).unwrap_err().to_string();
+        assert!(
+            e.ends_with("data has more than the 7 bytes accepted"),
+            "{e}"
+        );
+        let fifo = d.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(read_bounded("f", &p, 8).map_err(|e| e.to_string()));
+        });
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a FIFO must not block the read")
+            .unwrap_err();
+        assert!(e.ends_with("fifo is not a regular file"), "{e}");
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        assert!(
+            read_bounded("f", &link, 8).is_err(),
+            "a link is not followed"
+        );
+    }
 }

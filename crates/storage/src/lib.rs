@@ -73,6 +73,15 @@ pub enum StorageError {
         #[source]
         source: io::Error,
     },
+    /// A hook sidecar's PreCloudInitIso failed (KubeVirt's message
+    /// `PreCloudInitIso hook failed: ...`, with the sidecar named).
+    #[error("{path}: PreCloudInitIso hook failed: {message}")]
+    Hook {
+        /// Field of the cloud-init volume.
+        path: String,
+        /// The hook's error.
+        message: String,
+    },
     /// `qemu-img` failed.
     #[error("{path}: {source}")]
     QemuImg {
@@ -155,6 +164,26 @@ impl std::fmt::Debug for EventSink {
     }
 }
 
+/// KubeVirt's PreCloudInitIso step: given the VMI and its cloud-init data
+/// as read, returns the data to write (a hook sidecar's answer), or the
+/// error as text. Called once per ISO built, right after the data is read.
+#[derive(Clone)]
+pub struct CloudInitHook(pub std::sync::Arc<CloudInitHookFn>);
+
+/// The function of a [`CloudInitHook`].
+pub type CloudInitHookFn = dyn Fn(
+        &VirtualMachineInstance,
+        cloudinit::CloudInitData,
+    ) -> Result<cloudinit::CloudInitData, String>
+    + Send
+    + Sync;
+
+impl std::fmt::Debug for CloudInitHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CloudInitHook")
+    }
+}
+
 /// Options of [`prepare`].
 #[derive(Clone, Debug)]
 pub struct PrepareOptions {
@@ -185,6 +214,8 @@ pub struct PrepareOptions {
     pub config_disk_fs: ConfigDiskFs,
     /// Receives the events preparing raises (`ToleratedSmallPV`).
     pub events: Option<EventSink>,
+    /// The hook sidecars' PreCloudInitIso, when one subscribed.
+    pub cloud_init_hook: Option<CloudInitHook>,
 }
 
 impl Default for PrepareOptions {
@@ -199,6 +230,7 @@ impl Default for PrepareOptions {
             rebuild_media: true,
             config_disk_fs: ConfigDiskFs::Iso9660,
             events: None,
+            cloud_init_hook: None,
         }
     }
 }
@@ -250,7 +282,7 @@ pub fn prepare(
             .paths
             .cloud_init_iso(vmi, kind == cloudinit::DataSource::ConfigDrive);
         if !keep(&iso) {
-            if let Some(data) = cloudinit::read(vmi, ctx, &opts.config_sources)? {
+            if let Some(data) = cloudinit::read_hooked(vmi, ctx, opts)? {
                 cloudinit::generate(vmi, ctx, &data, opts.owner)?;
             }
         }

@@ -48,10 +48,14 @@ pub struct LauncherError {
 }
 
 impl std::fmt::Display for LauncherError {
+    /// `<field>: <message>`, both through [`api::text::error_text`]: input
+    /// echoed in them never reaches a terminal or virt-handler with its
+    /// control characters, nor longer than the bound.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let message = api::text::error_text(&self.message);
         match &self.field {
-            Some(field) => write!(f, "{field}: {}", self.message),
-            None => f.write_str(&self.message),
+            Some(field) => write!(f, "{}: {message}", api::text::cut(field, 1024)),
+            None => f.write_str(&message),
         }
     }
 }
@@ -158,6 +162,8 @@ impl From<StorageError> for LauncherError {
             StorageError::QemuImg { path, source } => {
                 LauncherError::input_at(path, source.to_string())
             }
+            // A sidecar's failure, not the user's input.
+            e @ StorageError::Hook { .. } => LauncherError::runtime(e.to_string()),
         }
     }
 }
@@ -167,7 +173,8 @@ impl From<IsolationError> for LauncherError {
         match e {
             IsolationError::Busy(_)
             | IsolationError::Foreign(_)
-            | IsolationError::NotADirectory(_) => {
+            | IsolationError::NotADirectory(_)
+            | IsolationError::Unsafe { .. } => {
                 LauncherError::input_at("--state-dir", e.to_string())
             }
             _ => LauncherError::runtime(e.to_string()),
@@ -220,6 +227,36 @@ mod tests {
             LauncherError::runtime_at("--state-dir", "x").to_string(),
             "--state-dir: x"
         );
+    }
+
+    /// Issue 19: raw terminal escape sequences and 10 MB values were
+    /// echoed in error lines. A VMI whose disk bus is an escape sequence
+    /// and 10 MB of text: the line has no control character and is cut.
+    #[test]
+    fn issue19_echoed_input_is_escaped_and_cut() {
+        let bus = format!("\u{1b}]0;owned\u{7}\u{1b}[2J{}", "a".repeat(10 << 20));
+        let doc = format!(
+            "{{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\",\"metadata\":{{\"name\":\"v\"}},\"spec\":{{\"domain\":{{\"devices\":{{\"disks\":[{{\"name\":\"d\",\"disk\":{{\"bus\":{}}}}}]}}}}}}}}",
+            serde_json::to_string(&bus).unwrap()
+        );
+        let e = match api::load_vmi(doc.as_bytes(), api::Arch::Amd64) {
+            Err(e) => LauncherError::from(e),
+            Ok(v) => match converter::convert(
+                &v,
+                &converter::ConvertContext::new(api::Arch::Amd64, converter::VirtType::Kvm),
+            ) {
+                Err(e) => LauncherError::from(e),
+                Ok(_) => panic!("a bus of 10 MB converts"),
+            },
+        };
+        let line = e.to_string();
+        assert!(!line.chars().any(char::is_control), "{}", &line[..200]);
+        assert!(
+            line.len() < api::text::MAX_ERROR_LINE + 1100,
+            "{} bytes",
+            line.len()
+        );
+        assert!(line.contains("bytes in all"), "{}", &line[..200]);
     }
 
     #[test]

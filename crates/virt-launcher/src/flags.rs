@@ -52,7 +52,11 @@ pub struct LauncherFlags {
     /// Container disks come from Kubernetes image volumes; not supported yet.
     #[arg(long)]
     pub image_volume: bool,
-    /// Number of hook sidecars to wait for; not supported yet (must be 0).
+    /// Number of hook sidecars to wait for: before libvirt starts, the
+    /// launcher waits (up to `--qemu-timeout`) until this many sockets
+    /// below `/var/run/kubevirt-hooks/<sidecar>/` answered KubeVirt's hook
+    /// `Info` call (standalone: `run --hook-sidecar-dir DIR` is mounted
+    /// there).
     #[arg(long, default_value_t = 0)]
     pub hook_sidecars: u32,
     /// Address-space limit of `qemu-img info`, in bytes.

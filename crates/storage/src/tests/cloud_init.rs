@@ -380,3 +380,47 @@ fn config_drive_devices_list_tagged_sriov_hostdevs() {
         "{md}"
     );
 }
+
+#[test]
+fn config_drive_devices_keep_the_rest_of_the_meta_data() {
+    let e = env();
+    let v = vmi(
+        "  - name: cd\n    cloudInitConfigDrive:\n      userData: \"#!/bin/sh\\necho hi\\n\"\n",
+    );
+    let dev = cloudinit::DeviceData {
+        device_type: "nic".into(),
+        bus: "pci".into(),
+        address: "0000:01:00.0".into(),
+        mac: String::new(),
+        tags: vec!["t<1>".into()],
+    };
+    let mut ours = cloudinit::read(&v, &e.ctx, &ConfigSources::Pod)
+        .unwrap()
+        .unwrap();
+    let before = ours.clone();
+    // Our own meta-data: the same as rendering it with the devices afresh.
+    ours.set_devices(&v, std::slice::from_ref(&dev));
+    assert_eq!(
+        ours.meta_data,
+        cloudinit::meta_data_with_devices(
+            &v,
+            cloudinit::DataSource::ConfigDrive,
+            &before.public_keys,
+            std::slice::from_ref(&dev)
+        )
+    );
+    // A hook's meta-data keeps its fields; devices land in KubeVirt's place.
+    let mut hooked = before.clone();
+    hooked.meta_data =
+        br#"{"instance_id":"custom","local_hostname":"lh","hostname":"h","uuid":"u","public_keys":{"0":"k"}}"#
+            .to_vec();
+    hooked.set_devices(&v, std::slice::from_ref(&dev));
+    assert_eq!(
+        String::from_utf8(hooked.meta_data).unwrap(),
+        r#"{"instance_id":"custom","local_hostname":"lh","hostname":"h","uuid":"u","devices":[{"type":"nic","bus":"pci","address":"0000:01:00.0","tags":["t\u003c1\u003e"]}],"public_keys":{"0":"k"}}"#
+    );
+    // No devices: unchanged.
+    let mut same = before.clone();
+    same.set_devices(&v, &[]);
+    assert_eq!(same, before);
+}

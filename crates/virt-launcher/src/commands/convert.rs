@@ -102,13 +102,28 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
 }
 
 /// Runs libvirt's `virt-xml-validate FILE domain` and fails with its output.
+/// FILE is written in a private directory `mkdtemp` made under `$TMPDIR`
+/// (mode 0700, a name nobody can predict), created with `O_EXCL` and
+/// `O_NOFOLLOW`: a link another user planted in `$TMPDIR` is never written
+/// through (issue 19).
 fn validate_xml(xml: &str) -> Result<(), LauncherError> {
-    let dir = std::env::temp_dir().join(format!("virt-launcher-validate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| LauncherError::runtime(format!("{}: {e}", dir.display())))?;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let template = std::env::temp_dir().join("virt-launcher-validate-XXXXXX");
+    let dir = nix::unistd::mkdtemp(&template)
+        .map_err(|e| LauncherError::runtime(format!("mkdtemp {}: {e}", template.display())))?;
     let file = dir.join("domain.xml");
-    std::fs::write(&file, xml)
-        .map_err(|e| LauncherError::runtime(format!("{}: {e}", file.display())))?;
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(&file)
+        .and_then(|mut f| f.write_all(xml.as_bytes()));
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(LauncherError::runtime(format!("{}: {e}", file.display())));
+    }
     let mut cmd = std::process::Command::new("virt-xml-validate");
     cmd.arg(&file).arg("domain");
     let res = process::run(cmd, std::time::Duration::from_secs(30), 1 << 20);
@@ -119,5 +134,35 @@ fn validate_xml(xml: &str) -> Result<(), LauncherError> {
             "libvirt's schema rejects the domain XML:\n{stderr}"
         ))),
         Err(e) => Err(LauncherError::runtime(format!("virt-xml-validate: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_xml;
+
+    /// Issue 19: `convert --validate` wrote
+    /// `$TMPDIR/virt-launcher-validate-<pid>/domain.xml`, so a link planted
+    /// there by another user made root replace the link's target. The name
+    /// is random now and the file is created with `O_EXCL`.
+    #[test]
+    fn issue19_validate_never_writes_through_a_planted_link() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"root's data\n").unwrap();
+        let planted =
+            std::env::temp_dir().join(format!("virt-launcher-validate-{}", std::process::id()));
+        std::fs::create_dir_all(&planted).unwrap();
+        let link = planted.join("domain.xml");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let xml = "<domain type='kvm'><name>x</name><memory>1024</memory>\
+                   <os><type>hvm</type></os></domain>";
+        let r = validate_xml(xml);
+        let _ = std::fs::remove_dir_all(&planted);
+        r.expect("a valid domain validates");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"root's data\n");
+        let e = validate_xml("<domain/>").unwrap_err();
+        assert!(e.to_string().contains("schema rejects"), "{e}");
     }
 }

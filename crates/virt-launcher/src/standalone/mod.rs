@@ -86,6 +86,11 @@ pub struct StandaloneArgs {
     /// with managed='no'.
     #[arg(long)]
     pub network_info: Option<PathBuf>,
+    /// The hook sidecars' socket directory, as KubeVirt's pod has it at
+    /// `/var/run/kubevirt-hooks` (one subdirectory per sidecar, its
+    /// socket inside): mounted there, read-only, for `--hook-sidecars N`.
+    #[arg(long)]
+    pub hook_sidecar_dir: Option<PathBuf>,
 }
 
 fn parse_container_disk(s: &str) -> Result<(String, PathBuf), String> {
@@ -141,6 +146,48 @@ pub fn claims(
     Ok(Claims(found))
 }
 
+/// `--hook-sidecar-dir`: a directory (not a symbolic link), needed for
+/// `--hook-sidecars N` > 0 (the host's `/var/run/kubevirt-hooks` is never
+/// taken for it), useless without.
+///
+/// # Errors
+/// refused input naming the flag.
+fn hook_sidecar_dir(
+    args: &StandaloneArgs,
+    flags: &LauncherFlags,
+) -> Result<Option<PathBuf>, LauncherError> {
+    const FLAG: &str = "--hook-sidecar-dir";
+    let Some(dir) = &args.hook_sidecar_dir else {
+        if flags.hook_sidecars > 0 {
+            return Err(LauncherError::input_at(
+                "--hook-sidecars",
+                format!("{} hook sidecars wanted, but standalone mode has no hook sidecar directory: pass {FLAG} DIR (one subdirectory per sidecar, its socket inside)", flags.hook_sidecars),
+            ));
+        }
+        return Ok(None);
+    };
+    if flags.hook_sidecars == 0 {
+        return Err(LauncherError::input_at(
+            FLAG,
+            "given without --hook-sidecars N (how many sidecars to wait for)",
+        ));
+    }
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(Some(dir.clone())),
+        Ok(_) => Err(LauncherError::input_at(
+            FLAG,
+            format!(
+                "{} is not a directory (a symbolic link is not followed)",
+                dir.display()
+            ),
+        )),
+        Err(e) => Err(LauncherError::input_at(
+            FLAG,
+            format!("{}: {e}", dir.display()),
+        )),
+    }
+}
+
 /// [`crate::pod::PodSource::prepare`] standalone: every host path the
 /// flags give is checked, and the mounts that show each where KubeVirt's
 /// pod has it are listed, in the order they are made.
@@ -156,6 +203,7 @@ pub fn prepare(
     default_interface: bool,
 ) -> Result<Pod, LauncherError> {
     let backend = volumes::backend_storage_dir(vmi, args)?;
+    let hook_dir = hook_sidecar_dir(args, flags)?;
     let images = volumes::container_disk_images(vmi, args)?;
     let host_disks = volumes::host_disk_dirs(vmi)?;
     let config_sources = ConfigSources::Standalone {
@@ -195,6 +243,13 @@ pub fn prepare(
                 target: PathBuf::from(target),
             });
         }
+    }
+    if let Some(source) = hook_dir {
+        mounts.push(PodMount::Dir {
+            source,
+            target: PathBuf::from(hooks::HOOK_SOCKETS_DIR),
+            read_only: true,
+        });
     }
     let ctx = converter::ConvertContext::from_parts(
         host,

@@ -75,7 +75,11 @@ impl Services {
     /// Connects to the daemon and starts the domain manager, the guest
     /// agent's poller, the command server, the libvirt event watcher and
     /// the bridge from events to virt-handler's notify socket.
-    fn start(launch: &Launch<'_>, daemon: &DaemonKind) -> Result<Services, LauncherError> {
+    fn start(
+        launch: &Launch<'_>,
+        daemon: &DaemonKind,
+        hooks: &Arc<hooks::Manager>,
+    ) -> Result<Services, LauncherError> {
         let flags = launch.flags;
         // Before any connection: libvirt delivers events through this loop.
         virtwrap::events::start_event_loop();
@@ -111,6 +115,7 @@ impl Services {
             rebuild_media: true,
             config_disk_fs: flags.config_disk_fs.into(),
             events: Some(vmi_events),
+            cloud_init_hook: cloud_init_hook(hooks),
         };
         let id = Identity::of(launch.vmi);
         let cache = Arc::new(DomainCache::default());
@@ -135,7 +140,8 @@ impl Services {
                 prepare,
                 Arc::clone(&metadata),
             )
-            .map_err(|e| LauncherError::runtime(e.to_string()))?,
+            .map_err(|e| LauncherError::runtime(e.to_string()))?
+            .with_hooks(Arc::clone(hooks)),
         );
         let sync = Arc::new(VmiSync::new(
             Arc::clone(&manager),
@@ -267,8 +273,9 @@ pub(crate) fn run_domain(
     launch: &Launch<'_>,
     daemon: &DaemonKind,
     sup: &Supervisor,
+    hooks: &Arc<hooks::Manager>,
 ) -> Result<(), LauncherError> {
-    let services = Services::start(launch, daemon)?;
+    let services = Services::start(launch, daemon, hooks)?;
     let (vmi, flags) = (launch.vmi, launch.flags);
     let signals = signals();
     let grace = Duration::from_secs(
@@ -327,8 +334,31 @@ pub(crate) fn run_domain(
         // virt-handler sends SyncVirtualMachine; the monitor waits for QEMU.
         watch()
     };
+    // KubeVirt lets the sidecars shut down once QEMU is gone; a failure
+    // is logged only.
+    if let Err(e) = hooks.shutdown() {
+        tracing::error!("Failed to run Shutdown: {e}");
+    }
     services.stop(vmi, launch.user);
     outcome
+}
+
+/// The hook sidecars' PreCloudInitIso for the volume preparation, when one
+/// subscribed (KubeVirt's preStartHook runs it on the data it read).
+fn cloud_init_hook(hooks: &Arc<hooks::Manager>) -> Option<storage::CloudInitHook> {
+    if hooks
+        .callbacks(hooks::hook_point::PRE_CLOUD_INIT_ISO)
+        .is_empty()
+    {
+        return None;
+    }
+    let hooks = Arc::clone(hooks);
+    Some(storage::CloudInitHook(Arc::new(move |vmi, data| {
+        let vmi_json = serde_json::to_vec(vmi).map_err(|e| e.to_string())?;
+        hooks
+            .pre_cloud_init_iso(vmi, &vmi_json, data)
+            .map_err(|e| e.to_string())
+    })))
 }
 
 /// SyncVMI in a helper thread, so that a termination signal or

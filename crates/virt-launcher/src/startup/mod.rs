@@ -7,7 +7,9 @@
 //!    ([`crate::pod`]: kubelet's, or the standalone stand-in's);
 //! 2. private runtime ([`runtime`]): state directory, mount namespace, bind
 //!    mounts (libvirt's directories and the pod's);
-//! 3. KubeVirt's directories; libvirt configuration; virtlogd and the
+//! 3. KubeVirt's directories; the hook sidecars (`--hook-sidecars`,
+//!    collected before libvirt starts, as in KubeVirt); libvirt
+//!    configuration; virtlogd and the
 //!    libvirt daemon under supervision ([`runtime`]); connection, agent,
 //!    command server and event bridge ([`domain`], [`grpc`]);
 //! 4. SyncVMI ([`crate::sync`]): network phase 2, volumes, convert,
@@ -67,9 +69,6 @@ fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
     let refuse = |f: &str| Err(LauncherError::input(format!("{f} is not supported yet")));
     if flags.image_volume {
         return refuse("--image-volume");
-    }
-    if flags.hook_sidecars > 0 {
-        return refuse("--hook-sidecars");
     }
     Ok(())
 }

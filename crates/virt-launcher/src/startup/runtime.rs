@@ -184,6 +184,22 @@ pub(crate) fn run_in_runtime(
     if flags.simulate_crash {
         return Err(LauncherError::runtime("Simulated virt-launcher crash"));
     }
+    // KubeVirt's step 6: wait for the hook sidecars before libvirt starts
+    // (nothing is running yet when this fails).
+    // A termination signal meanwhile ends the wait: the launcher stops in
+    // order, with nothing started.
+    let mut hooks = hooks::Manager::new(hooks::HOOK_SOCKETS_DIR);
+    let signals = super::signals::signals();
+    let stop = || signals.load(std::sync::atomic::Ordering::SeqCst) != 0;
+    match hooks.collect(flags.hook_sidecars as usize, flags.qemu_timeout, &stop) {
+        Ok(()) => {}
+        Err(hooks::HookError::Stopped) => {
+            tracing::info!("termination signal while waiting for the hook sidecars: stopping");
+            return Ok(());
+        }
+        Err(e) => return Err(LauncherError::runtime(e.to_string())),
+    }
+    let hooks = std::sync::Arc::new(hooks);
     if let Err(e) = process::become_subreaper() {
         tracing::warn!("cannot become a child subreaper: {e}");
     }
@@ -234,7 +250,7 @@ pub(crate) fn run_in_runtime(
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 
-    let result = run_domain(launch, daemon, &sup);
+    let result = run_domain(launch, daemon, &sup, &hooks);
     sup.stop(Duration::from_secs(5));
     kill_leftover_children();
     result

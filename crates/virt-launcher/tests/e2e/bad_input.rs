@@ -390,6 +390,68 @@ fn a_foreign_state_directory_is_never_emptied() {
     );
 }
 
+/// Issue 19, reproduced against the binary: `--state-dir D` with
+/// `D/.virt-launcher-state` a link to a root-owned file and `D/.lock` a
+/// directory overwrote the file with the marker text; with the marker a
+/// regular file and `.lock` a link, root created a file at the link's
+/// target; a directory of another user was emptied and used. Each is
+/// refused by flag (exit 2), the victims unchanged.
+#[test]
+fn issue19_planted_links_and_foreign_owners_in_the_state_directory() {
+    require_stack();
+    let dir = tempfile::tempdir().unwrap();
+    let vmi = dir.path().join("vmi.yaml");
+    std::fs::write(
+        &vmi,
+        format!(
+            "{HEAD}spec:\n  domain: {{memory: {{guest: 64Mi}}}}\n{}",
+            volumes()
+        ),
+    )
+    .unwrap();
+    let run = |state: &std::path::Path| {
+        let out = Command::new(launcher_bin())
+            .arg("run")
+            .arg(&vmi)
+            .args(["--use-emulation", "--state-dir"])
+            .arg(state)
+            .arg("--container-disk")
+            .arg(format!("containerdisk={}", guest_image().display()))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("--state-dir: "), "{err}");
+        err
+    };
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"root's data\n").unwrap();
+    // The marker a link, the lock a directory.
+    let s1 = dir.path().join("s1");
+    std::fs::create_dir(&s1).unwrap();
+    std::os::unix::fs::symlink(&victim, s1.join(".virt-launcher-state")).unwrap();
+    std::fs::create_dir(s1.join(".lock")).unwrap();
+    run(&s1);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"root's data\n");
+    // The lock a link to where root would create a file.
+    let s2 = dir.path().join("s2");
+    std::fs::create_dir(&s2).unwrap();
+    std::fs::write(s2.join(".virt-launcher-state"), b"x").unwrap();
+    let target = dir.path().join("created-by-root");
+    std::os::unix::fs::symlink(&target, s2.join(".lock")).unwrap();
+    run(&s2);
+    assert!(std::fs::symlink_metadata(&target).is_err());
+    // Another user's directory, marked as a launcher's.
+    let s3 = dir.path().join("s3");
+    std::fs::create_dir(&s3).unwrap();
+    std::fs::write(s3.join(".virt-launcher-state"), b"x").unwrap();
+    std::fs::write(s3.join("theirs"), b"y").unwrap();
+    std::os::unix::fs::chown(&s3, Some(65534), Some(65534)).unwrap();
+    let err = run(&s3);
+    assert!(err.contains("owned by uid 65534"), "{err}");
+    assert!(s3.join("theirs").is_file(), "not emptied");
+}
+
 /// A container disk that is a qcow2 whose backing file is a host file: the
 /// image is judged by `qemu-img info` inside the runtime (so libvirt has
 /// started), refused by volume, and QEMU never opens the host file.

@@ -192,6 +192,8 @@ for m in ${POD_MOUNTS_RW:-}; do
     mkdir -p "/var/run/kubevirt-private/${m%%=*}"
     mount --bind "${m#*=}" "/var/run/kubevirt-private/${m%%=*}"
 done
+# The hook sidecars' sockets volume (hook-sidecar-sockets), when the pod has sidecars.
+if [ -n "${POD_HOOKS:-}" ]; then mkdir -p /var/run/kubevirt-hooks; mount --bind "$POD_HOOKS" /var/run/kubevirt-hooks; fi
 mkdir -p /var/run/kubevirt/container-disks
 : > /var/run/kubevirt/container-disks/disk_0.img
 mount --bind -o ro "$POD_IMAGE" /var/run/kubevirt/container-disks/disk_0.img

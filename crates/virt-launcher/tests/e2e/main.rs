@@ -18,6 +18,7 @@ mod dirtyrate;
 mod firmware;
 mod graceful;
 mod harness;
+mod hooks;
 #[path = "../support/inputs.rs"]
 mod inputs;
 mod lifecycle;

@@ -221,21 +221,9 @@ impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for List<T, MA
 
 /// `text` fit for an error line: control characters escaped (`\n`,
 /// `\u{1b}`), cut after [`MAX_ERROR_TEXT`] bytes with the full length
-/// noted.
+/// noted ([`api::text::cut`]).
 pub fn cut(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if out.len() >= MAX_ERROR_TEXT {
-            out.push_str(&format!("… ({} bytes in all)", text.len()));
-            return out;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    api::text::cut(text, MAX_ERROR_TEXT)
 }
 
 /// `s` cut to at most `max` bytes, on a character boundary.

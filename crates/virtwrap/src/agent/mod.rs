@@ -17,6 +17,7 @@ pub mod bounds;
 pub mod parse;
 pub mod poller;
 pub mod store;
+mod thaw;
 
 #[cfg(test)]
 mod bounds_tests;
@@ -213,6 +214,8 @@ pub struct Agent {
     thaw_generation: Arc<AtomicU64>,
     /// Serialises freeze and thaw (KubeVirt holds a lock around both).
     freeze_lock: Mutex<()>,
+    /// The pending automatic thaw (one thread per agent, not per freeze).
+    thaw_timer: thaw::ThawTimer,
 }
 
 impl Agent {
@@ -233,12 +236,34 @@ impl Agent {
             poller::Intervals::kubevirt(),
             on_change,
         )?;
+        let thaw_generation = Arc::new(AtomicU64::new(0));
+        let thaw_timer = {
+            let channel = Arc::clone(&channel);
+            let gen = Arc::clone(&thaw_generation);
+            let poller = poller.clone();
+            thaw::ThawTimer::new(Box::new(move |generation| {
+                if gen.load(Ordering::SeqCst) != generation {
+                    return;
+                }
+                match channel.fs_thaw() {
+                    Ok(n) => {
+                        tracing::warn!(
+                            filesystems = n,
+                            "unfreeze timeout passed: guest file systems thawed"
+                        );
+                        poller.set_fsfreeze_status("thawed");
+                    }
+                    Err(e) => tracing::error!("automatic thaw failed: {e}"),
+                }
+            }))
+        };
         Ok(Agent {
             channel,
             store,
             poller,
-            thaw_generation: Arc::new(AtomicU64::new(0)),
+            thaw_generation,
             freeze_lock: Mutex::new(()),
+            thaw_timer,
         })
     }
 
@@ -344,29 +369,11 @@ impl Agent {
         if self.fsfreeze_status().is_err() {
             self.poller.set_fsfreeze_status("frozen");
         }
-        if !unfreeze_timeout.is_zero() {
-            let channel = Arc::clone(&self.channel);
-            let gen = Arc::clone(&self.thaw_generation);
-            let poller = self.poller.clone();
-            std::thread::Builder::new()
-                .name("auto-thaw".into())
-                .spawn(move || {
-                    std::thread::sleep(unfreeze_timeout);
-                    if gen.load(Ordering::SeqCst) != generation {
-                        return;
-                    }
-                    match channel.fs_thaw() {
-                        Ok(n) => {
-                            tracing::warn!(
-                                filesystems = n,
-                                seconds = unfreeze_timeout.as_secs(),
-                                "unfreeze timeout passed: guest file systems thawed"
-                            );
-                            poller.set_fsfreeze_status("thawed");
-                        }
-                        Err(e) => tracing::error!("automatic thaw failed: {e}"),
-                    }
-                })
+        if unfreeze_timeout.is_zero() {
+            self.thaw_timer.cancel();
+        } else {
+            self.thaw_timer
+                .schedule(unfreeze_timeout, generation)
                 .map_err(|e| AgentError::Libvirt(format!("cannot schedule the thaw: {e}")))?;
         }
         Ok(())
@@ -383,6 +390,7 @@ impl Agent {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.thaw_generation.fetch_add(1, Ordering::SeqCst);
+        self.thaw_timer.cancel();
         if self.fsfreeze_status()? == "thawed" {
             return Ok(());
         }
@@ -544,6 +552,42 @@ mod tests {
         // Thawing a thawed guest does nothing.
         a.unfreeze().unwrap();
         assert_eq!(g.thaws.load(Ordering::SeqCst), 2);
+    }
+
+    /// Threads of this process named `name`.
+    fn threads_named(name: &str) -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|c| c.trim_end() == name)
+            .count()
+    }
+
+    /// Issue 19: every freeze started a thread that slept for the whole
+    /// `unfreezeTimeoutSeconds` (up to 2^31 - 1 s), even after a thaw.
+    /// 200 freeze and thaw cycles with KubeVirt's largest timeout leave one
+    /// timer thread, and the last timer still works.
+    #[test]
+    fn issue19_freezes_share_one_timer_thread() {
+        let g = Guest::new(0);
+        let a = agent(&g);
+        let before = threads_named("auto-thaw");
+        for _ in 0..200 {
+            a.freeze(Duration::from_secs(2_147_483_647)).unwrap();
+            a.unfreeze().unwrap();
+        }
+        // Other tests' agents may hold a timer thread of their own.
+        assert!(
+            threads_named("auto-thaw") <= before + 1,
+            "{} timer threads",
+            threads_named("auto-thaw")
+        );
+        a.freeze(Duration::from_millis(100)).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while g.thaws.load(Ordering::SeqCst) < 201 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(g.thaws.load(Ordering::SeqCst), 201, "thawed by the timer");
     }
 
     #[test]

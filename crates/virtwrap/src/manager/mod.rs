@@ -56,6 +56,10 @@ pub enum ManagerError {
     /// A connection of its own (the memory dump's) could not be opened.
     #[error(transparent)]
     Connect(#[from] crate::connection::ConnectError),
+    /// A hook sidecar's OnDefineDomain failed or answered an unusable
+    /// domain (the sidecar named); nothing was left defined.
+    #[error(transparent)]
+    Hook(#[from] hooks::HookError),
 }
 
 impl From<virt::error::Error> for ManagerError {
@@ -220,6 +224,8 @@ pub struct LibvirtDomainManager {
     /// was undefined: virt-handler deletes a shut-off domain at once, and
     /// the monitor must still tell a crash from a power-off.
     ended: Mutex<Option<(&'static str, &'static str)>>,
+    /// The collected hook sidecars (none unless `--hook-sidecars`).
+    hooks: std::sync::Arc<hooks::Manager>,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -266,7 +272,16 @@ impl LibvirtDomainManager {
             metadata,
             qemu_version,
             ended: Mutex::new(None),
+            hooks: std::sync::Arc::new(hooks::Manager::new(hooks::HOOK_SOCKETS_DIR)),
         })
+    }
+
+    /// The same manager defining through the hook sidecars `hooks`
+    /// (KubeVirt's OnDefineDomain on every define, see `sync`).
+    #[must_use]
+    pub fn with_hooks(mut self, hooks: std::sync::Arc<hooks::Manager>) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// The host's facts this manager converts with.

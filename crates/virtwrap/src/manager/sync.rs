@@ -27,7 +27,11 @@ impl LibvirtDomainManager {
                 None => false,
             })
         })?;
-        let (spec, ctx) = self.convert(vmi, !active, inputs)?;
+        // PreCloudInitIso runs once per sync, as KubeVirt's preStartHook:
+        // the config drive's rebuild below reuses its answer.
+        let mut opts = self.prepare.clone();
+        opts.cloud_init_hook = once_per_sync(opts.cloud_init_hook.take());
+        let (spec, ctx) = self.convert(vmi, !active, inputs, &opts)?;
         let xml = spec.to_xml()?;
         if xml.contains('\0') {
             // The converter refuses such text field by field; never hand
@@ -53,6 +57,9 @@ impl LibvirtDomainManager {
         } else {
             xml.clone()
         };
+        // Every define goes through the hook sidecars (KubeVirt's
+        // SetDomainSpecStrWithHooks), the placeholder one too.
+        let first_xml = self.through_hooks(vmi, &first_xml)?;
         let define = |conn: &Connect| -> Result<VirtDomain, ManagerError> {
             if free_ports > 0 || placeholders > 0 {
                 tracing::info!(
@@ -69,6 +76,7 @@ impl LibvirtDomainManager {
             let inactive = d.get_xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
             let without = converter::pci_ports::remove_placeholders(&inactive)?;
             let with_ports = converter::pci_ports::add_root_ports(&without, free_ports)?;
+            let with_ports = self.through_hooks(vmi, &with_ports)?;
             Ok(VirtDomain::define_xml(conn, &with_ports)?)
         };
         let flags = if starts_paused(vmi) {
@@ -104,12 +112,24 @@ impl LibvirtDomainManager {
                     define(conn)?
                 }
                 None => {
-                    let d = define(conn)?;
+                    let d = match define(conn) {
+                        Ok(d) => d,
+                        Err(e) => {
+                            // A hook that failed on the second define left
+                            // the placeholder definition: never keep a
+                            // half-defined domain.
+                            if let Ok(Some(half)) = Self::lookup(conn, vmi) {
+                                tracing::warn!(domain = %name, "define failed half-way: undefining");
+                                let _ = half.undefine_flags(sys::VIR_DOMAIN_UNDEFINE_KEEP_NVRAM);
+                            }
+                            return Err(e);
+                        }
+                    };
                     tracing::info!(domain = %vmi.domain_name(), "domain defined");
                     d
                 }
             };
-            self.config_drive_devices(vmi, &dom, &ctx)?;
+            Self::config_drive_devices(vmi, &dom, &ctx, &opts)?;
             dom.create_with_flags(flags)?;
             if vmi.spec.start_strategy == Some(api::vmi::StartStrategy::Paused) {
                 self.set_user_paused(&name, true);
@@ -123,6 +143,48 @@ impl LibvirtDomainManager {
         self.metadata
             .set_grace_period_seconds(vmi.grace_period_seconds());
         Ok(spec)
+    }
+
+    /// KubeVirt's OnDefineDomain (`SetDomainSpecStrWithHooks`): `xml` and
+    /// the VMI (its JSON) through every subscribed hook sidecar in order;
+    /// the last answer is what is defined, as KubeVirt defines the hook's
+    /// text. Each answer must parse into the launcher's domain model
+    /// (`domain::Domain`, as KubeVirt unmarshals it into its `DomainSpec`:
+    /// unknown elements are kept by libvirt, not by the model), carry no
+    /// NUL and keep the domain's name (a renamed domain would never be
+    /// found again). Without subscribers, `xml` unchanged.
+    ///
+    /// # Errors
+    /// [`ManagerError::Hook`] naming the sidecar.
+    fn through_hooks(
+        &self,
+        vmi: &VirtualMachineInstance,
+        xml: &str,
+    ) -> Result<String, ManagerError> {
+        if self
+            .hooks
+            .callbacks(hooks::hook_point::ON_DEFINE_DOMAIN)
+            .is_empty()
+        {
+            return Ok(xml.to_owned());
+        }
+        let vmi_json =
+            serde_json::to_vec(vmi).map_err(|e| hooks::HookError::Encode(e.to_string()))?;
+        let name = vmi.domain_name();
+        let check = |x: &str| -> Result<(), String> {
+            if x.contains('\0') {
+                return Err("a NUL character, which XML cannot carry".into());
+            }
+            let d = domain::Domain::from_xml(x).map_err(|e| e.to_string())?;
+            if d.name != name {
+                return Err(format!(
+                    "the domain renamed to {:?} (it is {name:?})",
+                    d.name
+                ));
+            }
+            Ok(())
+        };
+        Ok(self.hooks.on_define_domain(xml, &vmi_json, &check)?)
     }
 
     /// Prepares `vmi`'s volumes and converts it with `inputs`; returns the
@@ -140,6 +202,7 @@ impl LibvirtDomainManager {
         vmi: &VirtualMachineInstance,
         start: bool,
         inputs: &SyncInputs<'_>,
+        prepare: &storage::PrepareOptions,
     ) -> Result<(domain::Domain, ConvertContext), ManagerError> {
         let mut ctx = ConvertContext::from_parts(
             &self.host,
@@ -147,7 +210,7 @@ impl LibvirtDomainManager {
             converter::Prepared::default(),
             inputs.sriov_pci.clone(),
         );
-        let mut opts = self.prepare.clone();
+        let mut opts = prepare.clone();
         opts.rebuild_media &= start;
         ctx.prepared = storage::prepare(vmi, &ctx, &opts)?;
         ctx.prepared.interfaces = inputs.interfaces.clone();
@@ -172,10 +235,10 @@ impl LibvirtDomainManager {
     /// libvirt gave them: when the VMI has a config drive and tagged
     /// interfaces, its ISO is rebuilt here with that `devices` list.
     fn config_drive_devices(
-        &self,
         vmi: &VirtualMachineInstance,
         dom: &VirtDomain,
         ctx: &ConvertContext,
+        prepare: &storage::PrepareOptions,
     ) -> Result<(), ManagerError> {
         let config_drive = matches!(
             storage::cloudinit::find(vmi),
@@ -194,9 +257,9 @@ impl LibvirtDomainManager {
         let xml = dom.get_xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)?;
         let defined = domain::Domain::from_xml(&xml)?;
         let devices = storage::cloudinit::tagged_devices(vmi, &defined);
-        if let Some(mut data) = storage::cloudinit::read(vmi, ctx, &self.prepare.config_sources)? {
+        if let Some(mut data) = storage::cloudinit::read_hooked(vmi, ctx, prepare)? {
             data.set_devices(vmi, &devices);
-            storage::cloudinit::generate(vmi, ctx, &data, self.prepare.owner)?;
+            storage::cloudinit::generate(vmi, ctx, &data, prepare.owner)?;
             tracing::info!(
                 devices = devices.len(),
                 "config drive rebuilt with the tagged devices"
@@ -241,5 +304,82 @@ impl LibvirtDomainManager {
                 }
             }
         }
+    }
+}
+
+/// `hook` answering a repeated call with the same data from its first
+/// answer: within one sync the cloud-init data is read twice when the
+/// config drive is rebuilt with the tagged devices, and KubeVirt calls the
+/// sidecars once. A fresh memory per sync, as KubeVirt calls them on
+/// every preStartHook.
+fn once_per_sync(hook: Option<storage::CloudInitHook>) -> Option<storage::CloudInitHook> {
+    type Memo = Option<(
+        storage::cloudinit::CloudInitData,
+        storage::cloudinit::CloudInitData,
+    )>;
+    let hook = hook?;
+    let memo: std::sync::Arc<std::sync::Mutex<Memo>> = std::sync::Arc::default();
+    Some(storage::CloudInitHook(std::sync::Arc::new(
+        move |vmi, data| {
+            let mut m = memo
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((input, output)) = m.as_ref() {
+                if *input == data {
+                    return Ok(output.clone());
+                }
+            }
+            let output = (hook.0)(vmi, data.clone())?;
+            *m = Some((data, output.clone()));
+            Ok(output)
+        },
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::once_per_sync;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use storage::cloudinit::{CloudInitData, DataSource};
+
+    fn data(user: &str) -> CloudInitData {
+        CloudInitData {
+            source: DataSource::ConfigDrive,
+            volume: "cloudinit".into(),
+            user_data: user.as_bytes().to_vec(),
+            network_data: Vec::new(),
+            meta_data: b"{}".to_vec(),
+            public_keys: Default::default(),
+        }
+    }
+
+    #[test]
+    fn pre_cloud_init_iso_runs_once_per_sync_for_the_same_data() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = Arc::clone(&calls);
+        let hook = storage::CloudInitHook(Arc::new(move |_, mut d: CloudInitData| {
+            c.fetch_add(1, Ordering::SeqCst);
+            d.user_data.extend_from_slice(b"+hooked");
+            Ok(d)
+        }));
+        let vmi: api::VirtualMachineInstance = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+            "metadata": {"name": "a", "namespace": "b"}, "spec": {"domain": {"devices": {}}}
+        }))
+        .unwrap();
+        let sync = once_per_sync(Some(hook.clone())).unwrap();
+        let first = (sync.0)(&vmi, data("u")).unwrap();
+        let again = (sync.0)(&vmi, data("u")).unwrap();
+        assert_eq!(first.user_data, b"u+hooked");
+        assert_eq!(again, first);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        // Other data is asked again; so is the next sync.
+        (sync.0)(&vmi, data("v")).unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let next = once_per_sync(Some(hook)).unwrap();
+        (next.0)(&vmi, data("v")).unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert!(once_per_sync(None).is_none());
     }
 }

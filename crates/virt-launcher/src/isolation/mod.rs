@@ -18,9 +18,11 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{Flock, FlockArg};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
+
+mod state_dir;
+pub use state_dir::StateDir;
 
 /// Why the private runtime could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +36,16 @@ pub enum IsolationError {
     /// The directory exists, is not empty and was not made by a launcher.
     #[error("state directory {0} exists and was not created by virt-launcher; refusing to use (and empty) it")]
     Foreign(PathBuf),
+    /// The directory (or its parent) can be changed by another user: it is
+    /// owned by another user, or writable by group or others (a parent
+    /// only without the sticky bit).
+    #[error("state directory {path}: {why}; refusing to use it")]
+    Unsafe {
+        /// The directory at fault (the state directory or its parent).
+        path: PathBuf,
+        /// Its owner or mode, as found.
+        why: String,
+    },
     /// A file operation failed.
     #[error("{op} {path}: {source}")]
     Io {
@@ -63,169 +75,10 @@ fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> IsolationE
     move |source| IsolationError::Io { op, path, source }
 }
 
-/// File that marks a directory as a launcher's state directory.
-const MARKER: &str = ".virt-launcher-state";
-
 /// True when `a` and `b` describe the same file (device and inode).
 pub fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     a.ino() == b.ino() && a.dev() == b.dev()
-}
-
-/// The launcher's state directory, locked for its lifetime.
-#[derive(Debug)]
-pub struct StateDir {
-    root: PathBuf,
-    _lock: Flock<File>,
-    /// The launcher made `root` (it did not exist before).
-    created: bool,
-}
-
-impl StateDir {
-    /// Creates (mode 0700) and locks `root`, then empties it of any state a
-    /// previous, crashed launcher left behind. A directory that exists, is
-    /// not empty and lacks the launcher's marker file is never touched: the
-    /// launcher empties its state directory, so pointing `--state-dir` at a
-    /// directory of one's own must not delete its files.
-    ///
-    /// # Errors
-    /// [`IsolationError::Busy`] when another launcher holds it,
-    /// [`IsolationError::Foreign`] for somebody else's directory.
-    pub fn acquire(root: &Path) -> Result<StateDir, IsolationError> {
-        match fs::symlink_metadata(root) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(IsolationError::NotADirectory(root.to_owned())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err("stat", root)(e)),
-        }
-        let created = !root.exists();
-        let marker = root.join(MARKER);
-        match fs::read_dir(root) {
-            Ok(mut entries) => {
-                if entries.next().is_some() && !marker.is_file() {
-                    return Err(IsolationError::Foreign(root.to_owned()));
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err("read", root)(e)),
-        }
-        fs::create_dir_all(root).map_err(io_err("mkdir", root))?;
-        fs::write(
-            &marker,
-            b"virt-launcher state directory; emptied on every start\n",
-        )
-        .map_err(io_err("create", &marker))?;
-        fs::set_permissions(root, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .map_err(io_err("chmod", root))?;
-        let lock_path = root.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_err("open", &lock_path))?;
-        let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
-            .map_err(|_| IsolationError::Busy(root.to_owned()))?;
-        // A launcher that exited may have unlinked the lock file we opened
-        // (see `remove`): only a lock on the file at the path counts.
-        let same = match (fs::metadata(&lock_path), lock.metadata()) {
-            (Ok(a), Ok(b)) => same_file(&a, &b),
-            _ => false,
-        };
-        if !same {
-            return Err(IsolationError::Busy(root.to_owned()));
-        }
-        let dir = StateDir {
-            root: root.to_owned(),
-            _lock: lock,
-            created,
-        };
-        dir.clear()?;
-        Ok(dir)
-    }
-
-    /// Whether the launcher made the directory (it did not exist before).
-    pub fn created(&self) -> bool {
-        self.created
-    }
-
-    /// Removes a state directory a launcher that gave up root left behind
-    /// (handed over through [`crate::pidns::hand_over_state`]): locked and
-    /// removed as [`StateDir::remove`] does, the directory itself only
-    /// when that launcher created it. A directory without the launcher's
-    /// marker is never touched.
-    ///
-    /// # Errors
-    /// [`IsolationError`] as for [`StateDir::acquire`] and [`StateDir::remove`].
-    pub fn remove_left(root: &Path, created: bool) -> Result<(), IsolationError> {
-        if !root.join(MARKER).is_file() {
-            return Err(IsolationError::Foreign(root.to_owned()));
-        }
-        let mut dir = StateDir::acquire(root)?;
-        dir.created = created;
-        dir.remove()
-    }
-
-    /// The directory.
-    pub fn path(&self) -> &Path {
-        &self.root
-    }
-
-    /// A subdirectory, created.
-    ///
-    /// # Errors
-    /// The mkdir error.
-    pub fn subdir(&self, rel: &str) -> Result<PathBuf, IsolationError> {
-        let p = self.root.join(rel);
-        fs::create_dir_all(&p).map_err(io_err("mkdir", &p))?;
-        Ok(p)
-    }
-
-    /// Removes the state at exit: everything in it, then the marker and the
-    /// lock file, and the directory itself when the launcher created it (a
-    /// `--state-dir` of the user's own is left, empty). Never follows
-    /// symbolic links.
-    ///
-    /// # Errors
-    /// The first removal error.
-    pub fn remove(self) -> Result<(), IsolationError> {
-        self.clear()?;
-        for name in [MARKER, ".lock"] {
-            let p = self.root.join(name);
-            match fs::remove_file(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_err("remove", &p)(e)),
-            }
-        }
-        if self.created {
-            // Still locked until `self` drops; an acquirer that opened the
-            // old lock file notices the unlinked inode and backs off.
-            fs::remove_dir(&self.root).map_err(io_err("remove", &self.root))?;
-        }
-        Ok(())
-    }
-
-    /// Removes everything but the lock file. Never follows symbolic links.
-    ///
-    /// # Errors
-    /// The first removal error.
-    pub fn clear(&self) -> Result<(), IsolationError> {
-        for entry in fs::read_dir(&self.root).map_err(io_err("read", &self.root))? {
-            let entry = entry.map_err(io_err("read", &self.root))?;
-            if entry.file_name() == ".lock" || entry.file_name() == MARKER {
-                continue;
-            }
-            let p = entry.path();
-            let res = if entry.file_type().map_err(io_err("stat", &p))?.is_dir() {
-                fs::remove_dir_all(&p)
-            } else {
-                fs::remove_file(&p)
-            };
-            res.map_err(io_err("remove", &p))?;
-        }
-        Ok(())
-    }
 }
 
 /// Enters a new mount namespace and makes every mount in it a slave
@@ -531,80 +384,5 @@ impl Mounts {
                 tracing::warn!(target = %t.display(), "unmount: {e}");
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn foreign_directories_are_never_emptied() {
-        let d = tempfile::tempdir().unwrap();
-        fs::write(d.path().join("precious"), b"x").unwrap();
-        let e = StateDir::acquire(d.path()).unwrap_err();
-        assert!(matches!(e, IsolationError::Foreign(_)), "{e}");
-        assert!(d.path().join("precious").is_file());
-        assert!(matches!(
-            StateDir::acquire(Path::new("/")),
-            Err(IsolationError::Foreign(_))
-        ));
-        let file = d.path().join("precious");
-        assert!(matches!(
-            StateDir::acquire(&file),
-            Err(IsolationError::NotADirectory(_))
-        ));
-        let empty = tempfile::tempdir().unwrap();
-        let link = d.path().join("link");
-        std::os::unix::fs::symlink(empty.path(), &link).unwrap();
-        assert!(matches!(
-            StateDir::acquire(&link),
-            Err(IsolationError::NotADirectory(_))
-        ));
-    }
-
-    #[test]
-    fn removal_at_exit_leaves_nothing_of_the_launchers_own() {
-        let d = tempfile::tempdir().unwrap();
-        // A directory the launcher creates goes entirely.
-        let made = d.path().join("state");
-        let s = StateDir::acquire(&made).unwrap();
-        fs::create_dir_all(s.subdir("libvirt/run").unwrap()).unwrap();
-        fs::write(made.join("libvirt/run/x"), b"x").unwrap();
-        s.remove().unwrap();
-        assert!(!made.exists());
-        // The user's own empty directory stays, empty.
-        let mine = d.path().join("mine");
-        fs::create_dir(&mine).unwrap();
-        let s = StateDir::acquire(&mine).unwrap();
-        fs::write(mine.join("y"), b"y").unwrap();
-        s.remove().unwrap();
-        assert!(mine.is_dir());
-        assert_eq!(fs::read_dir(&mine).unwrap().count(), 0);
-        // After a removal the directory can be claimed again, once.
-        let again = StateDir::acquire(&mine).unwrap();
-        assert!(matches!(
-            StateDir::acquire(&mine),
-            Err(IsolationError::Busy(_))
-        ));
-        drop(again);
-    }
-
-    #[test]
-    fn own_directories_are_reused_and_emptied() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path().join("state");
-        {
-            let s = StateDir::acquire(&root).unwrap();
-            fs::write(s.subdir("private").unwrap().join("old"), b"x").unwrap();
-            // A second launcher on the same directory is refused while the first holds it.
-            assert!(matches!(
-                StateDir::acquire(&root),
-                Err(IsolationError::Busy(_))
-            ));
-        }
-        let _s = StateDir::acquire(&root).unwrap();
-        assert!(!root.join("private").exists(), "stale state is removed");
-        assert!(root.join(MARKER).is_file());
     }
 }

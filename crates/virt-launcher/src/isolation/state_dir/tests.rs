@@ -1,0 +1,188 @@
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::Path;
+
+use super::*;
+
+#[test]
+fn foreign_directories_are_never_emptied() {
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join("precious"), b"x").unwrap();
+    let e = StateDir::acquire(d.path()).unwrap_err();
+    assert!(matches!(e, IsolationError::Foreign(_)), "{e}");
+    assert!(d.path().join("precious").is_file());
+    assert!(matches!(
+        StateDir::acquire(Path::new("/")),
+        Err(IsolationError::Foreign(_))
+    ));
+    let file = d.path().join("precious");
+    assert!(matches!(
+        StateDir::acquire(&file),
+        Err(IsolationError::NotADirectory(_))
+    ));
+    let empty = tempfile::tempdir().unwrap();
+    let link = d.path().join("link");
+    symlink(empty.path(), &link).unwrap();
+    assert!(matches!(
+        StateDir::acquire(&link),
+        Err(IsolationError::NotADirectory(_))
+    ));
+}
+
+/// Issue 19's first case: the marker is a link to a root-owned file and
+/// `.lock` a directory. The launcher used `is_file()` (which follows the
+/// link) and then wrote its marker text over the link's target.
+#[test]
+fn issue19_a_marker_link_is_never_written_through() {
+    let d = tempfile::tempdir().unwrap();
+    let victim = d.path().join("victim");
+    fs::write(&victim, b"root's data\n").unwrap();
+    let state = d.path().join("state");
+    fs::create_dir(&state).unwrap();
+    symlink(&victim, state.join(MARKER)).unwrap();
+    fs::create_dir(state.join(".lock")).unwrap();
+    let e = StateDir::acquire(&state).unwrap_err();
+    assert!(matches!(e, IsolationError::Foreign(_)), "{e}");
+    assert_eq!(fs::read(&victim).unwrap(), b"root's data\n");
+    assert!(state.join(".lock").is_dir(), "nothing was emptied");
+}
+
+/// Issue 19's second case: `.lock` is a link; root created a file at its
+/// target. Refused whether or not the marker is there, nothing created.
+#[test]
+fn issue19_a_lock_link_creates_nothing_at_its_target() {
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("created-by-root");
+    let state = d.path().join("state");
+    fs::create_dir(&state).unwrap();
+    symlink(&target, state.join(".lock")).unwrap();
+    let e = StateDir::acquire(&state).unwrap_err();
+    assert!(matches!(e, IsolationError::Foreign(_)), "{e}");
+    assert!(fs::symlink_metadata(&target).is_err());
+    // With a (regular) marker, as a launcher of this user left it.
+    fs::write(state.join(MARKER), b"x").unwrap();
+    let e = StateDir::acquire(&state).unwrap_err();
+    assert!(
+        matches!(e, IsolationError::Unsafe { .. }),
+        "a link as the lock file is refused: {e}"
+    );
+    assert!(e.to_string().contains(".lock is a symbolic link"), "{e}");
+    assert!(
+        fs::symlink_metadata(&target).is_err(),
+        "nothing at the link's target"
+    );
+    assert!(fs::symlink_metadata(state.join(".lock"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+/// Issue 19's third case: a directory owned by another user was accepted,
+/// emptied and used. Refused, and left as it was.
+#[test]
+fn issue19_a_directory_of_another_user_is_refused_not_emptied() {
+    if !nix::unistd::Uid::effective().is_root() {
+        panic!("this test needs root (it gives a directory to another user)");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("state");
+    fs::create_dir(&state).unwrap();
+    fs::write(state.join(MARKER), b"x").unwrap();
+    fs::write(state.join("theirs"), b"y").unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    let e = StateDir::acquire(&state).unwrap_err();
+    assert!(matches!(e, IsolationError::Unsafe { .. }), "{e}");
+    assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+    assert!(state.join("theirs").is_file(), "not emptied");
+    // Root's own, but writable by others: refused too.
+    std::os::unix::fs::chown(&state, Some(0), Some(0)).unwrap();
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o777)).unwrap();
+    let e = StateDir::acquire(&state).unwrap_err();
+    assert!(e.to_string().contains("mode 0777"), "{e}");
+    assert!(state.join("theirs").is_file(), "not emptied");
+    // A parent others can write, without the sticky bit: they could
+    // swap the directory for their own after the checks.
+    let open = d.path().join("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let e = StateDir::acquire(&open.join("state")).unwrap_err();
+    assert!(e.to_string().contains("no sticky bit"), "{e}");
+    assert!(!open.join("state").exists());
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o1777)).unwrap();
+    StateDir::acquire(&open.join("state"))
+        .unwrap()
+        .remove()
+        .unwrap();
+}
+
+#[test]
+fn clearing_removes_links_never_their_targets() {
+    let d = tempfile::tempdir().unwrap();
+    let outside = d.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("keep"), b"k").unwrap();
+    let root = d.path().join("state");
+    let s = StateDir::acquire(&root).unwrap();
+    let sub = s.subdir("libvirt/run").unwrap();
+    symlink(&outside, sub.join("link")).unwrap();
+    symlink(&outside, root.join("top-link")).unwrap();
+    s.remove().unwrap();
+    assert!(!root.exists());
+    assert_eq!(fs::read(outside.join("keep")).unwrap(), b"k");
+    // A subdirectory path through a planted link is refused.
+    let s = StateDir::acquire(&root).unwrap();
+    symlink(&outside, root.join("lnk")).unwrap();
+    assert!(s.subdir("lnk/x").is_err());
+    assert!(!outside.join("x").exists());
+    assert!(s.subdir("../x").is_err());
+    s.remove().unwrap();
+}
+
+#[test]
+fn removal_at_exit_leaves_nothing_of_the_launchers_own() {
+    let d = tempfile::tempdir().unwrap();
+    // A directory the launcher creates goes entirely.
+    let made = d.path().join("state");
+    let s = StateDir::acquire(&made).unwrap();
+    fs::create_dir_all(s.subdir("libvirt/run").unwrap()).unwrap();
+    fs::write(made.join("libvirt/run/x"), b"x").unwrap();
+    s.remove().unwrap();
+    assert!(!made.exists());
+    // The user's own empty directory stays, empty.
+    let mine = d.path().join("mine");
+    fs::create_dir(&mine).unwrap();
+    let s = StateDir::acquire(&mine).unwrap();
+    fs::write(mine.join("y"), b"y").unwrap();
+    s.remove().unwrap();
+    assert!(mine.is_dir());
+    assert_eq!(fs::read_dir(&mine).unwrap().count(), 0);
+    // After a removal the directory can be claimed again, once.
+    let again = StateDir::acquire(&mine).unwrap();
+    assert!(matches!(
+        StateDir::acquire(&mine),
+        Err(IsolationError::Busy(_))
+    ));
+    drop(again);
+}
+
+#[test]
+fn own_directories_are_reused_and_emptied() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("state");
+    {
+        let s = StateDir::acquire(&root).unwrap();
+        fs::write(s.subdir("private").unwrap().join("old"), b"x").unwrap();
+        // A second launcher on the same directory is refused while the first holds it.
+        assert!(matches!(
+            StateDir::acquire(&root),
+            Err(IsolationError::Busy(_))
+        ));
+    }
+    let _s = StateDir::acquire(&root).unwrap();
+    assert!(!root.join("private").exists(), "stale state is removed");
+    assert!(root.join(MARKER).is_file());
+    assert_eq!(
+        fs::metadata(&root).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+}
