@@ -33,8 +33,8 @@ fi
 # KubeVirt's default mode, non-root (uid 107, only NET_BIND_SERVICE, session
 # libvirt): the end-to-end tests whose code paths differ from root's run again
 # with the harness in non-root mode (the rest of each suite is mode-blind).
-# Cost: 13 tests, 225 s with nextest on the 2-core machine (shared with other
-# builds when measured): about 4 min on top of the ~15.5 min of the rest.
+# Cost: 13 tests, 150-225 s with nextest on the 2-core machine (shared with other
+# builds when measured): at most ~4 min on top of the rest.
 step "end-to-end tests in non-root mode (VIRT_LAUNCHER_E2E_NONROOT=1)"
 nonroot_tests=(
     lifecycle::boots_the_test_guest_and_shuts_it_down_on_sigterm
