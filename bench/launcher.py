@@ -13,7 +13,12 @@ libvirt's shared QEMU capability cache) on KubeVirt's vmi-sata example
     and Pss (/proc/PID/smaps_rollup) of the launcher, its libvirt daemon and
     virtlogd, and their sum.
 
-Usage: python3 bench/launcher.py [--runs N] [--idle SECONDS]   (as root)
+Each measurement is made in KubeVirt's two modes, side by side: as root,
+and non-root (`--run-as-nonroot`: the launcher proper, its session libvirt
+daemon, virtlogd and QEMU as uid 107 with only CAP_NET_BIND_SERVICE; its
+own capability cache, so one warm-up run per mode).
+
+Usage: python3 bench/launcher.py [--runs N] [--idle SECONDS] [--modes root,nonroot]   (as root)
 """
 
 import argparse
@@ -52,7 +57,7 @@ def memory(pid):
     return {"hwm": status_kib(pid, "VmHWM"), "anon": status_kib(pid, "RssAnon"), "pss": pss_kib(pid)}
 
 
-def run_once(kvm, idle, measure_memory):
+def run_once(kvm, idle, measure_memory, nonroot=False):
     state = tempfile.mkdtemp(prefix="vl-bench-")
     uid = f"bench-{os.getpid()}-{time.monotonic_ns()}"
     vmi = VMI.read_text()
@@ -67,6 +72,8 @@ def run_once(kvm, idle, measure_memory):
             "--state-dir", f"{state}/state", "--uid", uid, "--keep-state"]
     if not kvm:
         args.append("--use-emulation")
+    if nonroot:
+        args.append("--run-as-nonroot")
     t0 = time.monotonic()
     p = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                          start_new_session=True)
@@ -151,27 +158,44 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--idle", type=float, default=15.0)
+    ap.add_argument("--modes", default="root,nonroot",
+                    help="comma-separated: root, nonroot (--run-as-nonroot)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
     subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "virt-launcher"], cwd=ROOT, check=True)
     subprocess.run([str(ROOT / "tests/guest/build")], cwd=ROOT, check=True)
 
-    print(f"warm-up run (fills the shared QEMU capability cache) ...", flush=True)
-    run_once(kvm=False, idle=0, measure_memory=False)
+    modes = [m for m in a.modes.split(",") if m]
+    results = {}
+    for mode in modes:
+        nr = mode == "nonroot"
+        print(f"{mode}: warm-up run (fills the shared QEMU capability cache) ...", flush=True)
+        run_once(kvm=False, idle=0, measure_memory=False, nonroot=nr)
+        tcg = [run_once(kvm=False, idle=a.idle, measure_memory=True, nonroot=nr) for _ in range(a.runs)]
+        kvm = []
+        if kvm_usable():
+            try:
+                kvm = [run_once(kvm=True, idle=0, measure_memory=False, nonroot=nr) for _ in range(a.runs)]
+            except SystemExit as e:
+                print(f"KVM runs failed, skipped: {str(e).splitlines()[-1]}")
+                kvm = []
+        results[mode] = (tcg, kvm)
+    for mode in modes:
+        report(mode, a, *results[mode])
+    if len(modes) > 1:
+        print()
+        print("side by side (medians): start -> domain running (TCG) ms, start -> GUEST-READY ms, PSS sum MiB")
+        for mode in modes:
+            tcg = results[mode][0]
+            pss = med([sum(r["mem"][n]["pss"] for n in r["mem"]) for r in tcg]) / 1024
+            print(f"  {mode:<8} {med([r['running_ms'] for r in tcg]):>8.0f} {med([r['marker_ms'] for r in tcg]):>8.0f} {pss:>8.1f}")
 
-    tcg = [run_once(kvm=False, idle=a.idle, measure_memory=True) for _ in range(a.runs)]
-    kvm = []
-    if kvm_usable():
-        try:
-            kvm = [run_once(kvm=True, idle=0, measure_memory=False) for _ in range(a.runs)]
-        except SystemExit as e:
-            print(f"KVM runs failed, skipped: {str(e).splitlines()[-1]}")
-            kvm = []
 
+def report(mode, a, tcg, kvm):
     fmt = lambda v: "n/a" if v is None else f"{v:.0f}"
     print()
-    print(f"virt-launcher start-up, median of {a.runs} runs (vmi-sata: 1 vCPU, 128 MiB)")
+    print(f"[{mode}] virt-launcher start-up, median of {a.runs} runs (vmi-sata: 1 vCPU, 128 MiB)")
     print(f"  start -> domain running (TCG): {fmt(med([r['running_ms'] for r in tcg]))} ms"
           f"  (launcher's own clock: {fmt(med([r['internal_ms'] for r in tcg]))} ms)")
     if kvm:
@@ -182,18 +206,17 @@ def main():
     for k in tcg[0]["phase"]:
         print(f"    {k:<28} {fmt(med([r['phase'][k] for r in tcg]))}")
     print()
-    print(f"memory after {a.idle:.0f} s idle with the guest running, median, MiB")
-    print(f"  {'process':<10} {'VmHWM':>8} {'RssAnon':>8} {'PSS':>8}")
+    print(f"[{mode}] memory after {a.idle:.0f} s idle with the guest running, median, MiB")
+    print(f"  {'process':<14} {'VmHWM':>8} {'RssAnon':>8} {'PSS':>8}")
     names = sorted({n for r in tcg for n in r["mem"]}, key=lambda n: (n != "launcher", n))
     tot = {"hwm": [], "anon": [], "pss": []}
-    for i, r in enumerate(tcg):
+    for r in tcg:
         for k in tot:
             tot[k].append(sum(r["mem"][n][k] for n in r["mem"]))
     for n in names:
         row = [med([r["mem"][n][k] for r in tcg if n in r["mem"]]) / 1024 for k in ("hwm", "anon", "pss")]
-        print(f"  {n:<10} {row[0]:>8.1f} {row[1]:>8.1f} {row[2]:>8.1f}")
-    print(f"  {'sum':<10} {med(tot['hwm'])/1024:>8.1f} {med(tot['anon'])/1024:>8.1f} {med(tot['pss'])/1024:>8.1f}")
-
+        print(f"  {n:<14} {row[0]:>8.1f} {row[1]:>8.1f} {row[2]:>8.1f}")
+    print(f"  {'sum':<14} {med(tot['hwm'])/1024:>8.1f} {med(tot['anon'])/1024:>8.1f} {med(tot['pss'])/1024:>8.1f}")
 
 if __name__ == "__main__":
     main()

@@ -72,6 +72,10 @@ impl Default for Paths {
     }
 }
 
+/// Where a non-root VMI's EFI variables are: the session daemon's
+/// `$XDG_CONFIG_HOME/libvirt/qemu/nvram` (KubeVirt's `PathForNVram`).
+pub const NON_ROOT_NVRAM_DIR: &str = "/var/run/kubevirt-private/libvirt/qemu/nvram";
+
 fn dir(d: &str) -> &str {
     d.trim_end_matches('/')
 }
@@ -218,9 +222,16 @@ impl Paths {
     }
 
     /// The EFI variable store of a VMI: `<nvram-dir>/<name>_VARS.fd`
-    /// (KubeVirt names it after the VMI's name alone).
+    /// (KubeVirt names it after the VMI's name alone); for a non-root VMI
+    /// ([`VirtualMachineInstance::is_non_root`]) in the session daemon's
+    /// [`NON_ROOT_NVRAM_DIR`] (KubeVirt's `services.PathForNVram`).
     pub fn nvram(&self, vmi: &VirtualMachineInstance) -> String {
-        format!("{}/{}_VARS.fd", dir(&self.nvram_dir), vmi.metadata.name)
+        let d = if vmi.is_non_root() {
+            NON_ROOT_NVRAM_DIR
+        } else {
+            dir(&self.nvram_dir)
+        };
+        format!("{d}/{}_VARS.fd", vmi.metadata.name)
     }
 }
 
@@ -499,6 +510,22 @@ mod tests {
             "/var/run/kubevirt-private/u1/virt-usbredir-3"
         );
         assert_eq!(p.nvram(&v), "/var/lib/libvirt/qemu/nvram/m_VARS.fd");
+        // A non-root VMI (virt-api's markAsNonroot, or the deprecated
+        // annotation) keeps them where the session daemon does.
+        let mut nr = v.clone();
+        assert!(!nr.is_non_root());
+        nr.mark_as_non_root();
+        assert!(nr.is_non_root());
+        assert_eq!(
+            p.nvram(&nr),
+            "/var/run/kubevirt-private/libvirt/qemu/nvram/m_VARS.fd"
+        );
+        let mut annotated = v.clone();
+        annotated
+            .metadata
+            .annotations
+            .insert("kubevirt.io/nonroot".into(), "true".into());
+        assert!(annotated.is_non_root());
         assert_eq!(p.ovmf_file("OVMF_CODE.fd"), "/usr/share/OVMF/OVMF_CODE.fd");
         assert_eq!(
             virtiofs_socket("share"),

@@ -294,7 +294,9 @@ pub fn add_pod_link(
 /// Builds the masquerade topology for the primary pod interface `eth0`
 /// (made by [`add_pod_link`]) in the current network namespace;
 /// `multi_queue` makes a multi-queue tap (for
-/// `networkInterfaceMultiqueue`).
+/// `networkInterfaceMultiqueue`); `tap_owner` gives the tap to that
+/// uid/gid (107 for a non-root launcher, as virt-handler's `create-tap
+/// --uid --gid` does; QEMU opens it without `CAP_NET_ADMIN`).
 ///
 /// # Errors
 /// The failing command and its message.
@@ -303,6 +305,7 @@ pub fn setup_masquerade(
     plan6: &MasqueradePlanV6,
     ports: &[converter::interfaces::Port],
     multi_queue: bool,
+    tap_owner: Option<u32>,
 ) -> Result<(), String> {
     let gw = format!("{}/{}", plan.gateway, plan.network.prefix_len());
     let gw6 = format!("{}/{}", plan6.gateway, plan6.network.prefix_len());
@@ -314,9 +317,13 @@ pub fn setup_masquerade(
     write_sysctl("/proc/sys/net/ipv6/conf/k6t-eth0/accept_dad", "0")?;
     ip(&["addr", "add", &gw, "dev", "k6t-eth0"])?;
     ip(&["addr", "add", &gw6, "dev", "k6t-eth0", "nodad"])?;
+    let owner = tap_owner.map(|id| id.to_string());
     let mut tuntap = vec!["tuntap", "add", "dev", "tap0", "mode", "tap"];
     if multi_queue {
         tuntap.push("multi_queue");
+    }
+    if let Some(id) = &owner {
+        tuntap.extend(["user", id.as_str(), "group", id.as_str()]);
     }
     ip(&tuntap)?;
     ip(&[
@@ -384,6 +391,7 @@ pub fn setup_bridge(
     index: usize,
     addrs: &PodAddrs,
     multi_queue: bool,
+    tap_owner: Option<u32>,
 ) -> Result<crate::cache::DhcpConfigCache, String> {
     use crate::cache::{DhcpConfigCache, GoIpNet, GoRoute};
     use base64::Engine;
@@ -419,9 +427,13 @@ pub fn setup_bridge(
         "learning",
         "off",
     ])?;
+    let owner = tap_owner.map(|id| id.to_string());
     let mut tuntap = vec!["tuntap", "add", "dev", tap.as_str(), "mode", "tap"];
     if multi_queue {
         tuntap.push("multi_queue");
+    }
+    if let Some(id) = &owner {
+        tuntap.extend(["user", id.as_str(), "group", id.as_str()]);
     }
     ip(&tuntap)?;
     ip(&["link", "set", &tap, "master", &bridge, "mtu", &mtu, "up"])?;

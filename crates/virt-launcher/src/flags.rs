@@ -44,7 +44,9 @@ pub struct LauncherFlags {
     /// hosts whose /dev/kvm cannot run guests (KubeVirt's `useEmulation`).
     #[arg(long)]
     pub use_emulation: bool,
-    /// Run QEMU as KubeVirt's unprivileged user (session libvirt); not supported yet.
+    /// KubeVirt's non-root mode: the launcher, its session libvirt daemon and
+    /// QEMU run as uid/gid 107 with only CAP_NET_BIND_SERVICE (`run`: the
+    /// stand-in sets the pod up as root, then the launcher proper becomes 107).
     #[arg(long)]
     pub run_as_nonroot: bool,
     /// Container disks come from Kubernetes image volumes; not supported yet.
@@ -109,7 +111,8 @@ pub struct LauncherFlags {
     pub keep_after_failure: bool,
     /// Private runtime directory (ours; default
     /// /var/run/virt-launcher/<namespace>_<name>): libvirt's configuration,
-    /// state and sockets, and KubeVirt's private directory.
+    /// state and sockets, and KubeVirt's private directory. A non-root
+    /// launcher in a pod has none (the pod's emptyDirs are its state).
     #[arg(long)]
     pub state_dir: Option<std::path::PathBuf>,
     /// Keep the state directory (serial log, libvirt logs) after exit (ours).

@@ -78,6 +78,12 @@ pub fn load(
     if !flags.uid.is_empty() {
         vmi.metadata.uid = Some(flags.uid.clone());
     }
+    // Standalone plays virt-api: without the Root feature gate it marks
+    // every VMI non-root (`markAsNonroot`); `--run-as-nonroot` is that
+    // cluster.
+    if cluster.is_some() && flags.run_as_nonroot {
+        vmi.mark_as_non_root();
+    }
     if !flags.name.is_empty() && flags.name != vmi.metadata.name {
         return Err(LauncherError::input(format!(
             "--name {:?} does not match metadata.name {:?}",

@@ -19,6 +19,8 @@
 //! - [`monitor`]: watching QEMU, graceful shutdown on a signal;
 //! - [`isolation`], [`pidns`]: the private runtime (mount namespace, bind
 //!   mounts, PID namespace);
+//! - [`user`]: root or KubeVirt's non-root mode, and every path, daemon
+//!   and URI decision that follows from it;
 //! - [`error`], [`flags`], [`logging`], [`ctl`].
 //!
 //! Exit codes: 0 done, 1 runtime failure, 2 input refused
@@ -41,3 +43,4 @@ pub mod podnet;
 pub mod standalone;
 pub mod startup;
 pub mod sync;
+pub mod user;

@@ -12,16 +12,18 @@ use virtwrap::supervisor::Supervisor;
 use virtwrap::{DomainManager, LibvirtDomainManager, ShutdownRequest};
 
 use crate::error::LauncherError;
+use crate::user::RuntimeUser;
 
 /// How often the monitor looks (KubeVirt ticks every second; a tenth of
 /// that makes shutdown and crash detection prompt at negligible cost: one
 /// `stat` per tick).
 const TICK: Duration = Duration::from_millis(100);
 
-/// The QEMU pid libvirt recorded for `vmi`'s domain
-/// (`/var/run/libvirt/qemu/<domain>.pid`, root mode).
-pub fn qemu_pid(vmi: &VirtualMachineInstance) -> Option<u32> {
-    let p = format!("/var/run/libvirt/qemu/{}.pid", vmi.domain_name());
+/// The QEMU pid libvirt recorded for `vmi`'s domain, in `user`'s pid
+/// directory ([`RuntimeUser::qemu_pid_dir`]: `/var/run/libvirt/qemu/<domain>.pid`
+/// as root, `/var/run/libvirt/qemu/run/<domain>.pid` non-root).
+pub fn qemu_pid(vmi: &VirtualMachineInstance, user: RuntimeUser) -> Option<u32> {
+    let p = format!("{}/{}.pid", user.qemu_pid_dir(), vmi.domain_name());
     std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
 
@@ -71,6 +73,8 @@ pub fn watch(w: &Watch<'_>) -> Result<(), LauncherError> {
 pub struct Watch<'a> {
     /// The VMI whose domain's QEMU is watched.
     pub vmi: &'a VirtualMachineInstance,
+    /// Who the launcher runs as (where libvirt writes QEMU's pid file).
+    pub user: RuntimeUser,
     /// Its domain manager (shutdown request, kill, final state).
     pub manager: &'a LibvirtDomainManager,
     /// The libvirt daemons' supervisor (a daemon that cannot be kept
@@ -92,6 +96,7 @@ fn watch_with<'s>(
 ) -> Result<(), LauncherError> {
     let Watch {
         vmi,
+        user,
         manager,
         sup,
         signals,
@@ -152,7 +157,7 @@ fn watch_with<'s>(
         }
         match pid {
             None => {
-                pid = qemu_pid(vmi);
+                pid = qemu_pid(vmi, user);
                 if let Some(p) = pid {
                     tracing::info!(pid = p, "watching QEMU");
                 } else if start.elapsed() > qemu_timeout {

@@ -30,6 +30,14 @@ use crate::error::LauncherError;
 /// Set in the inner process: `<read-fd>,<write-fd>` of the liveness pipe.
 const ENV_INNER: &str = "VIRT_LAUNCHER_PIDNS_PIPE";
 
+/// Set in the inner process: the write end of the hand-over pipe, through
+/// which an inner process that gives up root (`run --run-as-nonroot`)
+/// leaves the removal of its state directory to the outer one.
+const ENV_STATE: &str = "VIRT_LAUNCHER_PIDNS_STATE";
+
+/// The inner process's end of the hand-over pipe (close-on-exec).
+static HAND_OVER: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
+
 /// True when this process should create the namespace and re-execute
 /// itself: not already PID 1 (inside `unshare --pid`, say) and not the
 /// inner process.
@@ -56,13 +64,16 @@ pub fn run_outer() -> Result<ExitCode, LauncherError> {
     // Not close-on-exec: the inner process inherits both ends and keeps the
     // read end; it sees EOF (POLLHUP) once this process is gone.
     let (r, w) = nix::unistd::pipe().map_err(|e| fail("pipe", &e))?;
+    let (state_r, state_w) = nix::unistd::pipe().map_err(|e| fail("pipe", &e))?;
     let exe = std::env::current_exe().map_err(|e| fail("cannot find this program", &e))?;
     let mut child = Command::new(exe)
         .args(std::env::args_os().skip(1))
         .env(ENV_INNER, format!("{},{}", r.as_raw_fd(), w.as_raw_fd()))
+        .env(ENV_STATE, state_w.as_raw_fd().to_string())
         .spawn()
         .map_err(|e| fail("cannot start the launcher in its PID namespace", &e))?;
     drop(r);
+    drop(state_w);
     let child_pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
@@ -80,6 +91,7 @@ pub fn run_outer() -> Result<ExitCode, LauncherError> {
         match child.try_wait() {
             Ok(Some(status)) => {
                 drop(w);
+                remove_handed_over_state(state_r);
                 let code = status
                     .code()
                     .or_else(|| {
@@ -92,6 +104,67 @@ pub fn run_outer() -> Result<ExitCode, LauncherError> {
             Err(e) => return Err(fail("waiting for the launcher", &e)),
         }
     }
+}
+
+/// Reads what the inner process handed over (nothing, or `<created>\t<state
+/// directory>`) and removes that state directory: the inner process ran as
+/// uid 107 at the end and could not. Its mount namespace is gone with it,
+/// so no removal reaches through its bind mounts.
+fn remove_handed_over_state(r: std::os::fd::OwnedFd) {
+    use std::io::Read;
+    let _ = nix::fcntl::fcntl(
+        r.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    );
+    let mut f = std::fs::File::from(r);
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // Bounded: a path and a flag.
+    while buf.len() < 8192 {
+        match f.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let Some((created, path)) = text.split_once('\t') else {
+        return;
+    };
+    let path = std::path::Path::new(path);
+    if let Err(e) = crate::isolation::StateDir::remove_left(path, created == "1") {
+        eprintln!(
+            "virt-launcher: cannot remove the state {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// Inner process, before it gives up root: hands the removal of the state
+/// directory `path` (`created`: the launcher made it) to the outer
+/// process. Returns false when there is no outer process to take it.
+pub fn hand_over_state(path: &std::path::Path, created: bool) -> bool {
+    use std::io::Write;
+    let mut guard = HAND_OVER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(mut f) = guard.take() else {
+        return false;
+    };
+    let msg = format!("{}\t{}", u8::from(created), path.display());
+    f.write_all(msg.as_bytes()).is_ok()
+}
+
+/// Inner process, after its credentials changed (which clears the
+/// parent-death signal): dies with the outer process again.
+///
+/// # Errors
+/// a runtime failure ([`LauncherError`]) from `PR_SET_PDEATHSIG`.
+pub fn rearm_after_credential_change() -> Result<(), LauncherError> {
+    if std::env::var_os(ENV_INNER).is_none() {
+        return Ok(());
+    }
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+        .map_err(|e| LauncherError::runtime(format!("PR_SET_PDEATHSIG: {e}")))
 }
 
 /// The inner process, first thing: dies with the outer process, and
@@ -112,6 +185,21 @@ pub fn setup_inner() -> Result<(), LauncherError> {
         )));
     };
     let _ = nix::unistd::close(w);
+    if let Some(fd) = std::env::var(ENV_STATE)
+        .ok()
+        .and_then(|v| v.parse::<RawFd>().ok())
+    {
+        // Reopened close-on-exec: no daemon or QEMU keeps it.
+        if let Ok(f) = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/self/fd/{fd}"))
+        {
+            *HAND_OVER
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(f);
+        }
+        let _ = nix::unistd::close(fd);
+    }
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
         .map_err(|e| LauncherError::runtime(format!("PR_SET_PDEATHSIG: {e}")))?;
     // Reopen the inherited read end through /proc (no raw-descriptor

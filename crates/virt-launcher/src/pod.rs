@@ -15,6 +15,7 @@ use crate::error::LauncherError;
 use crate::flags::LauncherFlags;
 use crate::podnet::SriovSource;
 use crate::standalone::{self, StandaloneArgs};
+use crate::user::RuntimeUser;
 
 /// Who made the pod: the one mode switch of the launcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +141,43 @@ impl Pod {
     }
 }
 
+/// What the start-up sequence does itself before the launcher proper runs,
+/// by who made the pod and who the launcher runs as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuntimePlan {
+    /// A state directory, a mount namespace of its own and the bind mounts
+    /// of libvirt's directories and the pod's (needs root).
+    pub private_runtime: bool,
+    /// Become this user (with the compute container's capabilities) once
+    /// the private runtime is set up: the standalone stand-in's switch to
+    /// the non-root launcher proper.
+    pub enter_as: Option<RuntimeUser>,
+}
+
+impl Pod {
+    /// The plan for `user`: as root, the launcher makes its private runtime
+    /// (both modes, as today); non-root in kubelet's pod it makes none (it
+    /// could not: the pod already holds its emptyDirs at KubeVirt's paths);
+    /// non-root standalone, the stand-in makes it as root and then becomes
+    /// uid 107.
+    pub fn runtime_plan(&self, user: RuntimeUser) -> RuntimePlan {
+        match (self.mode, user) {
+            (_, RuntimeUser::Root) => RuntimePlan {
+                private_runtime: true,
+                enter_as: None,
+            },
+            (Mode::Pod, RuntimeUser::NonRoot) => RuntimePlan {
+                private_runtime: false,
+                enter_as: None,
+            },
+            (Mode::Standalone, RuntimeUser::NonRoot) => RuntimePlan {
+                private_runtime: true,
+                enter_as: Some(RuntimeUser::NonRoot),
+            },
+        }
+    }
+}
+
 /// How the pod's network comes about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PodNetworkSetup {
@@ -158,13 +196,14 @@ impl PodNetworkSetup {
     /// [`standalone::network::setup_pod_network`]; must be called while
     /// the launcher is single-threaded). Returns phase 1's DHCP caches of
     /// bridge bindings, by pod interface name, to be written into the
-    /// private directory once it is mounted.
+    /// private directory once it is mounted. The taps are made for `user`.
     ///
     /// # Errors
     /// [`LauncherError`] when the network cannot be built.
     pub fn build(
         self,
         vmi: &VirtualMachineInstance,
+        user: RuntimeUser,
     ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
         match self {
             PodNetworkSetup::Given => Ok(Vec::new()),
@@ -174,7 +213,7 @@ impl PodNetworkSetup {
                         "the VMI names no network: KubeVirt's default interface (bridge binding on the pod network) gets a pod network stand-in, as with --setup-pod-network (autoattachPodInterface: false runs it without a NIC)"
                     );
                 }
-                standalone::network::setup_pod_network(vmi)
+                standalone::network::setup_pod_network(vmi, user.is_non_root().then(|| user.id()))
             }
         }
     }
@@ -218,7 +257,46 @@ pub enum PodMount {
         /// Mounted read-only.
         read_only: bool,
     },
-    /// Block devices, as `/dev/<volume>` nodes of a private `/dev` built
-    /// in the state directory's `dev` (kubelet's block claims).
-    Devices(Vec<(String, PathBuf)>),
+    /// A file the stand-in writes into the state directory (as `rel`) and
+    /// mounts read-only over `target`: the launcher image's `/etc/passwd`
+    /// and `/etc/group` entries for uid/gid 107 when the host has none.
+    StateFile {
+        /// Below the state directory.
+        rel: &'static str,
+        /// Its contents.
+        contents: String,
+        /// Where it appears.
+        target: PathBuf,
+    },
+    /// A private `/dev` built in the state directory's `dev`, with block
+    /// devices as `/dev/<volume>` nodes (kubelet's block claims) and, for
+    /// a non-root launcher, the device-plugin devices made for its user.
+    Devices {
+        /// (volume, host block device).
+        claims: Vec<(String, PathBuf)>,
+        /// The non-root launcher's uid/gid.
+        owner: Option<u32>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_plan_is_decided_by_mode_and_user_only() {
+        let mut pod = Pod::kubelet();
+        let root = pod.runtime_plan(RuntimeUser::Root);
+        assert!(root.private_runtime && root.enter_as.is_none());
+        let nr = pod.runtime_plan(RuntimeUser::NonRoot);
+        assert!(
+            !nr.private_runtime && nr.enter_as.is_none(),
+            "the pod made it"
+        );
+        pod.mode = Mode::Standalone;
+        assert_eq!(pod.runtime_plan(RuntimeUser::Root), root);
+        let nr = pod.runtime_plan(RuntimeUser::NonRoot);
+        assert!(nr.private_runtime);
+        assert_eq!(nr.enter_as, Some(RuntimeUser::NonRoot));
+    }
 }

@@ -161,8 +161,26 @@ pub fn virtlogd_conf() -> String {
 /// # Errors
 /// The first write error.
 pub fn write_all(dir: &Path, kind: &DaemonKind, cfg: &DaemonConfig) -> io::Result<()> {
+    write_split(&dir.join("qemu.conf"), dir, kind, cfg)
+}
+
+/// Writes `qemu.conf` at `qemu_conf` (a session daemon reads it from
+/// `$XDG_CONFIG_HOME/libvirt/`), the daemon's file and `virtlogd.conf`
+/// into `dir`; missing directories are created.
+///
+/// # Errors
+/// The first write error.
+pub fn write_split(
+    qemu_conf_path: &Path,
+    dir: &Path,
+    kind: &DaemonKind,
+    cfg: &DaemonConfig,
+) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("qemu.conf"), qemu_conf(cfg))?;
+    if let Some(parent) = qemu_conf_path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(qemu_conf_path, qemu_conf(cfg))?;
     std::fs::write(dir.join(kind.config_file()), daemon_conf(kind, cfg))?;
     std::fs::write(dir.join("virtlogd.conf"), virtlogd_conf())?;
     Ok(())

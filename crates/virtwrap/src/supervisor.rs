@@ -39,6 +39,9 @@ pub struct DaemonSpec {
     pub program: PathBuf,
     /// Arguments.
     pub args: Vec<String>,
+    /// Environment added to the launcher's (the session variables of a
+    /// non-root launcher).
+    pub env: Vec<(String, String)>,
 }
 
 /// A daemon that could not be kept running.
@@ -169,6 +172,7 @@ fn spawn(spec: &DaemonSpec) -> std::io::Result<u32> {
     // guest down in order; the daemons are stopped last.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     cmd.args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -265,6 +269,7 @@ mod tests {
             name: name.into(),
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
+            env: Vec::new(),
         }
     }
 

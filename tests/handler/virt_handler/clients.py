@@ -65,6 +65,13 @@ def socket_owner_pid(path):
     return pid
 
 
+def is_non_root(vmi):
+    """util.IsNonRootVMI: status.runtimeUser not 0, or the deprecated
+    kubevirt.io/nonroot annotation."""
+    ann = (vmi.get("metadata") or {}).get("annotations") or {}
+    return "kubevirt.io/nonroot" in ann or (vmi.get("status") or {}).get("runtimeUser", 0) != 0
+
+
 class LauncherClients:
     """Clients by VMI UID. `pod_dirs`: pod UID -> that pod's sockets
     directory on the host; `node`: this virt-handler's node;
@@ -159,7 +166,7 @@ class LauncherClients:
             client = LauncherClient(sock, on_call=self.on_call)
             try:
                 pid = socket_owner_pid(sock)
-                pipe = NotifyPipe(pid, SHARE_DIR, self.handler_sock)
+                pipe = NotifyPipe(pid, SHARE_DIR, self.handler_sock, non_root=is_non_root(vmi))
             except (OSError, CmdError) as e:
                 client.close()
                 raise CmdError(f"failed to detect isolation for launcher pod when setting up "

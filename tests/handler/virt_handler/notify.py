@@ -289,7 +289,7 @@ class NotifyPipe:
 
     NAME = "domain-notify-pipe.sock"
 
-    def __init__(self, launcher_pid, share_dir, handler_sock):
+    def __init__(self, launcher_pid, share_dir, handler_sock, non_root=False):
         self.handler_sock = handler_sock
         self.dirfd = open_in_root(f"/proc/{launcher_pid}/root", share_dir)
         self.path = f"/proc/self/fd/{self.dirfd}/{self.NAME}"
@@ -299,6 +299,10 @@ class NotifyPipe:
         except FileNotFoundError:
             pass
         self.ln.bind(self.path)
+        if non_root:
+            # launcher-clients.go: a non-root launcher (107) must be able to
+            # dial it (SetFileOwnership, 107:107).
+            os.chown(self.NAME, 107, 107, dir_fd=self.dirfd, follow_symlinks=False)
         self.ln.listen(16)
         self.closed = False
         threading.Thread(target=self._accept, daemon=True).start()

@@ -55,7 +55,8 @@ class Handler:
         manifest = vmimod.load_manifest(a.vmi)
         self.pod_uid = str(uuid.uuid4())
         owner = {"name": manifest["metadata"]["name"], "uid": str(uuid.uuid4())} if a.owner_vm else None
-        self.cluster = vmimod.Cluster(manifest, NODE, self.pod_uid, owner_vm=owner)
+        self.cluster = vmimod.Cluster(manifest, NODE, self.pod_uid, owner_vm=owner,
+                                      runtime_user=a.runtime_user)
         m = self.cluster.obj["metadata"]
         self.ns, self.name, self.uid = m["namespace"], m["name"], m["uid"]
         self.dom_name = f"{self.ns}_{self.name}"
@@ -487,6 +488,9 @@ def parse(argv):
     ap.add_argument("--memory-dump", help="a dump file in a memory dump volume, in the pod's view "
                     "(/var/run/kubevirt/hotplug-disks/<volume>/<file>); it must complete")
     ap.add_argument("--memory-dump-fail", help="then one in another memory dump volume too small for it")
+    ap.add_argument("--runtime-user", type=int, default=0,
+                    help="the VMI's status.runtimeUser as virt-api sets it: 107 (markAsNonroot) unless "
+                    "the cluster enables the Root feature gate (0)")
     ap.add_argument("--owner-vm", action="store_true", help="the VMI belongs to a VirtualMachine")
     ap.add_argument("--probe-before-sync", action="store_true",
                     help="only what virt-handler asks before its first sync (the domain list, a "

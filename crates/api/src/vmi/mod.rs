@@ -237,6 +237,31 @@ impl VirtualMachineInstance {
             .filter(|u| !u.is_empty())
     }
 
+    /// KubeVirt's `util.IsNonRootVMI`: `status.runtimeUser` is not 0, or
+    /// the deprecated `kubevirt.io/nonroot` annotation is present.
+    pub fn is_non_root(&self) -> bool {
+        self.metadata
+            .annotations
+            .contains_key("kubevirt.io/nonroot")
+            || self
+                .status
+                .as_ref()
+                .and_then(|s| s.get("runtimeUser"))
+                .and_then(serde_json::Value::as_u64)
+                .is_some_and(|u| u != 0)
+    }
+
+    /// virt-api's `markAsNonroot` (the cluster's default, without the
+    /// `Root` feature gate): `status.runtimeUser` becomes 107.
+    pub fn mark_as_non_root(&mut self) {
+        let status = self
+            .status
+            .get_or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        if let Some(map) = status.as_object_mut() {
+            map.insert("runtimeUser".into(), serde_json::Value::from(107u32));
+        }
+    }
+
     /// UID, empty when unset.
     pub fn uid(&self) -> &str {
         self.metadata.uid.as_deref().unwrap_or("")

@@ -50,6 +50,11 @@ pub struct Phase1Args {
     /// it, only the masquerade binding is built.
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
+    /// The uid and gid the taps are made for, as virt-handler's
+    /// `create-tap --uid --gid` (107 for a launcher run with
+    /// `--run-as-nonroot`, whose QEMU then opens them as that user).
+    #[arg(long)]
+    pub tap_owner: Option<u32>,
 }
 
 /// `virt-launcher run`: runs the VMI in `args.file` until it stops.
@@ -99,7 +104,7 @@ pub fn phase1(args: &Phase1Args) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::runtime(e.to_string()))?;
     let bytes = input::read_input(&args.file)?;
     let vmi = api::load_vmi(&bytes, arch)?;
-    standalone::network::pod_network_phase1(&vmi, args.cache_dir.as_deref())
+    standalone::network::pod_network_phase1(&vmi, args.cache_dir.as_deref(), args.tap_owner)
 }
 
 /// Pod mode: KubeVirt's command line. The VMI arrives from virt-handler's

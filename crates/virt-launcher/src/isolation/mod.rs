@@ -111,6 +111,9 @@ pub fn enter_private_mount_namespace() -> Result<(), IsolationError> {
     })
 }
 
+/// The devices KubeVirt's device plugins give a pod (below `/dev`).
+pub const DEVICE_PLUGIN_NODES: [&str; 3] = ["kvm", "net/tun", "vhost-net"];
+
 /// Bind mounts made by this launcher, undone in reverse order.
 #[derive(Debug, Default)]
 pub struct Mounts {
@@ -150,7 +153,12 @@ impl Mounts {
     /// and other entries (`pts`, `shm`, `mqueue`, ...) bind-mounted, plus a
     /// block device node `/dev/<vol>` for each `(vol, device)` claim, which
     /// replaces a host entry of that name. kubelet gives a pod's block
-    /// claims such nodes; the host's `/dev` is never written.
+    /// claims such nodes; the host's `/dev` is never written. With `owner`
+    /// (a non-root launcher's uid/gid), the claims' nodes and KubeVirt's
+    /// device-plugin devices ([`DEVICE_PLUGIN_NODES`]: `/dev/kvm`,
+    /// `/dev/net/tun`, `/dev/vhost-net`) are made for that user, as the
+    /// device plugins and virt-handler give them to a non-root pod (its
+    /// `/dev/net` is then a directory of the private `/dev`).
     ///
     /// # Errors
     /// [`IsolationError`] from a mount, mknod or a `device` that is not a
@@ -160,6 +168,7 @@ impl Mounts {
         &mut self,
         staging: &Path,
         claims: &[(String, PathBuf)],
+        owner: Option<u32>,
     ) -> Result<(), IsolationError> {
         use nix::sys::stat::{mknod, Mode, SFlag};
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -179,13 +188,24 @@ impl Mounts {
         let node = |path: &Path, kind: SFlag, perm: u32, rdev: u64, uid, gid| {
             mknod(path, kind, Mode::from_bits_truncate(perm & 0o7777), rdev)
                 .map_err(merr("mknod", path))?;
-            std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(io_err("chown", path))
+            std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(io_err("chown", path))?;
+            // mknod applies the umask: the host's mode exactly (a 0666
+            // /dev/null must stay writable for a non-root launcher).
+            fs::set_permissions(
+                path,
+                std::os::unix::fs::PermissionsExt::from_mode(perm & 0o7777),
+            )
+            .map_err(io_err("chmod", path))
         };
         let host = Path::new("/dev");
         for entry in fs::read_dir(host).map_err(io_err("read", host))? {
             let entry = entry.map_err(io_err("read", host))?;
             let name = entry.file_name();
             if claims.iter().any(|(v, _)| name == v.as_str()) {
+                continue;
+            }
+            if owner.is_some() && name == "net" {
+                // Made below, with the tun node for the owner.
                 continue;
             }
             let src = entry.path();
@@ -227,7 +247,27 @@ impl Mounts {
                     source: io::Error::other("not a block device"),
                 });
             }
-            node(&staging.join(vol), SFlag::S_IFBLK, 0o660, m.rdev(), 0, 0)?;
+            let id = owner.unwrap_or(0);
+            node(&staging.join(vol), SFlag::S_IFBLK, 0o660, m.rdev(), id, id)?;
+        }
+        if let Some(id) = owner {
+            for rel in DEVICE_PLUGIN_NODES {
+                let src = host.join(rel);
+                let Ok(m) = fs::metadata(&src) else { continue };
+                if !m.file_type().is_char_device() {
+                    continue;
+                }
+                let dst = staging.join(rel);
+                if let Some(parent) = dst.parent() {
+                    fs::create_dir_all(parent).map_err(io_err("mkdir", parent))?;
+                }
+                match fs::remove_file(&dst) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_err("remove", &dst)(e)),
+                }
+                node(&dst, SFlag::S_IFCHR, 0o660, m.rdev(), id, id)?;
+            }
         }
         mount(
             Some(staging),

@@ -216,6 +216,28 @@ impl StateDir {
         &self.root
     }
 
+    /// Whether the launcher made the directory (it did not exist before).
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// Removes a state directory a launcher that gave up root left behind
+    /// (handed over through [`crate::pidns::hand_over_state`]): acquired
+    /// and removed as [`StateDir::acquire`] and [`StateDir::remove`] do,
+    /// the directory itself only when that launcher created it. A
+    /// directory without the launcher's marker is never touched.
+    ///
+    /// # Errors
+    /// [`IsolationError`] as for [`StateDir::acquire`] and [`StateDir::remove`].
+    pub fn remove_left(root: &Path, created: bool) -> Result<(), IsolationError> {
+        if !std::fs::symlink_metadata(root.join(MARKER)).is_ok_and(|m| m.is_file()) {
+            return Err(IsolationError::Foreign(root.to_owned()));
+        }
+        let mut dir = StateDir::acquire(root)?;
+        dir.created = created;
+        dir.remove()
+    }
+
     /// Subdirectory `rel` (plain components, such as `libvirt/run`),
     /// created (mode 0700) relative to the held directory; an existing
     /// component must be a real directory (never followed as a link).

@@ -10,6 +10,9 @@
 //!   directories, config volumes and cloud-init secrets
 //!   (`--config-volume`), access credentials (`--access-credential`),
 //!   backend storage (`--backend-storage`);
+//! - [`container`]: for `--run-as-nonroot`, the compute container's
+//!   credentials (uid/gid 107, only `NET_BIND_SERVICE`) for the launcher
+//!   proper, once the rest is set up;
 //! - [`network`]: the pod network (`--setup-pod-network`, or KubeVirt's
 //!   default interface): phase 1 of virt-handler in a network namespace of
 //!   the launcher's own, and `virt-launcher pod-network-phase1`.
@@ -20,6 +23,7 @@
 //! [`crate::pidns`].
 
 pub mod claims;
+pub mod container;
 pub mod network;
 pub mod volumes;
 
@@ -231,7 +235,9 @@ pub fn prepare(
     }
     if let Some(dir) = backend {
         // After /var/lib/libvirt's bind: these sit on top of it.
-        for (sub, target) in volumes::BACKEND_STORAGE_MOUNTS {
+        for (sub, target) in
+            crate::user::RuntimeUser::from_flag(flags.run_as_nonroot).backend_storage_mounts()
+        {
             mounts.push(PodMount::WritableDir {
                 source: dir.join(sub),
                 target: PathBuf::from(target),
@@ -283,8 +289,18 @@ pub fn prepare(
     // as kubelet gives a pod's): the host's devices are never handed out
     // by volume name, and the host's /dev is never written.
     let block_volumes: BTreeSet<String> = block.iter().map(|(v, _)| v.clone()).collect();
-    if !block.is_empty() {
-        mounts.push(PodMount::Devices(block));
+    // Non-root, the private /dev also gives 107 KubeVirt's device-plugin
+    // devices (kvm, tun, vhost-net) and the block claims' nodes.
+    let owner = flags.run_as_nonroot.then_some(crate::user::NON_ROOT_UID);
+    if !block.is_empty() || owner.is_some() {
+        mounts.push(PodMount::Devices {
+            claims: block,
+            owner,
+        });
+    }
+    if flags.run_as_nonroot {
+        container::check_access(&mounts, crate::user::NON_ROOT_UID)?;
+        mounts.extend(container::identity_files()?);
     }
     let setup_network = args.setup_pod_network || default_interface;
     Ok(Pod {

@@ -25,20 +25,22 @@ static NODE_NAMESPACE: std::sync::OnceLock<network::phase1::NodeNamespace> =
 /// Returns phase 1's DHCP caches of bridge bindings by pod interface name,
 /// which virt-handler writes into the private directory: the start-up
 /// sequence writes them there once it is mounted. Called while the
-/// launcher is single-threaded.
+/// launcher is single-threaded. `tap_owner`: the uid/gid the taps are
+/// made for (107 for `--run-as-nonroot`).
 ///
 /// # Errors
 /// a runtime failure ([`LauncherError`], exit 1) when the namespaces or links cannot be made;
 /// refused input ([`LauncherError`], exit 2) for an interface phase 1 cannot build.
 pub fn setup_pod_network(
     vmi: &VirtualMachineInstance,
+    tap_owner: Option<u32>,
 ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
     let rt = |m: String| LauncherError::runtime_at("--setup-pod-network", m.to_string());
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
     let node = network::phase1::NodeNamespace::new().map_err(rt)?;
     let node = NODE_NAMESPACE.get_or_init(|| node);
-    network_phase1(vmi, "--setup-pod-network", Some(node), true)
+    network_phase1(vmi, "--setup-pod-network", Some(node), true, tap_owner)
 }
 
 /// Why the current network namespace is not one phase 1 may build in:
@@ -79,7 +81,9 @@ fn foreign_network_namespace() -> Option<String> {
 /// CNI's ends of the pod links stay in that namespace, unaddressed (this
 /// process exits, so no node namespace would outlive it). For tests and
 /// for pods without virt-handler. The bridge binding needs `cache_dir`,
-/// where its DHCP caches (`vif-cache-<podIface>.json`) are written.
+/// where its DHCP caches (`vif-cache-<podIface>.json`) are written;
+/// `tap_owner` is virt-handler's owner of the taps (107 for a non-root
+/// launcher, `--tap-owner`).
 ///
 /// # Errors
 /// refused input ([`LauncherError`], exit 2) for a VMI phase 1 cannot build, or when run in
@@ -88,13 +92,20 @@ fn foreign_network_namespace() -> Option<String> {
 pub fn pod_network_phase1(
     vmi: &VirtualMachineInstance,
     cache_dir: Option<&Path>,
+    tap_owner: Option<u32>,
 ) -> Result<(), LauncherError> {
     if let Some(why) = foreign_network_namespace() {
         return Err(LauncherError::input(format!(
             "pod-network-phase1: {why}; run it in a new network namespace of its own (e.g. unshare -n)"
         )));
     }
-    let caches = network_phase1(vmi, "pod-network-phase1", None, cache_dir.is_some())?;
+    let caches = network_phase1(
+        vmi,
+        "pod-network-phase1",
+        None,
+        cache_dir.is_some(),
+        tap_owner,
+    )?;
     if let Some(dir) = cache_dir {
         // The names are KubeVirt's pod interface names (eth0, pod<hex>).
         for (pod_iface, cache) in &caches {
@@ -112,12 +123,14 @@ pub fn pod_network_phase1(
 /// nothing more for passt (libvirt starts passt on the pod link) or,
 /// when `bridges` (the caller has somewhere to write the caches), the
 /// bridge binding, whose DHCP caches are returned by pod interface name,
-/// to be written where phase 2 reads them. `what` prefixes the messages.
+/// to be written where phase 2 reads them. `what` prefixes the messages;
+/// `tap_owner`: the uid/gid the taps are made for (a non-root launcher's).
 fn network_phase1(
     vmi: &VirtualMachineInstance,
     what: &str,
     node: Option<&network::phase1::NodeNamespace>,
     bridges: bool,
+    tap_owner: Option<u32>,
 ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
     use network::phase1::PodAddrs;
     let rt = |m: String| LauncherError::runtime(format!("{what}: {m}"));
@@ -181,7 +194,8 @@ fn network_phase1(
             continue;
         }
         if bridge {
-            let cache = network::phase1::setup_bridge(&pod_iface, index, &addrs, mq).map_err(rt)?;
+            let cache = network::phase1::setup_bridge(&pod_iface, index, &addrs, mq, tap_owner)
+                .map_err(rt)?;
             caches.push((pod_iface, cache));
             continue;
         }
@@ -198,7 +212,7 @@ fn network_phase1(
             &format!("spec.domain.devices.interfaces[{index}]"),
         )
         .map_err(LauncherError::from)?;
-        network::phase1::setup_masquerade(&plan, &plan6, &ports, mq).map_err(rt)?;
+        network::phase1::setup_masquerade(&plan, &plan6, &ports, mq, tap_owner).map_err(rt)?;
     }
     Ok(caches)
 }

@@ -12,14 +12,6 @@ use api::VirtualMachineInstance;
 use crate::error::LauncherError;
 use crate::startup::PRIVATE_DIR;
 
-/// Where KubeVirt mounts the backend storage (the `persistent-state-for-<vm>`
-/// claim) in the pod: (subdirectory of the storage, mount point).
-/// KubeVirt v1.6.6 `pkg/storage/backend-storage`.
-pub(crate) const BACKEND_STORAGE_MOUNTS: [(&str, &str); 2] = [
-    ("nvram", "/var/lib/libvirt/qemu/nvram"),
-    ("swtpm", "/var/lib/libvirt/swtpm"),
-];
-
 /// The field that asks for backend storage (persistent EFI variables or
 /// TPM state), if any.
 fn backend_storage_field(vmi: &VirtualMachineInstance) -> Option<&'static str> {
@@ -124,7 +116,7 @@ pub(crate) fn backend_storage_dir(
         &abs,
         &["nvram", "swtpm", "lost+found"],
     )?;
-    for (sub, _) in BACKEND_STORAGE_MOUNTS {
+    for sub in ["nvram", "swtpm"] {
         let source = abs.join(sub);
         if std::fs::symlink_metadata(&source).is_ok_and(|m| !m.is_dir()) {
             return Err(LauncherError::input_at(

@@ -33,6 +33,7 @@ use crate::handler::json::Identity;
 use crate::handler::{DumpPolicy, LauncherHandler};
 use crate::pod::Mode;
 use crate::sync::VmiSync;
+use crate::user::RuntimeUser;
 
 /// Sends to the event bridge while the launcher runs; emptied at the end
 /// so that the bridge sees its channel close.
@@ -84,8 +85,8 @@ impl Services {
         virtwrap::events::start_event_loop();
         let connector = Connector {
             daemon: daemon.name().into(),
-            uri: "qemu:///system".into(),
-            socket: Path::new("/var/run/libvirt").join(daemon.socket_name()),
+            uri: launch.user.libvirt_uri().into(),
+            socket: launch.user.daemon_socket(daemon),
         };
         // Libvirt's events, the agent's updates and the events preparing the
         // VMI raises all reach virt-handler through one bridge (below).
@@ -227,11 +228,11 @@ impl Services {
     /// Whatever happened: kills and undefines the domain (nothing may keep
     /// running), lets the bridge send the final notification, stops the
     /// watcher, the poller and the command server.
-    fn stop(mut self, vmi: &VirtualMachineInstance) {
+    fn stop(mut self, vmi: &VirtualMachineInstance, user: RuntimeUser) {
         if let Err(e) = self.manager.kill_vmi(vmi) {
             tracing::warn!("final kill: {e}");
         }
-        if let Some(pid) = crate::monitor::qemu_pid(vmi) {
+        if let Some(pid) = crate::monitor::qemu_pid(vmi, user) {
             if Path::new(&format!("/proc/{pid}")).exists() && !process::reaper().has_exited(pid) {
                 let _ = kill(
                     Pid::from_raw(i32::try_from(pid).unwrap_or(0)),
@@ -285,6 +286,7 @@ pub(crate) fn run_domain(
     let manager = &services.manager;
     let watch = || {
         crate::monitor::watch(&crate::monitor::Watch {
+            user: launch.user,
             vmi,
             manager,
             sup,
@@ -300,6 +302,7 @@ pub(crate) fn run_domain(
             launch.cluster,
             &signals,
             flags.qemu_timeout,
+            launch.user,
         ) {
             Ok(false) => {
                 tracing::info!("termination signal during start: domain stopped");
@@ -336,7 +339,7 @@ pub(crate) fn run_domain(
     if let Err(e) = hooks.shutdown() {
         tracing::error!("Failed to run Shutdown: {e}");
     }
-    services.stop(vmi);
+    services.stop(vmi, launch.user);
     outcome
 }
 
@@ -369,6 +372,7 @@ fn sync_watching_signals(
     cluster: &ClusterOptions,
     signals: &AtomicUsize,
     timeout: Duration,
+    user: RuntimeUser,
 ) -> Result<bool, LauncherError> {
     let start = Instant::now();
     std::thread::scope(|scope| {
@@ -389,7 +393,7 @@ fn sync_watching_signals(
                 }
             }
             if stopping.is_some() {
-                if let Some(pid) = crate::monitor::qemu_pid(vmi) {
+                if let Some(pid) = crate::monitor::qemu_pid(vmi, user) {
                     let _ = kill(
                         Pid::from_raw(i32::try_from(pid).unwrap_or(0)),
                         Signal::SIGKILL,

@@ -38,6 +38,7 @@ use crate::host::{self, log_emulation};
 use crate::isolation::{enter_private_mount_namespace, Mounts, StateDir};
 use crate::pod::{Pod, PodSource};
 use crate::podnet::PodNetwork;
+use crate::user::RuntimeUser;
 
 /// KubeVirt's private directory (not a flag in KubeVirt).
 pub const PRIVATE_DIR: &str = "/var/run/kubevirt-private";
@@ -56,6 +57,8 @@ pub(crate) struct Launch<'a> {
     pub cluster: &'a ClusterOptions,
     /// The prepared pod.
     pub pod: &'a Pod,
+    /// Who the launcher proper runs as (`--run-as-nonroot`).
+    pub user: RuntimeUser,
     /// The pod's network (phase 2, SR-IOV).
     pub network: &'a Arc<PodNetwork>,
     /// When the launcher started (for the log's timings).
@@ -64,9 +67,6 @@ pub(crate) struct Launch<'a> {
 
 fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
     let refuse = |f: &str| Err(LauncherError::input(format!("{f} is not supported yet")));
-    if flags.run_as_nonroot {
-        return refuse("--run-as-nonroot");
-    }
     if flags.image_volume {
         return refuse("--image-volume");
     }
@@ -140,13 +140,20 @@ pub fn run_vmi(
     log_emulation(flags, &host);
     // The standalone pod's network, once the input is known to be good
     // (nothing is built for input that is refused).
-    let vif_caches = pod.network.build(&vmi)?;
+    let user = RuntimeUser::from_flag(flags.run_as_nonroot);
+    let vif_caches = pod.network.build(&vmi, user)?;
     let daemon = DaemonKind::detect().ok_or_else(|| {
         LauncherError::runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)")
     })?;
 
-    let state = StateDir::acquire(&state_dir(flags, &vmi))?;
-    enter_private_mount_namespace()?;
+    let plan = pod.runtime_plan(user);
+    let state = if plan.private_runtime {
+        let state = StateDir::acquire(&state_dir(flags, &vmi))?;
+        enter_private_mount_namespace()?;
+        Some(state)
+    } else {
+        None
+    };
     let mut mounts = Mounts::default();
     let launch = Launch {
         vmi: &vmi,
@@ -155,17 +162,34 @@ pub fn run_vmi(
         host: &host,
         cluster: &cluster,
         pod: &pod,
+        user,
         network: &network,
         started,
     };
+    // Whether the launcher still holds root at the end (to undo its mounts
+    // and remove its state).
+    let mut privileged = !user.is_non_root();
     let result = (|| {
-        runtime::mount(&mut mounts, &state, flags, &pod)?;
+        if let Some(state) = &state {
+            runtime::mount(&mut mounts, state, flags, &pod)?;
+        }
         // The stand-in's phase 1 writes its caches where virt-handler's
         // does; phase 2 reads them as in a pod.
         for (pod_iface, cache) in &vif_caches {
             let file = network::cache::vif_cache_path(std::path::Path::new(PRIVATE_DIR), pod_iface);
             network::cache::write_json(&file, cache)
                 .map_err(|e| LauncherError::runtime(e.to_string()))?;
+        }
+        if let (Some(as_user), Some(state)) = (plan.enter_as, &state) {
+            // The pod's emptyDirs are the launcher's to write; then the
+            // launcher proper runs with the compute container's credentials.
+            // The state directory goes to the outer process to remove.
+            runtime::give_pod_dirs(state, as_user)?;
+            if !flags.keep_state && !crate::pidns::hand_over_state(state.path(), state.created()) {
+                tracing::warn!(state_dir = %state.path().display(), "no outer process to remove the state once the launcher is no longer root: it stays");
+            }
+            crate::standalone::container::enter_non_root(as_user.id())?;
+            privileged = false;
         }
         // Threads may start now that the mount namespace is private. A
         // panic must not skip the clean-up below (daemons, mounts, state).
@@ -184,11 +208,18 @@ pub fn run_vmi(
             )))
         })
     })();
+    if !privileged {
+        // The mounts end with the launcher's mount namespace; the outer
+        // process removes the state (see above).
+        return result;
+    }
     mounts.unmount_all();
-    if flags.keep_state {
-        tracing::info!(state_dir = %state.path().display(), "state kept");
-    } else if let Err(e) = state.remove() {
-        tracing::warn!("cannot remove the state: {e}");
+    if let Some(state) = state {
+        if flags.keep_state {
+            tracing::info!(state_dir = %state.path().display(), "state kept");
+        } else if let Err(e) = state.remove() {
+            tracing::warn!("cannot remove the state: {e}");
+        }
     }
     result
 }

@@ -17,6 +17,7 @@ use crate::error::LauncherError;
 use crate::flags::LauncherFlags;
 use crate::isolation::{Mounts, StateDir};
 use crate::pod::{Pod, PodMount};
+use crate::user::RuntimeUser;
 use api::VirtualMachineInstance;
 
 /// libvirt's directories, private to the launcher: (below the state
@@ -44,14 +45,21 @@ pub(crate) fn mount(
     for (rel, target) in LIBVIRT_DIRS {
         mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
     }
-    let cache = &flags.libvirt_cache_dir;
-    std::fs::create_dir_all(cache)
-        .map_err(|e| LauncherError::runtime(format!("mkdir {}: {e}", cache.display())))?;
-    mounts.bind_dir(cache, Path::new("/var/cache/libvirt"))?;
     for m in &pod.mounts {
         match m {
             PodMount::State { rel, target } => mounts.bind_dir(&state.subdir(rel)?, target)?,
-            PodMount::WritableDir { source, target } => mounts.bind_dir(source, target)?,
+            PodMount::WritableDir { source, target } => {
+                let existed = source.exists();
+                mounts.bind_dir(source, target)?;
+                // A directory the stand-in made (backend storage's nvram/,
+                // swtpm/) is the non-root launcher's.
+                let user = RuntimeUser::from_flag(flags.run_as_nonroot);
+                if !existed && user.is_non_root() {
+                    std::os::unix::fs::lchown(source, Some(user.id()), Some(user.id())).map_err(
+                        |e| LauncherError::runtime(format!("chown {}: {e}", source.display())),
+                    )?;
+                }
+            }
             PodMount::Dir {
                 source,
                 target,
@@ -62,19 +70,74 @@ pub(crate) fn mount(
                 target,
                 read_only,
             } => mounts.bind_file(source, target, *read_only)?,
-            PodMount::Devices(nodes) => mounts.private_dev(&state.subdir("dev")?, nodes)?,
+            PodMount::StateFile {
+                rel,
+                contents,
+                target,
+            } => {
+                let file = state.path().join(rel);
+                std::fs::write(&file, contents).map_err(|e| {
+                    LauncherError::runtime(format!("write {}: {e}", file.display()))
+                })?;
+                mounts.bind_file(&file, target, true)?;
+            }
+            PodMount::Devices { claims, owner } => {
+                mounts.private_dev(&state.subdir("dev")?, claims, *owner)?;
+            }
         }
     }
+    // The shared capability cache, after the pod's mounts (non-root it is
+    // below the private directory).
+    let user = RuntimeUser::from_flag(flags.run_as_nonroot);
+    let (rel, target) = user.capability_cache();
+    let cache = flags.libvirt_cache_dir.join(rel);
+    std::fs::create_dir_all(&cache)
+        .map_err(|e| LauncherError::runtime(format!("mkdir {}: {e}", cache.display())))?;
+    if user.is_non_root() {
+        for d in [cache.as_path(), cache.parent().unwrap_or(&cache)] {
+            std::os::unix::fs::lchown(d, Some(user.id()), Some(user.id()))
+                .map_err(|e| LauncherError::runtime(format!("chown {}: {e}", d.display())))?;
+        }
+    }
+    mounts.bind_dir(&cache, Path::new(target))?;
     if process::is_pid1() {
         mounts.mount_proc()?;
     }
     Ok(())
 }
 
-/// KubeVirt's directory initialisation (facts 1.4 step 3).
+/// The standalone stand-in, before the launcher proper runs non-root:
+/// the directories behind the pod's emptyDirs (`/var/run/libvirt`, the
+/// private, share, ephemeral and container-disk directories) go to `user`,
+/// as a pod's `fsGroup` makes them its own. Mount points of the user's
+/// files below them are not followed (only the state directory's own
+/// tree is changed).
+///
+/// # Errors
+/// [`LauncherError`] from a chown.
+pub(crate) fn give_pod_dirs(state: &StateDir, user: RuntimeUser) -> Result<(), LauncherError> {
+    for rel in [
+        "libvirt/run",
+        "private",
+        "share",
+        "ephemeral",
+        "container-disks",
+    ] {
+        let dir = state.path().join(rel);
+        if dir.is_dir() {
+            crate::standalone::container::give_tree(&dir, user.id())?;
+        }
+    }
+    Ok(())
+}
+
+/// KubeVirt's directory initialisation (facts 1.4 step 3); the serial
+/// console's log file is created in root mode only, as KubeVirt does
+/// (non-root, QEMU creates it).
 fn initialize_dirs(
     vmi: &VirtualMachineInstance,
     flags: &LauncherFlags,
+    user: RuntimeUser,
 ) -> Result<(), LauncherError> {
     let mk = |p: &str| {
         std::fs::create_dir_all(p).map_err(|e| LauncherError::runtime(format!("mkdir {p}: {e}")))
@@ -92,6 +155,9 @@ fn initialize_dirs(
         &format!("{}/sockets", flags.kubevirt_share_dir),
     ] {
         mk(d)?;
+    }
+    if user.is_non_root() {
+        return Ok(());
     }
     let log = format!("{uid_dir}/virt-serial0-log");
     std::fs::OpenOptions::new()
@@ -113,7 +179,8 @@ pub(crate) fn run_in_runtime(
     daemon: &DaemonKind,
 ) -> Result<(), LauncherError> {
     let flags = launch.flags;
-    initialize_dirs(launch.vmi, flags)?;
+    let user = launch.user;
+    initialize_dirs(launch.vmi, flags, user)?;
     if flags.simulate_crash {
         return Err(LauncherError::runtime("Simulated virt-launcher crash"));
     }
@@ -137,15 +204,21 @@ pub(crate) fn run_in_runtime(
         tracing::warn!("cannot become a child subreaper: {e}");
     }
 
-    let mut cfg = DaemonConfig::default();
+    let mut cfg = DaemonConfig {
+        qemu_user: user.qemu_conf_user(),
+        qemu_group: user.qemu_conf_user(),
+        ..DaemonConfig::default()
+    };
     if !flags.libvirt_log_filters.is_empty() {
         cfg.log_filters = Some(flags.libvirt_log_filters.clone());
     }
     if Path::new("/dev/hugepages").is_dir() {
         cfg.hugetlbfs_mount = Some("/dev/hugepages".into());
     }
-    virtwrap::config::write_all(Path::new("/etc/libvirt"), daemon, &cfg)
+    let conf_dir = user.daemon_config_dir();
+    virtwrap::config::write_split(&user.qemu_conf(), &conf_dir, daemon, &cfg)
         .map_err(|e| LauncherError::runtime(format!("writing libvirt configuration: {e}")))?;
+    let conf = |file: &str| conf_dir.join(file).to_string_lossy().into_owned();
 
     let mut sup = Supervisor::new();
     let spawn_err =
@@ -157,10 +230,11 @@ pub(crate) fn run_in_runtime(
         // runtime: keep them in it so launchers never contend for them.
         args: vec![
             "-f".into(),
-            "/etc/libvirt/virtlogd.conf".into(),
+            conf("virtlogd.conf"),
             "-p".into(),
             "/var/run/libvirt/virtlogd.pid".into(),
         ],
+        env: user.daemon_env(),
     })
     .map_err(|e| spawn_err("virtlogd", e))?;
     sup.start(DaemonSpec {
@@ -168,10 +242,11 @@ pub(crate) fn run_in_runtime(
         program: daemon.program().to_owned(),
         args: vec![
             "-f".into(),
-            format!("/etc/libvirt/{}", daemon.config_file()),
+            conf(daemon.config_file()),
             "-p".into(),
             format!("/var/run/libvirt/{}.pid", daemon.name()),
         ],
+        env: user.daemon_env(),
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 

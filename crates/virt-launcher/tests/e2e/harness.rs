@@ -15,6 +15,34 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// `VIRT_LAUNCHER_E2E_NONROOT=1` runs every launcher of the suites in
+/// KubeVirt's non-root mode (`--run-as-nonroot`): `run` sets its pod up
+/// as root and then runs as uid/gid 107 with only CAP_NET_BIND_SERVICE;
+/// in pod mode the pod stand-in ([`POD_SCRIPT`]) prepares the pod as
+/// virt-controller's non-root pod is (emptyDirs for 107, the image's
+/// `qemu` user, the device plugins' devices, taps for 107) and starts the
+/// launcher with the compute container's credentials and environment.
+pub fn nonroot() -> bool {
+    std::env::var("VIRT_LAUNCHER_E2E_NONROOT").is_ok_and(|v| v == "1")
+}
+
+/// In non-root mode ([`nonroot`]), gives a test's own host file or tree to
+/// uid/gid 107, as virt-handler's non-root set-up does for a pod's host
+/// disks and kubelet's `fsGroup` for its volumes (the launcher never
+/// changes the owner of a user's files: it refuses those 107 cannot use).
+pub fn give_to_qemu_user(path: &Path) {
+    if !nonroot() {
+        return;
+    }
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        std::os::unix::fs::lchown(&p, Some(107), Some(107)).expect("chown 107");
+        if fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+            stack.extend(fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+        }
+    }
+}
+
 /// Longest wait for a guest marker under TCG on a loaded 2-core machine.
 pub const BOOT_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -144,12 +172,15 @@ impl Default for Opts<'_> {
 const POD_SCRIPT: &str = r#"set -e
 mount --make-rprivate /
 # virt-handler's network phase 1, when the pod has a network namespace of its own.
-if [ -n "${POD_PHASE1_VMI:-}" ]; then "$1" pod-network-phase1 "$POD_PHASE1_VMI" --cache-dir "$POD_PRIVATE"; fi
+if [ -n "${POD_PHASE1_VMI:-}" ]; then "$1" pod-network-phase1 "$POD_PHASE1_VMI" --cache-dir "$POD_PRIVATE" ${POD_NONROOT:+--tap-owner 107}; fi
 for d in /var/run/kubevirt /var/run/kubevirt-ephemeral-disks; do mkdir -p $d; mount -t tmpfs tmpfs $d; done
 # virt-handler's view of the share dir: a host directory the test can reach.
 if [ -n "${POD_SHARE:-}" ]; then mount --bind "$POD_SHARE" /var/run/kubevirt; fi
 # A volume that fills up at once (1 MiB), e.g. a memory dump volume too small for its dump.
-if [ -n "${POD_SMALL_TMPFS:-}" ]; then mkdir -p "$POD_SMALL_TMPFS"; mount -t tmpfs -o size=1m tmpfs "$POD_SMALL_TMPFS"; fi
+if [ -n "${POD_SMALL_TMPFS:-}" ]; then
+    mkdir -p "$POD_SMALL_TMPFS"; mount -t tmpfs -o size=1m tmpfs "$POD_SMALL_TMPFS"
+    if [ -n "${POD_NONROOT:-}" ]; then chown 107:107 "$POD_SMALL_TMPFS"; fi
+fi
 # The pod's private directory (an emptyDir) with kubelet's volume mounts below it.
 mkdir -p /var/run/kubevirt-private "$POD_PRIVATE"
 mount --bind "$POD_PRIVATE" /var/run/kubevirt-private
@@ -166,7 +197,33 @@ if [ -n "${POD_HOOKS:-}" ]; then mkdir -p /var/run/kubevirt-hooks; mount --bind 
 mkdir -p /var/run/kubevirt/container-disks
 : > /var/run/kubevirt/container-disks/disk_0.img
 mount --bind -o ro "$POD_IMAGE" /var/run/kubevirt/container-disks/disk_0.img
-exec "$@"
+[ -z "${POD_NONROOT:-}" ] && exec "$@"
+# KubeVirt's non-root pod: the emptyDirs belong to 107 (fsGroup), libvirt's
+# runtime directory is an emptyDir, the image has user qemu (107), the device
+# plugins give kvm, tun and vhost-net; the launcher runs as 107 with only
+# NET_BIND_SERVICE and the compute container's environment (template.go).
+mkdir -p "$POD_LIBVIRT_RUN" "$POD_ETC" /var/run/libvirt
+mount --bind "$POD_LIBVIRT_RUN" /var/run/libvirt
+chown 107:107 /var/run/libvirt /var/run/kubevirt /var/run/kubevirt/container-disks \
+    /var/run/kubevirt-ephemeral-disks /var/run/kubevirt-private
+for m in ${POD_MOUNTS_RW:-}; do chown 107:107 "/var/run/kubevirt-private/${m%%=*}"; done
+if ! grep -q '^[^:]*:[^:]*:107:' /etc/passwd; then
+    cp /etc/passwd "$POD_ETC/passwd"
+    echo 'qemu:x:107:107:qemu user:/var/run/kubevirt-private:/usr/sbin/nologin' >> "$POD_ETC/passwd"
+    mount --bind -o ro "$POD_ETC/passwd" /etc/passwd
+fi
+for d in kvm net/tun vhost-net; do
+    [ -c "/dev/$d" ] || continue
+    n="$POD_ETC/dev-$(echo $d | tr / -)"
+    mknod "$n" c $((0x$(stat -c %t "/dev/$d"))) $((0x$(stat -c %T "/dev/$d")))
+    chown 107:107 "$n"; chmod 660 "$n"
+    mount --bind "$n" "/dev/$d"
+done
+exec setpriv --reuid=107 --regid=107 --clear-groups --no-new-privs \
+    --inh-caps=-all,+net_bind_service --ambient-caps=-all,+net_bind_service \
+    --bounding-set=-all,+net_bind_service \
+    env XDG_CACHE_HOME=/var/run/kubevirt-private XDG_CONFIG_HOME=/var/run/kubevirt-private \
+    XDG_RUNTIME_DIR=/var/run HOME=/var/run/kubevirt-private "$@"
 "#;
 
 /// The wrapper that plays the pod around the launcher (see [`POD_SCRIPT`]).
@@ -296,6 +353,11 @@ impl Launcher {
             if wrapper == POD_NET_WRAPPER {
                 cmd.env("POD_PHASE1_VMI", &vmi_path);
             }
+            if nonroot() {
+                cmd.env("POD_NONROOT", "1")
+                    .env("POD_LIBVIRT_RUN", state.join("libvirt/run"))
+                    .env("POD_ETC", dir.path().join("pod-etc"));
+            }
         }
         if opts.pod && opts.handler {
             // virt-handler will send the VMI: only its identity on the command line.
@@ -322,6 +384,9 @@ impl Launcher {
                 cmd.arg("--container-disk")
                     .arg(format!("{vol}={}", image.display()));
             }
+        }
+        if nonroot() {
+            cmd.arg("--run-as-nonroot");
         }
         cmd.args(["--use-emulation", "--keep-state", "--uid", &uid])
             .arg("--state-dir")
@@ -430,8 +495,9 @@ impl Launcher {
 
     /// The launcher's libvirt URI, reachable from the host through the state directory.
     pub fn uri(&self) -> String {
+        let driver = if nonroot() { "session" } else { "system" };
         format!(
-            "qemu+unix:///system?socket={}/libvirt/run/libvirt-sock",
+            "qemu+unix:///{driver}?socket={}/libvirt/run/libvirt-sock",
             self.state.display()
         )
     }
@@ -511,10 +577,11 @@ impl Launcher {
         if self.pid_ns().is_some() {
             return self.qemu_pid_of(&self.domain);
         }
-        fs::read_to_string(
-            self.state
-                .join(format!("libvirt/run/qemu/{}.pid", self.domain)),
-        )
+        fs::read_to_string(self.state.join(format!(
+            "libvirt/run/qemu/{}{}.pid",
+            if nonroot() { "run/" } else { "" },
+            self.domain
+        )))
         .ok()?
         .trim()
         .parse()

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::harness::{alive, guest_vmi, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{alive, give_to_qemu_user, guest_vmi, nonroot, Launcher, Opts, BOOT_TIMEOUT};
 
 /// Asserts nothing the launcher started is still running.
 fn assert_all_gone(l: &Launcher, qemu: u32, daemons: &[u32]) {
@@ -255,10 +255,13 @@ fn runs_as_pid_1_and_reaps_orphans_with_a_cold_capability_cache() {
         start.elapsed(),
         l.log()
     );
-    assert!(
-        cache.path().join("qemu/capabilities").is_dir(),
-        "the capability cache was filled"
-    );
+    // Non-root, the session daemon's own part of the shared cache.
+    let filled = if nonroot() {
+        cache.path().join("uid-107/qemu/capabilities")
+    } else {
+        cache.path().join("qemu/capabilities")
+    };
+    assert!(filled.is_dir(), "the capability cache was filled");
     l.stop(Duration::from_secs(90));
     assert!(l.serial().contains("GUEST-SHUTDOWN"));
     l.assert_nothing_left();
@@ -375,6 +378,7 @@ fn qemu_timeout_is_honoured_while_the_domain_starts() {
 #[test]
 fn host_disk_is_a_file_on_the_host() {
     let host = tempfile::tempdir().unwrap();
+    give_to_qemu_user(host.path());
     let img = host.path().join("data.img");
     let yaml = guest_vmi("hostdisk", "virtio").replace(
         "  - name: scratch\n    emptyDisk: {capacity: 64Mi}\n",
@@ -442,6 +446,7 @@ fn persistent_efi_variables_and_tpm_state_live_on_backend_storage() {
     );
 
     let storage = tempfile::tempdir().unwrap();
+    give_to_qemu_user(storage.path());
     let arg = storage.path().to_str().unwrap().to_owned();
     let vars = storage.path().join("nvram/persist_VARS.fd");
     let template = std::fs::read("/usr/share/OVMF/OVMF_VARS.fd").expect("ovmf installed");

@@ -27,6 +27,7 @@ mod memory_dump;
 mod monitor;
 mod names;
 mod network;
+mod nonroot;
 mod parity;
 mod protocol;
 #[path = "../support/run.rs"]

@@ -91,6 +91,8 @@ fn memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails(
     // launcher's /var/run/kubevirt is this share directory.
     let volume = l.dir.path().join("share/hotplug-disks/memvol");
     std::fs::create_dir_all(&volume).unwrap();
+    // The claim's file system is the pod's (fsGroup 107 when non-root).
+    crate::harness::give_to_qemu_user(&volume);
     // An earlier dump on the claim (removed first) and a file that is not one.
     std::fs::write(
         volume.join("memdump-memvol-20240101-000000.memory.dump"),
@@ -174,6 +176,7 @@ fn ctl_memorydump_writes_a_core_anywhere_standalone_and_the_guest_runs_on() {
     l.wait_serial("GUEST-READY", 1, crate::harness::BOOT_TIMEOUT);
     // Standalone, any directory of the user's will do: the test's own.
     let dir = tempfile::tempdir().unwrap();
+    crate::harness::give_to_qemu_user(dir.path());
     let path = dir.path().join("guest.memory.dump");
     let (ok, out, err) = l.ctl(&[
         OsStr::new("-o"),
@@ -426,6 +429,7 @@ fn sigterm_during_a_memory_dump_shuts_the_guest_down_when_the_dump_ends() {
         virt::connect::Connect::open(Some(&l.uri())).expect("connect to the launcher's libvirt");
     let dom = virt::domain::Domain::lookup_by_name(&conn, &l.domain).unwrap();
     let dir = tempfile::tempdir().unwrap();
+    crate::harness::give_to_qemu_user(dir.path());
     let path = dir.path().join("term.memory.dump");
     // Without --wait: the dump goes on after ctl returned.
     let mut ctl = Command::new(launcher_bin())

@@ -557,10 +557,17 @@ fn passt_binding_starts_passt_which_refuses_libvirts_port_spec() {
     assert_eq!(st.code(), Some(1), "{log}");
     // libvirt ran passt with the sidecar's interface: the pod link, the
     // log file, the spec's port bound to eth0.
+    // libvirt's state directory: /run/libvirt/qemu, or the session
+    // daemon's $XDG_RUNTIME_DIR/libvirt/qemu/run.
+    let run_dir = if crate::harness::nonroot() {
+        "/var/run/libvirt/qemu/run"
+    } else {
+        "/run/libvirt/qemu"
+    };
     assert!(
-        log.contains(
-            "passt --one-off --socket /run/libvirt/qemu/passt/1-e2e_netpasst-ua-default.socket"
-        ),
+        log.contains(&format!(
+            "passt --one-off --socket {run_dir}/passt/1-e2e_netpasst-ua-default.socket"
+        )),
         "{log}"
     );
     assert!(
@@ -694,16 +701,26 @@ fn passt_guest_gets_the_pods_address_and_its_port_is_forwarded() {
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
     let line = args.join(" ");
-    // (passt splits `0:0` in place: its argv shows `0 0`.)
-    assert!(line.starts_with("/usr/bin/passt --runas 0"), "{line}");
-    assert!(line.contains(" --one-off --socket /run/libvirt/"), "{line}");
-    // It kept root's identity (bookworm's passt would be `nobody`).
     let status = std::fs::read_to_string(format!("/proc/{passt}/status")).unwrap_or_default();
     let uid = status
         .lines()
         .find(|l| l.starts_with("Uid:"))
         .unwrap_or_default();
-    assert_eq!(uid.split_whitespace().nth(1), Some("0"), "{status}");
+    if crate::harness::nonroot() {
+        // The session daemon's passt runs as the launcher's user, 107,
+        // with nothing to switch (the shim adds no --runas).
+        assert!(
+            line.starts_with("/usr/bin/passt --one-off --socket /var/run/libvirt/qemu/run/"),
+            "{line}"
+        );
+        assert_eq!(uid.split_whitespace().nth(1), Some("107"), "{status}");
+    } else {
+        // (passt splits `0:0` in place: its argv shows `0 0`.)
+        assert!(line.starts_with("/usr/bin/passt --runas 0"), "{line}");
+        assert!(line.contains(" --one-off --socket /run/libvirt/"), "{line}");
+        // It kept root's identity (bookworm's passt would be `nobody`).
+        assert_eq!(uid.split_whitespace().nth(1), Some("0"), "{status}");
+    }
     assert!(
         line.contains(" --interface eth0 --log-file /var/run/kubevirt/passt.log --tcp-ports 8080"),
         "{line}"

@@ -58,6 +58,11 @@ pub(crate) fn virt_handler(
         .arg(vmi)
         .arg("--events")
         .arg(l.dir.path().join("events.jsonl"))
+        .args(if crate::harness::nonroot() {
+            &["--runtime-user", "107"][..]
+        } else {
+            &[]
+        })
         .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

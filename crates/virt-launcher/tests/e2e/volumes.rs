@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 
 use crate::bad_input::{assert_refused, assert_refused_late};
-use crate::harness::{repo_root, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{give_to_qemu_user, repo_root, Launcher, Opts, BOOT_TIMEOUT};
 
 /// The test guest with one more disk, `extra_disk` (YAML list item), and
 /// one more volume, `extra_volume`.
@@ -198,6 +198,8 @@ fn kubelet_config_map(files: &[(&str, &str, u32)]) -> tempfile::TempDir {
     for (name, _, _) in files {
         symlink(format!("..data/{name}"), src.path().join(name)).unwrap();
     }
+    // kubelet's fsGroup: a non-root pod's launcher reads them as 107.
+    give_to_qemu_user(src.path());
     src
 }
 
@@ -452,6 +454,7 @@ fn pvc_writes_survive_a_launcher_restart() {
     let dir = tempfile::tempdir().unwrap();
     let claim = dir.path().join("pvc.img");
     fs::write(&claim, vec![0u8; 8 << 20]).unwrap();
+    give_to_qemu_user(&claim);
     let body = "if [ \"$(head -c 16 $d)\" = PVC-PERSIST-MARK ]; then echo PVC-FOUND-MARK; else printf PVC-PERSIST-MARK | dd of=$d conv=notrunc 2>/dev/null; sync; echo PVC-WROTE-MARK; fi";
     let y = disk_vmi(
         "pvc",
@@ -499,6 +502,7 @@ fn kubevirt_vmi_pvc_example_boots_from_a_claim_image() {
     let dir = tempfile::tempdir().unwrap();
     let claim = dir.path().join("disk-alpine.img");
     fs::copy(crate::harness::guest_image(), &claim).unwrap();
+    give_to_qemu_user(&claim);
     let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-pvc.yaml")).unwrap();
     let arg = format!("pvcdisk={}", claim.display());
     boots_from(
@@ -513,6 +517,7 @@ fn kubevirt_vmi_host_disk_example_boots_from_the_file_on_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("disk.img");
     let len = fs::copy(crate::harness::guest_image(), &img).unwrap();
+    give_to_qemu_user(dir.path());
     let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-host-disk.yaml"))
         .unwrap()
         .replace("/var/data/disk.img", img.to_str().unwrap());
@@ -543,6 +548,7 @@ fn disk_xml<'a>(xml: &'a str, needle: &str) -> &'a str {
 #[test]
 fn filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows() {
     let claim = tempfile::tempdir().unwrap();
+    give_to_qemu_user(claim.path());
     // The guest prints the disk's size in 512-byte sectors and keeps a mark.
     let body = "echo \"CLAIM-SECTORS $(cat /sys/block/$(basename $d)/size)\"\nif [ \"$(head -c 15 $d)\" = CLAIM-DIR-MARK1 ]; then echo CLAIM-FOUND-MARK; else printf CLAIM-DIR-MARK1 | dd of=$d conv=notrunc 2>/dev/null; sync; echo CLAIM-WROTE-MARK; fi";
     let y = disk_vmi(
