@@ -239,8 +239,13 @@ impl StateDir {
     }
 
     /// Subdirectory `rel` (plain components, such as `libvirt/run`),
-    /// created (mode 0700) relative to the held directory; an existing
-    /// component must be a real directory (never followed as a link).
+    /// created (mode 0755, whatever the umask) relative to the held
+    /// directory; an existing component must be a real directory (never
+    /// followed as a link). 0755, not 0700: these directories are bind-mounted
+    /// as the pod's runtime directories (`/var/lib/libvirt`, `/var/run/libvirt`,
+    /// …) that daemons running as other users must traverse (swtpm as `tss`
+    /// opens `/var/lib/libvirt/swtpm/<uuid>`); only root can write them, and
+    /// the state root itself stays 0700.
     ///
     /// # Errors
     /// [`IsolationError::Io`] for a component that is not a plain name, a
@@ -257,11 +262,16 @@ impl StateDir {
                 });
             };
             let at = cur.as_ref().unwrap_or(&self.dir).as_fd();
-            match mkdirat(at, c, Mode::from_raw_mode(0o700)) {
-                Ok(()) | Err(Errno::EXIST) => {}
+            let created = match mkdirat(at, c, Mode::from_raw_mode(0o755)) {
+                Ok(()) => true,
+                Err(Errno::EXIST) => false,
                 Err(e) => return Err(errno("mkdir", &p)(e)),
+            };
+            let fd = open_dir_at(at, Path::new(c)).map_err(errno("open", &p))?;
+            if created {
+                fchmod(&fd, Mode::from_raw_mode(0o755)).map_err(errno("chmod", &p))?;
             }
-            cur = Some(open_dir_at(at, Path::new(c)).map_err(errno("open", &p))?);
+            cur = Some(fd);
         }
         Ok(p)
     }

@@ -186,3 +186,27 @@ fn own_directories_are_reused_and_emptied() {
         0o700
     );
 }
+
+/// Regression (CI at the merge of issue 19's hardening): subdirectories were
+/// made 0700, so swtpm, running as `tss`, could not reach
+/// `/var/lib/libvirt/swtpm/<uuid>` through the bind mount and every TPM guest
+/// failed to start. They are 0755; the root stays 0700.
+#[test]
+fn subdirectories_are_traversable_by_the_daemons_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("state");
+    let s = StateDir::acquire(&root).unwrap();
+    let sub = s.subdir("libvirt/lib/swtpm").unwrap();
+    for p in [root.join("libvirt"), root.join("libvirt/lib"), sub] {
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o755,
+            "{}",
+            p.display()
+        );
+    }
+    assert_eq!(
+        fs::metadata(&root).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+}
