@@ -32,9 +32,10 @@ fn podbox_vmi(name: &str) -> String {
 }
 
 /// What every pod-in-a-box run checks after the pod ended: the monitor
-/// (the pod's PID 1) ran the launcher from the image and exited last,
-/// with the launcher's pod-mode identity on its command line.
-fn check_pod(l: &Launcher) {
+/// (the pod's PID 1) ran the launcher and exited last; the launcher's
+/// libvirt is the mode's (session as 107, system as root); the libvirt
+/// daemon saw the pod's host name (its own UTS namespace).
+fn check_pod(l: &Launcher, hostname: &str) {
     let log = l.log();
     assert!(
         log.contains("\"component\":\"virt-launcher-monitor\"")
@@ -42,6 +43,14 @@ fn check_pod(l: &Launcher) {
         "no monitor lines:\n{log}"
     );
     assert!(!log.contains("pod-in-a-box:"), "{log}");
+    let uri = if nonroot() {
+        "\"uri\":\"qemu+unix:///session\""
+    } else {
+        "\"uri\":\"qemu:///system\""
+    };
+    assert!(log.contains(uri), "{uri} not in:\n{log}");
+    let host = format!(" info : hostname: {hostname}\"");
+    assert!(log.contains(&host), "{host} not in:\n{log}");
 }
 
 #[test]
@@ -71,7 +80,7 @@ fn pod_in_a_box_runs_a_vmi_under_virt_handler() {
     assert!(events.ends_with("MODIFIED"), "{events}");
     // The pod's PID 1 (the monitor) exits 0 after the launcher.
     l.wait_success(Duration::from_secs(120));
-    check_pod(&l);
+    check_pod(&l, "podbox");
     l.assert_nothing_left();
 }
 
@@ -91,7 +100,7 @@ fn pod_in_a_box_with_a_hook_sidecar_the_guest_reads_its_smbios_vendor() {
         sidecar.log()
     );
     l.wait_success(Duration::from_secs(120));
-    check_pod(&l);
+    check_pod(&l, "podbox-hooked");
     l.assert_nothing_left();
     // KubeVirt's shim exits after Shutdown (v1alpha3).
     assert!(
