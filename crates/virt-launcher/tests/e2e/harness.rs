@@ -346,6 +346,7 @@ impl Launcher {
             .arg(repo_root().join("tests/podbox/pod-in-a-box"))
             .args(pod_box_command(name, ns, &uid, tgps, hook_sidecars, n))
             .env("POD_HOSTNAME", name.split('.').next().unwrap_or(name))
+            .env("POD_ROOT", dir.path().join("pod-root"))
             .env("POD_PRIVATE", &private)
             .env("POD_SHARE", &share)
             .env("POD_IMAGE", &image)
