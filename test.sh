@@ -34,7 +34,10 @@ fi
 # libvirt): the end-to-end tests whose code paths differ from root's run again
 # with the harness in non-root mode (the rest of each suite is mode-blind).
 # Cost: 13 tests, 150-225 s with nextest on the 2-core machine (shared with other
-# builds when measured): at most ~4 min on top of the rest.
+# builds when measured): at most ~4 min on top of the rest; the pod-in-a-box
+# pair and the verbosity test add ~75 s of test time here (35 + 25 + 15 s,
+# measured one at a time), about 40-75 s on the wall clock with nextest; in the
+# root pass they add ~25 s each (~80 s of test time).
 step "end-to-end tests in non-root mode (VIRT_LAUNCHER_E2E_NONROOT=1)"
 nonroot_tests=(
     lifecycle::boots_the_test_guest_and_shuts_it_down_on_sigterm
@@ -50,6 +53,9 @@ nonroot_tests=(
     agent::agent_info_os_hostname_interfaces_exec_and_ping
     memory_dump::memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails
     graceful::sigterm_marks_the_domain_for_graceful_shutdown_and_virt_handler_shuts_it_down
+    podbox::pod_in_a_box_runs_a_vmi_under_virt_handler
+    podbox::pod_in_a_box_with_a_hook_sidecar_the_guest_reads_its_smbios_vendor
+    firmware::verbosity_six_logs_seabios_and_sets_libvirt_log_filters
 )
 if cargo nextest --version >/dev/null 2>&1; then
     VIRT_LAUNCHER_E2E_NONROOT=1 cargo nextest run -p virt-launcher --test e2e --locked --no-fail-fast \

@@ -33,6 +33,8 @@ pub struct HostFacts {
     pub ovmf_files: Option<BTreeSet<String>>,
     /// The host's NUMA nodes (see [`ConvertContext::host_numa`]).
     pub host_numa: Option<Vec<numa::HostNumaCell>>,
+    /// SeaBIOS' debug console (see [`ConvertContext::firmware_debug_log`]).
+    pub firmware_debug_log: bool,
 }
 
 impl HostFacts {
@@ -50,6 +52,7 @@ impl HostFacts {
             pod_cpuset: None,
             ovmf_files: None,
             host_numa: None,
+            firmware_debug_log: false,
         }
     }
 }
@@ -118,6 +121,7 @@ impl ConvertContext {
             ovmf_files: host.ovmf_files.clone(),
             host_numa: host.host_numa.clone(),
             sriov_pci,
+            firmware_debug_log: host.firmware_debug_log,
         }
     }
 
@@ -130,6 +134,7 @@ impl ConvertContext {
             pod_cpuset: self.pod_cpuset.clone(),
             ovmf_files: self.ovmf_files.clone(),
             host_numa: self.host_numa.clone(),
+            firmware_debug_log: self.firmware_debug_log,
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod devices;
 pub mod disks;
 pub mod features;
 pub mod filesystems;
+pub mod firmware_log;
 pub mod interfaces;
 pub mod iothreads;
 pub mod memory;
@@ -246,6 +247,10 @@ pub struct ConvertContext {
     /// `PCIDEVICE_*` environment (see [`sriov`]). An SR-IOV interface
     /// missing here is refused, never guessed.
     pub sriov_pci: BTreeMap<String, String>,
+    /// SeaBIOS' debug console into the launcher's log (amd64; the
+    /// launcher's `VIRT_LAUNCHER_LOG_VERBOSITY` above 5, see
+    /// [`firmware_log`]).
+    pub firmware_debug_log: bool,
 }
 
 impl ConvertContext {
@@ -322,9 +327,10 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
     let interface = interfaces::convert(vmi, ctx, online)?;
     let hostdev = sriov::convert(vmi, ctx)?;
     sriov::check_guest_addresses(vmi)?;
+    let firmware_log = firmware_log::qemu_args(ctx.arch, ctx.firmware_debug_log);
     let dom = Domain {
         domain_type: ctx.virt_type.as_str().to_owned(),
-        xmlns_qemu: None,
+        xmlns_qemu: firmware_log.as_ref().map(|_| domain::QEMU_XMLNS.to_owned()),
         name: vmi.domain_name(),
         uuid: vmi.firmware_uuid().map(str::to_owned),
         metadata: Some(Metadata {
@@ -356,6 +362,7 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
             hostdev,
             ..dev
         },
+        qemu_commandline: firmware_log,
     };
     // The placeholder annotation is read at define time; refuse a bad
     // value now.

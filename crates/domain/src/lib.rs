@@ -118,6 +118,33 @@ pub struct Domain {
     pub clock: Option<Clock>,
     /// Devices.
     pub devices: Devices,
+    /// Extra QEMU arguments (`<qemu:commandline>`, libvirt's QEMU
+    /// namespace; needs [`Domain::xmlns_qemu`]). KubeVirt writes it only
+    /// for the SeaBIOS debug console (see [`QEMU_XMLNS`]). quick-xml's
+    /// reader matches element names without their prefix, hence the two
+    /// spellings.
+    #[serde(rename(serialize = "qemu:commandline", deserialize = "commandline"))]
+    pub qemu_commandline: Option<QemuCommandline>,
+}
+
+/// libvirt's QEMU XML namespace, the value of `xmlns:qemu` on `<domain>`
+/// when [`Domain::qemu_commandline`] is used.
+pub const QEMU_XMLNS: &str = "http://libvirt.org/schemas/domain/qemu/1.0";
+
+/// `<qemu:commandline>`: arguments appended to QEMU's command line, in order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QemuCommandline {
+    /// `<qemu:arg value='...'/>`, one per argument.
+    #[serde(rename(serialize = "qemu:arg", deserialize = "arg"), default)]
+    pub arg: Vec<QemuArg>,
+}
+
+/// `<qemu:arg value='...'/>`: one QEMU argument.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QemuArg {
+    /// The argument, verbatim.
+    #[serde(rename = "@value")]
+    pub value: String,
 }
 
 impl Domain {
@@ -272,6 +299,39 @@ mod tests {
             again.contains(r#"<address domain="0x0000" bus="0x81" slot="0x11" function="0x1"/>"#),
             "{again}"
         );
+    }
+
+    #[test]
+    fn qemu_commandline_round_trips_after_the_devices() {
+        let plain = r#"<domain type='qemu'><name>default_vmi</name><memory unit='b'>134217728</memory><vcpu>1</vcpu><os><type>hvm</type></os><devices/></domain>"#;
+        let mut dom = Domain::from_xml(plain).unwrap();
+        assert_eq!(dom.qemu_commandline, None);
+        dom.xmlns_qemu = Some(QEMU_XMLNS.into());
+        dom.qemu_commandline = Some(QemuCommandline {
+            arg: vec![
+                QemuArg {
+                    value: "-device".into(),
+                },
+                QemuArg {
+                    value: "isa-debugcon,iobase=0x402".into(),
+                },
+            ],
+        });
+        let xml = dom.to_xml().unwrap();
+        assert!(
+            xml.contains(&format!(
+                "<domain type=\"qemu\" xmlns:qemu=\"{QEMU_XMLNS}\">"
+            )),
+            "{xml}"
+        );
+        let devices = xml.find("<devices").unwrap();
+        let cmdline = xml.find("<qemu:commandline>").unwrap();
+        assert!(devices < cmdline, "{xml}");
+        assert!(
+            xml.contains("<qemu:arg value=\"isa-debugcon,iobase=0x402\"/>"),
+            "{xml}"
+        );
+        assert_eq!(Domain::from_xml(&xml).unwrap(), dom);
     }
 
     #[test]

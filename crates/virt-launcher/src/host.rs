@@ -76,6 +76,10 @@ pub fn probe(
         facts.ovmf_files = Some(dir_files(&facts.paths.ovmf_dir));
     }
     facts.host_numa = host_numa();
+    // KubeVirt reads the verbosity from the environment when converting.
+    facts.firmware_debug_log = converter::firmware_log::wanted(
+        std::env::var("VIRT_LAUNCHER_LOG_VERBOSITY").ok().as_deref(),
+    );
     Ok(facts)
 }
 

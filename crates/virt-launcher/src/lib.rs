@@ -40,6 +40,7 @@ pub mod monitor;
 pub mod pidns;
 pub mod pod;
 pub mod podnet;
+pub mod seabios;
 pub mod standalone;
 pub mod startup;
 pub mod sync;

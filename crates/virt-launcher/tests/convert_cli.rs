@@ -248,3 +248,55 @@ fn sriov_hostdevs_come_from_the_network_info_file() {
         "virt-launcher: spec.domain.devices.interfaces[1].sriov: no host PCI address for SR-IOV interface \"red\" (the pod's network-info file, or --network-info FILE standalone)"
     );
 }
+
+/// `VIRT_LAUNCHER_LOG_VERBOSITY` above 5 adds KubeVirt's SeaBIOS debug
+/// console (`<qemu:commandline>`) on amd64, and libvirt's schema accepts it.
+#[test]
+fn verbosity_above_five_adds_the_seabios_debug_console_on_amd64() {
+    let vmi = repo().join("tests/data/examples/vmi-ephemeral.yaml");
+    let run = |verbosity: &str, arch: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
+            .env("VIRT_LAUNCHER_LOG_VERBOSITY", verbosity)
+            .env("RUST_LOG", "error")
+            .arg("convert")
+            .arg(&vmi)
+            .args(["--arch", arch, "--validate"])
+            .args(host_facts(&vmi))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let xml = run("6", "amd64");
+    assert!(
+        xml.contains("xmlns:qemu=\"http://libvirt.org/schemas/domain/qemu/1.0\""),
+        "{xml}"
+    );
+    let cmdline = xml
+        .split("<qemu:commandline>")
+        .nth(1)
+        .expect("qemu:commandline");
+    let args: Vec<&str> = cmdline
+        .split("<qemu:arg value=\"")
+        .skip(1)
+        .map(|a| a.split('"').next().unwrap())
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "-chardev",
+            "file,id=firmwarelog,path=/var/run/kubevirt-private/QEMUSeaBiosDebugPipe",
+            "-device",
+            "isa-debugcon,iobase=0x402,chardev=firmwarelog"
+        ]
+    );
+    for (verbosity, arch) in [("5", "amd64"), ("x", "amd64"), ("9", "arm64")] {
+        let xml = run(verbosity, arch);
+        assert!(!xml.contains("qemu:"), "{verbosity} {arch}: {xml}");
+    }
+}

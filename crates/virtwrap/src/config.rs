@@ -82,6 +82,64 @@ pub struct DaemonConfig {
     pub log_filters: Option<String>,
     /// `hugetlbfs_mount` when `/dev/hugepages` exists.
     pub hugetlbfs_mount: Option<String>,
+    /// `virtiofsd_debug = 1` (KubeVirt: `VIRTIOFSD_DEBUG_LOGS=1`).
+    pub virtiofsd_debug: bool,
+    /// `shared_filesystems = [ ... ]`: paths libvirt treats as shared
+    /// between hosts (KubeVirt: `SHARED_FILESYSTEM_PATHS`, see
+    /// [`shared_filesystems_from_env`]); `None` writes no line.
+    pub shared_filesystems: Option<Vec<String>>,
+}
+
+/// KubeVirt's `EXT_LOG_VERBOSITY_THRESHOLD`: from this launcher verbosity
+/// on, libvirt's debug log filters apply.
+pub const LOG_VERBOSITY_THRESHOLD: i64 = 5;
+
+/// The daemon's `log_filters`, as KubeVirt v1.6.6 decides them
+/// (`libvirt_helper.go`, `getLibvirtLogFilters`): `custom` (the
+/// `--libvirt-log-filters` flag) when not empty; else from `verbosity`
+/// (the raw `VIRT_LAUNCHER_LOG_VERBOSITY` value, an integer as Go's
+/// `strconv.Atoi` reads it, anything else counting as -1): below 5 no
+/// filters unless `debug_logs` (`LIBVIRT_DEBUG_LOGS` is set, to any
+/// value), which counts as 10; 5 names the most categories at level 3,
+/// 6, 7 and 8 (and above) fewer; every list ends with ` 1:*` (everything
+/// else at debug level). `None`: no `log_filters` line.
+pub fn log_filters(
+    custom: Option<&str>,
+    verbosity: Option<&str>,
+    debug_logs: bool,
+) -> Option<String> {
+    if let Some(c) = custom.filter(|c| !c.is_empty()) {
+        return Some(c.to_owned());
+    }
+    let mut level = verbosity.and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
+    if level < LOG_VERBOSITY_THRESHOLD {
+        if !debug_logs {
+            return None;
+        }
+        level = LOG_VERBOSITY_THRESHOLD + 5;
+    }
+    // Each list quiets fewer categories than the one before it.
+    const FEWEST: &str = "3:remote 4:event 3:util.json 3:util.object 3:util.dbus \
+                          3:util.netlink 3:node_device 3:rpc 3:access";
+    let mut quiet = vec![FEWEST];
+    if level <= LOG_VERBOSITY_THRESHOLD + 2 {
+        quiet.push("3:util.threadjob 3:cpu.cpu");
+    }
+    if level <= LOG_VERBOSITY_THRESHOLD + 1 {
+        quiet.push("3:qemu.qemu_monitor");
+    }
+    if level <= LOG_VERBOSITY_THRESHOLD {
+        quiet.push("3:qemu.qemu_monitor_json 3:conf.domain_addr");
+    }
+    quiet.push("1:*");
+    Some(quiet.join(" "))
+}
+
+/// The paths of `SHARED_FILESYSTEM_PATHS` (`value`: `None` when unset):
+/// split at `:` as KubeVirt does, empty parts kept (KubeVirt writes them
+/// too). virt-controller sets it when the VMI has virtiofs shares.
+pub fn shared_filesystems_from_env(value: Option<&str>) -> Option<Vec<String>> {
+    value.map(|v| v.split(':').map(str::to_owned).collect())
 }
 
 impl Default for DaemonConfig {
@@ -92,6 +150,8 @@ impl Default for DaemonConfig {
             dynamic_ownership: false,
             log_filters: None,
             hugetlbfs_mount: None,
+            virtiofsd_debug: false,
+            shared_filesystems: None,
         }
     }
 }
@@ -121,6 +181,13 @@ pub fn qemu_conf(cfg: &DaemonConfig) -> String {
     let _ = writeln!(s, "security_driver = \"none\"");
     if let Some(h) = &cfg.hugetlbfs_mount {
         let _ = writeln!(s, "hugetlbfs_mount = \"{}\"", quote(h));
+    }
+    if cfg.virtiofsd_debug {
+        let _ = writeln!(s, "virtiofsd_debug = 1");
+    }
+    if let Some(paths) = &cfg.shared_filesystems {
+        let list: Vec<String> = paths.iter().map(|p| format!("\"{}\"", quote(p))).collect();
+        let _ = writeln!(s, "shared_filesystems = [ {} ]", list.join(", "));
     }
     s
 }
@@ -202,6 +269,69 @@ mod tests {
             ..DaemonConfig::default()
         };
         assert!(qemu_conf(&odd).contains("user = \"abc\"\n"));
+    }
+
+    #[test]
+    fn log_filters_follow_kubevirts_verbosity_rules() {
+        const L4: &str = "3:remote 4:event 3:util.json 3:util.object 3:util.dbus 3:util.netlink 3:node_device 3:rpc 3:access";
+        let l3 = format!("{L4} 3:util.threadjob 3:cpu.cpu");
+        let l2 = format!("{l3} 3:qemu.qemu_monitor");
+        let l1 = format!("{l2} 3:qemu.qemu_monitor_json 3:conf.domain_addr");
+        let all = |l: &str| Some(format!("{l} 1:*"));
+        // The flag wins over everything.
+        assert_eq!(
+            log_filters(Some("1:qemu"), Some("9"), true).as_deref(),
+            Some("1:qemu")
+        );
+        for (v, debug, want) in [
+            (None, false, None),
+            (Some("4"), false, None),
+            (Some("x"), false, None),
+            (Some(" 6"), false, None),
+            (None, true, all(L4)),
+            (Some("2"), true, all(L4)),
+            (Some("junk"), true, all(L4)),
+            (Some("5"), false, all(&l1)),
+            (Some("5"), true, all(&l1)),
+            (Some("6"), false, all(&l2)),
+            (Some("+7"), false, all(&l3)),
+            (Some("8"), false, all(L4)),
+            (Some("100"), false, all(L4)),
+        ] {
+            assert_eq!(log_filters(Some(""), v, debug), want, "{v:?} {debug}");
+            assert_eq!(log_filters(None, v, debug), want, "{v:?} {debug}");
+        }
+        let cfg = DaemonConfig {
+            log_filters: log_filters(None, Some("8"), false),
+            ..DaemonConfig::default()
+        };
+        let text = daemon_conf(&DaemonKind::Libvirtd("x".into()), &cfg);
+        assert!(
+            text.contains(&format!("log_filters = \"{L4} 1:*\"\n")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn qemu_conf_gets_kubevirts_environment_lines() {
+        let plain = qemu_conf(&DaemonConfig::default());
+        assert!(!plain.contains("virtiofsd_debug") && !plain.contains("shared_filesystems"));
+        let cfg = DaemonConfig {
+            virtiofsd_debug: true,
+            shared_filesystems: shared_filesystems_from_env(Some("/mnt/a:/mnt/b\"x")),
+            ..DaemonConfig::default()
+        };
+        let s = qemu_conf(&cfg);
+        assert!(s.contains("virtiofsd_debug = 1\n"), "{s}");
+        assert!(
+            s.contains("shared_filesystems = [ \"/mnt/a\", \"/mnt/bx\" ]\n"),
+            "{s}"
+        );
+        assert_eq!(
+            shared_filesystems_from_env(Some("/one")),
+            Some(vec!["/one".to_owned()])
+        );
+        assert_eq!(shared_filesystems_from_env(None), None);
     }
 
     #[test]

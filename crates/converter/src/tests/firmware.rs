@@ -392,3 +392,33 @@ fn case_017_efi_firmware_follows_the_files_present() {
         "{e}"
     );
 }
+
+#[test]
+fn seabios_debug_console_only_when_asked_and_on_amd64() {
+    let doc = data("examples/vmi-ephemeral.yaml");
+    for arch in Arch::ALL {
+        let v = vmi(&doc, arch);
+        let mut ctx = ConvertContext::new(arch, VirtType::Qemu);
+        let plain = convert(&v, &ctx).unwrap();
+        assert_eq!(plain.qemu_commandline, None, "{arch}");
+        assert_eq!(plain.xmlns_qemu, None, "{arch}");
+        ctx.firmware_debug_log = true;
+        let d = convert(&v, &ctx).unwrap();
+        if arch == Arch::Amd64 {
+            assert_eq!(d.xmlns_qemu.as_deref(), Some(domain::QEMU_XMLNS));
+            let args = d.qemu_commandline.as_ref().expect("debug console");
+            assert_eq!(args.arg.len(), 4);
+            assert_eq!(
+                args.arg[1].value,
+                "file,id=firmwarelog,path=/var/run/kubevirt-private/QEMUSeaBiosDebugPipe"
+            );
+            // Nothing else changes.
+            let mut same = d.clone();
+            same.qemu_commandline = None;
+            same.xmlns_qemu = None;
+            assert_eq!(same, plain);
+        } else {
+            assert_eq!(d, plain, "{arch}");
+        }
+    }
+}

@@ -209,9 +209,19 @@ pub(crate) fn run_in_runtime(
         qemu_group: user.qemu_conf_user(),
         ..DaemonConfig::default()
     };
-    if !flags.libvirt_log_filters.is_empty() {
-        cfg.log_filters = Some(flags.libvirt_log_filters.clone());
+    // KubeVirt's SetupLibvirt: the flag, else the verbosity environment.
+    let env = |name: &str| std::env::var(name).ok();
+    cfg.log_filters = virtwrap::config::log_filters(
+        Some(&flags.libvirt_log_filters),
+        env("VIRT_LAUNCHER_LOG_VERBOSITY").as_deref(),
+        env("LIBVIRT_DEBUG_LOGS").is_some(),
+    );
+    if let Some(f) = &cfg.log_filters {
+        tracing::info!("Enabling libvirt log filters: {f}");
     }
+    cfg.virtiofsd_debug = env("VIRTIOFSD_DEBUG_LOGS").as_deref() == Some("1");
+    cfg.shared_filesystems =
+        virtwrap::config::shared_filesystems_from_env(env("SHARED_FILESYSTEM_PATHS").as_deref());
     if Path::new("/dev/hugepages").is_dir() {
         cfg.hugetlbfs_mount = Some("/dev/hugepages".into());
     }
@@ -219,6 +229,8 @@ pub(crate) fn run_in_runtime(
     virtwrap::config::write_split(&user.qemu_conf(), &conf_dir, daemon, &cfg)
         .map_err(|e| LauncherError::runtime(format!("writing libvirt configuration: {e}")))?;
     let conf = |file: &str| conf_dir.join(file).to_string_lossy().into_owned();
+    // KubeVirt's StartVirtlog: the firmware's debug FIFO and its reader.
+    crate::seabios::start(Path::new(crate::seabios::SEABIOS_DEBUG_PIPE));
 
     let mut sup = Supervisor::new();
     let spawn_err =

@@ -159,3 +159,44 @@ fn run_refuses_an_unknown_arch_by_flag() {
     );
     assert!(!dir.path().join("state").exists());
 }
+
+/// KubeVirt's verbosity rules end to end: `VIRT_LAUNCHER_LOG_VERBOSITY=6`
+/// gives the daemon KubeVirt's level-6 `log_filters`, and the amd64 guest
+/// the `isa-debugcon` device whose SeaBIOS output the launcher reads from
+/// its FIFO and logs as `[SeaBios]: ...`.
+#[test]
+fn verbosity_six_logs_seabios_and_sets_libvirt_log_filters() {
+    let yaml = guest_vmi("seabios-debug", "virtio");
+    let six = std::ffi::OsStr::new("6");
+    let mut l = Launcher::start(
+        &yaml,
+        &Opts {
+            env: &[("VIRT_LAUNCHER_LOG_VERBOSITY", six)],
+            ..Opts::default()
+        },
+    );
+    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let xml = l.domain_xml();
+    for want in [
+        "<qemu:arg value='file,id=firmwarelog,path=/var/run/kubevirt-private/QEMUSeaBiosDebugPipe'/>",
+        "<qemu:arg value='isa-debugcon,iobase=0x402,chardev=firmwarelog'/>",
+    ] {
+        assert!(xml.contains(want), "{want} not in\n{xml}");
+    }
+    let log = l.log();
+    let filters = "Enabling libvirt log filters: 3:remote 4:event 3:util.json 3:util.object \
+                   3:util.dbus 3:util.netlink 3:node_device 3:rpc 3:access 3:util.threadjob \
+                   3:cpu.cpu 3:qemu.qemu_monitor 1:*";
+    assert!(log.contains(filters), "{filters} not in the log");
+    assert!(
+        log.contains("[SeaBios]: SeaBIOS (version"),
+        "no SeaBIOS line in the launcher's log: {}",
+        log.lines()
+            .filter(|l| l.contains("SeaBios"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    l.signal(Signal::SIGTERM);
+    l.wait_serial("GUEST-SHUTDOWN", 1, Duration::from_secs(90));
+    l.wait_success(Duration::from_secs(90));
+}

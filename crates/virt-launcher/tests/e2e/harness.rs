@@ -301,6 +301,83 @@ impl Launcher {
         )
     }
 
+    /// Pod-in-a-box: the pod virt-controller renders for the VMI manifest
+    /// `yaml`, played by `tests/podbox/pod-in-a-box` in its own mount, PID,
+    /// UTS and network namespaces over the launcher image's root file
+    /// system (`image/fast-rootfs`, with this build's binaries), its
+    /// container command verbatim from virt-controller's template
+    /// ([`pod_box_command`]); root, or non-root under
+    /// `VIRT_LAUNCHER_E2E_NONROOT=1`. The VMI comes from virt-handler (its
+    /// stand-in, through `<dir>/share`); virt-handler's network phase 1 runs
+    /// for it first. `hook_sidecars` sidecar sockets are expected in
+    /// `hooks` (the `hook-sidecar-sockets` volume).
+    pub fn start_pod_box(yaml: &str, hook_sidecars: u32, hooks: Option<&Path>) -> Launcher {
+        require_stack();
+        let image = guest_image();
+        let bin_dir = launcher_bin().parent().expect("bin dir").to_owned();
+        let monitor = bin_dir.join("virt-launcher-monitor");
+        assert!(
+            monitor.is_file(),
+            "{} is missing: cargo build -p virt-launcher-monitor",
+            monitor.display()
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("vl-podbox-")
+            .tempdir()
+            .expect("tempdir");
+        let vmi_path = dir.path().join("vmi.yaml");
+        fs::write(&vmi_path, yaml).expect("write vmi");
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let uid = format!("e2e-{}-{n}", std::process::id());
+        let doc: serde_json::Value = serde_yaml_ng::from_str(yaml).expect("yaml");
+        let ns = doc["metadata"]["namespace"].as_str().unwrap_or("default");
+        let name = doc["metadata"]["name"].as_str().unwrap_or("");
+        let tgps = doc["spec"]["terminationGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(30);
+        let private = dir.path().join("pod-private");
+        let share = dir.path().join("share");
+        fs::create_dir_all(&private).expect("pod private dir");
+        fs::create_dir_all(&share).expect("share dir");
+        let log_path = dir.path().join("launcher.log");
+        let log = fs::File::create(&log_path).expect("log file");
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--mount", "--pid", "--uts", "--net", "--fork"])
+            .arg(repo_root().join("tests/podbox/pod-in-a-box"))
+            .args(pod_box_command(name, ns, &uid, tgps, hook_sidecars, n))
+            .env("POD_HOSTNAME", name.split('.').next().unwrap_or(name))
+            .env("POD_ROOT", dir.path().join("pod-root"))
+            .env("POD_PRIVATE", &private)
+            .env("POD_SHARE", &share)
+            .env("POD_IMAGE", &image)
+            .env("POD_PHASE1_VMI", &vmi_path)
+            .env("BIN_DIR", &bin_dir);
+        if let Some(h) = hooks {
+            cmd.env("POD_HOOKS", h);
+        }
+        if nonroot() {
+            cmd.env("POD_NONROOT", "1");
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup"))
+            .stderr(log)
+            .process_group(0);
+        let child = cmd.spawn().expect("spawn pod-in-a-box");
+        Launcher {
+            domain: format!("{ns}_{name}"),
+            state: dir.path().join("state"),
+            dir,
+            uid,
+            child: Some(child),
+            log_path,
+            exit: None,
+            exit_ticks: None,
+            wrapped: true,
+            ns: std::cell::OnceCell::new(),
+            ns_init: std::cell::OnceCell::new(),
+        }
+    }
+
     /// Like [`Launcher::start`], with the launcher run through `wrapper`
     /// (e.g. `unshare --pid --fork` to make it PID 1).
     pub fn start_wrapped(yaml: &str, opts: &Opts<'_>, wrapper: &[&str]) -> Launcher {
@@ -865,6 +942,60 @@ impl Drop for Launcher {
             ));
         }
     }
+}
+
+/// The compute container's command as virt-controller v1.6.6 renders it
+/// (`template.go`, `rendercontainer.go`) for a VMI `name` in `namespace`
+/// with UID `uid`, `terminationGracePeriodSeconds` `tgps` and
+/// `hook_sidecars` sidecars: `--qemu-timeout` is 240 s plus a jitter below
+/// 120 s (here `seq % 120`), the grace period `tgps + 15`; then
+/// `--run-as-nonroot` in non-root mode and `--allow-emulation` (a cluster
+/// with `useEmulation`). One word is not virt-controller's: the test
+/// machines' nested `/dev/kvm` cannot run guests, so `--use-emulation`
+/// (this launcher's) makes the launcher choose TCG although `/dev/kvm`
+/// exists.
+pub fn pod_box_command(
+    name: &str,
+    namespace: &str,
+    uid: &str,
+    tgps: i64,
+    hook_sidecars: u32,
+    seq: usize,
+) -> Vec<String> {
+    let mut c: Vec<String> = [
+        "/usr/bin/virt-launcher-monitor",
+        "--qemu-timeout",
+        &format!("{}s", 240 + seq % 120),
+        "--name",
+        name,
+        "--uid",
+        uid,
+        "--namespace",
+        namespace,
+        "--kubevirt-share-dir",
+        "/var/run/kubevirt",
+        "--ephemeral-disk-dir",
+        "/var/run/kubevirt-ephemeral-disks",
+        "--container-disk-dir",
+        "/var/run/kubevirt/container-disks",
+        "--grace-period-seconds",
+        &(tgps + 15).to_string(),
+        "--hook-sidecars",
+        &hook_sidecars.to_string(),
+        "--ovmf-path",
+        "/usr/share/OVMF",
+        "--disk-memory-limit",
+        "2097152000",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    if nonroot() {
+        c.push("--run-as-nonroot".into());
+    }
+    c.push("--allow-emulation".into());
+    c.push("--use-emulation".into());
+    c
 }
 
 /// A VMI manifest booting the test guest from a containerDisk, without a

@@ -22,7 +22,7 @@ use crate::harness::{
 };
 
 /// A running `tests/hooks/hook-sidecar`, killed when dropped.
-struct Sidecar {
+pub(crate) struct Sidecar {
     child: Child,
     log: PathBuf,
     socket: PathBuf,
@@ -31,12 +31,26 @@ struct Sidecar {
 impl Sidecar {
     /// Starts the sidecar in `<hooks>/hook-sidecar-<i>` (as KubeVirt's pod
     /// has sidecar i) with `args`; waits until its socket listens.
-    fn start(hooks: &Path, i: usize, args: &[&str]) -> Sidecar {
+    pub(crate) fn start(hooks: &Path, i: usize, args: &[&str]) -> Sidecar {
+        Self::start_as(hooks, i, args, false)
+    }
+
+    /// [`Sidecar::start`]; with `as_qemu`, as uid/gid 107 (a sidecar
+    /// container of a non-root pod), its directories given to 107 first.
+    pub(crate) fn start_as(hooks: &Path, i: usize, args: &[&str], as_qemu: bool) -> Sidecar {
         let dir = hooks.join(format!("hook-sidecar-{i}"));
         fs::create_dir_all(&dir).unwrap();
         let ready = hooks.join(format!("ready-{i}"));
         let log = hooks.join(format!("sidecar-{i}.log"));
-        let child = Command::new(repo_root().join("tests/hooks/hook-sidecar"))
+        let mut cmd = Command::new(repo_root().join("tests/hooks/hook-sidecar"));
+        if as_qemu {
+            crate::harness::give_to_qemu_user(hooks);
+            crate::harness::give_to_qemu_user(&dir);
+            std::os::unix::process::CommandExt::uid(&mut cmd, 107);
+            std::os::unix::process::CommandExt::gid(&mut cmd, 107);
+            cmd.env("HOME", &dir);
+        }
+        let child = cmd
             .arg("--dir")
             .arg(&dir)
             .arg("--ready-file")
@@ -68,7 +82,7 @@ impl Sidecar {
         s
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -84,7 +98,7 @@ impl Sidecar {
     }
 
     /// Waits for the sidecar to exit by itself (after Shutdown).
-    fn wait_exit(&mut self, timeout: Duration) -> bool {
+    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> bool {
         let start = Instant::now();
         while start.elapsed() < timeout {
             if self.child.try_wait().unwrap().is_some() {
@@ -103,11 +117,11 @@ impl Drop for Sidecar {
     }
 }
 
-const VENDOR: &str = "Hooked Boards & Co";
+pub(crate) const VENDOR: &str = "Hooked Boards & Co";
 
 /// The test guest with a NoCloud volume running `script`, and the smbios
 /// hook's annotation.
-fn hooked_vmi(name: &str, script: &str) -> String {
+pub(crate) fn hooked_vmi(name: &str, script: &str) -> String {
     let block: String = script.lines().map(|l| format!("        {l}\n")).collect();
     format!(
         "apiVersion: kubevirt.io/v1

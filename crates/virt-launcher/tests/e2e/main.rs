@@ -29,6 +29,7 @@ mod names;
 mod network;
 mod nonroot;
 mod parity;
+mod podbox;
 mod protocol;
 #[path = "../support/run.rs"]
 mod run;
