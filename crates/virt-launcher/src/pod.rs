@@ -155,15 +155,30 @@ pub struct RuntimePlan {
 }
 
 impl Pod {
-    /// The plan for `user`: as root, the launcher makes its private runtime
-    /// (both modes, as today); non-root in kubelet's pod it makes none (it
-    /// could not: the pod already holds its emptyDirs at KubeVirt's paths);
-    /// non-root standalone, the stand-in makes it as root and then becomes
-    /// uid 107.
-    pub fn runtime_plan(&self, user: RuntimeUser) -> RuntimePlan {
+    /// The plan for `user`, where `may_mount` says whether this process may
+    /// make a mount namespace (`CAP_SYS_ADMIN` effective, see
+    /// [`may_mount`]):
+    /// - standalone as root: the private runtime (it keeps the host's
+    ///   libvirt directories untouched);
+    /// - kubelet's pod as root: the private runtime only where it may
+    ///   mount. KubeVirt v1.6.6 renders a root compute container with the
+    ///   runtime's default capabilities plus `NET_BIND_SERVICE` and
+    ///   `SYS_NICE` (`rendercontainer.go`), no `SYS_ADMIN`: there the
+    ///   container's own file system is the runtime, written in place as
+    ///   KubeVirt's launcher writes it. With `SYS_ADMIN` (our e2e pods on a
+    ///   shared host) the launcher keeps its private runtime;
+    /// - kubelet's pod non-root: none (it could not; the pod already holds
+    ///   its emptyDirs at KubeVirt's paths);
+    /// - standalone non-root: the stand-in makes it as root and then
+    ///   becomes uid 107.
+    pub fn runtime_plan(&self, user: RuntimeUser, may_mount: bool) -> RuntimePlan {
         match (self.mode, user) {
-            (_, RuntimeUser::Root) => RuntimePlan {
+            (Mode::Standalone, RuntimeUser::Root) => RuntimePlan {
                 private_runtime: true,
+                enter_as: None,
+            },
+            (Mode::Pod, RuntimeUser::Root) => RuntimePlan {
+                private_runtime: may_mount,
                 enter_as: None,
             },
             (Mode::Pod, RuntimeUser::NonRoot) => RuntimePlan {
@@ -178,7 +193,22 @@ impl Pod {
     }
 }
 
-/// How the pod's network comes about.
+/// `CAP_SYS_ADMIN` (capability 21) is in this process's effective set,
+/// read from the `CapEff:` line of `/proc/self/status` (one hexadecimal
+/// mask, proc(5); no capability crate is needed for one bit). `false`
+/// when the line cannot be read.
+pub fn may_mount() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|mask| mask & (1 << CAP_SYS_ADMIN) != 0)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PodNetworkSetup {
     /// virt-handler's phase 1 made it (or there is none).
@@ -284,19 +314,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_runtime_plan_is_decided_by_mode_and_user_only() {
+    fn the_runtime_plan_is_decided_by_mode_user_and_mount_capability() {
         let mut pod = Pod::kubelet();
-        let root = pod.runtime_plan(RuntimeUser::Root);
+        let root = pod.runtime_plan(RuntimeUser::Root, true);
         assert!(root.private_runtime && root.enter_as.is_none());
-        let nr = pod.runtime_plan(RuntimeUser::NonRoot);
-        assert!(
-            !nr.private_runtime && nr.enter_as.is_none(),
-            "the pod made it"
-        );
+        // KubeVirt's root compute container has no CAP_SYS_ADMIN: the
+        // container's own file system is the runtime.
+        let kubevirt_root = pod.runtime_plan(RuntimeUser::Root, false);
+        assert!(!kubevirt_root.private_runtime && kubevirt_root.enter_as.is_none());
+        for may_mount in [true, false] {
+            let nr = pod.runtime_plan(RuntimeUser::NonRoot, may_mount);
+            assert!(
+                !nr.private_runtime && nr.enter_as.is_none(),
+                "the pod made it"
+            );
+        }
         pod.mode = Mode::Standalone;
-        assert_eq!(pod.runtime_plan(RuntimeUser::Root), root);
-        let nr = pod.runtime_plan(RuntimeUser::NonRoot);
+        assert_eq!(pod.runtime_plan(RuntimeUser::Root, true), root);
+        let nr = pod.runtime_plan(RuntimeUser::NonRoot, true);
         assert!(nr.private_runtime);
         assert_eq!(nr.enter_as, Some(RuntimeUser::NonRoot));
+    }
+
+    #[test]
+    fn root_in_tests_may_mount() {
+        // The unit tests run as root with every capability (CI); the
+        // bit is read from this process's own status.
+        assert_eq!(may_mount(), nix::unistd::geteuid().is_root());
     }
 }

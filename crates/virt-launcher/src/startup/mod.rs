@@ -146,7 +146,7 @@ pub fn run_vmi(
         LauncherError::runtime("neither virtqemud nor libvirtd is installed (apt-get install libvirt-daemon-driver-qemu)")
     })?;
 
-    let plan = pod.runtime_plan(user);
+    let plan = pod.runtime_plan(user, crate::pod::may_mount());
     let state = if plan.private_runtime {
         let state = StateDir::acquire(&state_dir(flags, &vmi))?;
         enter_private_mount_namespace()?;
