@@ -209,6 +209,7 @@ pub fn may_mount() -> bool {
         .is_some_and(|mask| mask & (1 << CAP_SYS_ADMIN) != 0)
 }
 
+/// How the pod's network comes about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PodNetworkSetup {
     /// virt-handler's phase 1 made it (or there is none).
