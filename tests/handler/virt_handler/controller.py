@@ -121,8 +121,12 @@ class Controller:
     """The controller. `options` holds the cluster configuration that goes
     into VirtualMachineOptions (`expand_disks`)."""
 
-    def __init__(self, cluster, informer, clients, expand_disks=False, violation=print):
+    def __init__(self, cluster, informer, clients, expand_disks=False, violation=print,
+                 busy_after_shutoff=0):
         self.cluster = cluster
+        # A virt-handler busy with other VMIs: its worker reaches the
+        # stopped domain only this many seconds after the notification.
+        self.busy_after_shutoff = busy_after_shutoff
         self.informer = informer
         self.clients = clients
         self.expand_disks = expand_disks
@@ -155,6 +159,11 @@ class Controller:
 
     def _run(self):
         while self.queue.get():
+            if self.busy_after_shutoff:
+                d = self.informer.get(self.key)
+                if d is not None and (d.get("Status") or {}).get("Status") == "Shutoff":
+                    time.sleep(self.busy_after_shutoff)
+                    self.busy_after_shutoff = 0
             try:
                 self.execute()
             except Exception as e:  # noqa: BLE001 - any error requeues, as Execute does

@@ -66,7 +66,8 @@ class Handler:
         self.clients = LauncherClients({self.pod_uid: os.path.join(a.share, "sockets")}, NODE,
                                        self.notify.sock)
         self.ctrl = Controller(self.cluster, self.informer, self.clients,
-                               expand_disks=a.expand_disks, violation=self.violation)
+                               expand_disks=a.expand_disks, violation=self.violation,
+                               busy_after_shutoff=a.busy_after_shutoff)
 
     def violation(self, msg):
         if msg not in self.violations:
@@ -491,6 +492,9 @@ def parse(argv):
     ap.add_argument("--runtime-user", type=int, default=0,
                     help="the VMI's status.runtimeUser as virt-api sets it: 107 (markAsNonroot) unless "
                     "the cluster enables the Root feature gate (0)")
+    ap.add_argument("--busy-after-shutoff", type=float, default=0,
+                    help="seconds the controller's worker is busy elsewhere when the domain first "
+                    "shows Shutoff (a loaded node): the launcher must wait for DeleteVirtualMachine")
     ap.add_argument("--owner-vm", action="store_true", help="the VMI belongs to a VirtualMachine")
     ap.add_argument("--probe-before-sync", action="store_true",
                     help="only what virt-handler asks before its first sync (the domain list, a "

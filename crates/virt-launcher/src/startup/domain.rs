@@ -35,6 +35,10 @@ use crate::pod::Mode;
 use crate::sync::VmiSync;
 use crate::user::RuntimeUser;
 
+/// How long virt-handler may take, once QEMU is gone, to delete the domain
+/// itself (KubeVirt's launcher waits 15 s for that final notification).
+const HANDLER_DELETE_WAIT: Duration = Duration::from_secs(15);
+
 /// Sends to the event bridge while the launcher runs; emptied at the end
 /// so that the bridge sees its channel close.
 #[derive(Clone)]
@@ -228,7 +232,26 @@ impl Services {
     /// Whatever happened: kills and undefines the domain (nothing may keep
     /// running), lets the bridge send the final notification, stops the
     /// watcher, the poller and the command server.
-    fn stop(mut self, vmi: &VirtualMachineInstance, user: RuntimeUser) {
+    ///
+    /// `under_handler` (virt-handler drives the VMI): first gives
+    /// virt-handler up to [`HANDLER_DELETE_WAIT`] to see the stopped domain
+    /// and ask for its deletion (DeleteVirtualMachine, whose undefine sends
+    /// the final notification), as KubeVirt's `waitForFinalNotify` does.
+    /// Undefining at once would let virt-handler find a Running VMI with no
+    /// domain, which it marks Failed (`calculateVmPhaseForStatusReason`)
+    /// however cleanly the guest powered off.
+    fn stop(mut self, vmi: &VirtualMachineInstance, user: RuntimeUser, under_handler: bool) {
+        if under_handler {
+            let deadline = Instant::now() + HANDLER_DELETE_WAIT;
+            while !self.grpc.notifier.final_sent() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if !self.grpc.notifier.final_sent() {
+                tracing::info!(
+                    "Timed out waiting for final delete notification. Attempting to kill domain"
+                );
+            }
+        }
         if let Err(e) = self.manager.kill_vmi(vmi) {
             tracing::warn!("final kill: {e}");
         }
@@ -339,7 +362,7 @@ pub(crate) fn run_domain(
     if let Err(e) = hooks.shutdown() {
         tracing::error!("Failed to run Shutdown: {e}");
     }
-    services.stop(vmi, launch.user);
+    services.stop(vmi, launch.user, !launch.sync);
     outcome
 }
 

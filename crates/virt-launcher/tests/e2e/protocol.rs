@@ -127,12 +127,15 @@ fn stand_in_unit_tests() {
 /// Scheduled VMI, the VMI runs, the answers decode into KubeVirt's types, a
 /// user pauses and unpauses it, the agent connects, then the VMI is deleted:
 /// Shutdown (repeated while the grace period runs), the guest powers off,
-/// DeleteVirtualMachine, the final notification.
+/// DeleteVirtualMachine, the final notification. The stand-in's worker is
+/// busy for 5 s when the domain shows Shutoff (a loaded node): the launcher
+/// must wait for its DeleteVirtualMachine, as KubeVirt's does, for the VMI
+/// to end Succeeded rather than Failed (a Running VMI without a domain).
 #[test]
 fn a_foreign_client_drives_sync_stats_pause_unpause_shutdown() {
     let yaml = guest_vmi("grpc", "virtio");
     let mut l = Launcher::start_pod_for_handler(&yaml);
-    let stdout = handler_succeeded(handler_for(&l, &yaml, &[]), &l);
+    let stdout = handler_succeeded(handler_for(&l, &yaml, &["--busy-after-shutoff", "5"]), &l);
     // ADDED first, then MODIFIED updates, the final deletion last.
     let events = stdout
         .lines()
