@@ -18,7 +18,7 @@
 #   vmi_structured  an `Arbitrary` VMI and host facts → defaults,
 #                   validation → converter → XML → parsed back
 #   agent_replies   text → every guest-agent reply parser; what is accepted
-#                   stays inside virtwrap::agent::bounds
+#                   stays inside guest_agent::bounds
 #   dhcpv4, dhcpv6  a guest's datagram and a server configuration → the
 #                   servers' request decoding and reply encoding
 #   network_cache   a phase-1 cache file → network::cache and phase 2's

@@ -1,9 +1,9 @@
 //! Arbitrary text as a reply of the QEMU guest agent → every parser of
-//! `virtwrap::agent::parse` (what the poller and the RPCs feed libvirt's
+//! `guest_agent::parse` (what the poller and the RPCs feed libvirt's
 //! `virDomainQemuAgentCommand` answers to).
 //!
 //! Property: no parser panics; whatever one accepts stays inside the
-//! bounds of `virtwrap::agent::bounds` (each string, each list, each
+//! bounds of `guest_agent::bounds` (each string, each list, each
 //! list's JSON), so nothing the guest says reaches virt-handler larger;
 //! every error's text is short (guest text in it is cut). Seeds:
 //! `fuzz/seeds/agent_replies` (replies of the test guest's qemu-ga 10 and
@@ -13,8 +13,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde::Serialize;
-use virtwrap::agent::bounds::*;
-use virtwrap::agent::parse::{self, ParseError};
+use guest_agent::bounds::*;
+use guest_agent::parse::{self, ParseError};
 
 /// Longest error text: the agent's class and description, each cut, or a
 /// field path and a reason.

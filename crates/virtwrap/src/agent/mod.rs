@@ -13,8 +13,7 @@
 
 #![allow(unsafe_code)]
 
-pub mod bounds;
-pub mod parse;
+pub use guest_agent::{bounds, parse};
 pub mod poller;
 pub mod store;
 mod thaw;

@@ -6,22 +6,9 @@ use virt::domain::{BlockInfo, BlockStats, InterfaceStats, JobStats};
 use virt::sys;
 use wire::api_domain::USER_ALIAS_PREFIX;
 use wire::stats::{
-    DomainJobInfo, DomainStatsBlock, DomainStatsLoad, DomainStatsMemory, DomainStatsNet,
-    DomainStatsVcpu, VCPU_RUNNING,
+    DomainJobInfo, DomainStatsBlock, DomainStatsMemory, DomainStatsNet, DomainStatsVcpu,
+    VCPU_RUNNING,
 };
-
-impl From<crate::agent::parse::GuestLoad> for DomainStatsLoad {
-    fn from(l: crate::agent::parse::GuestLoad) -> Self {
-        DomainStatsLoad {
-            load1m_set: true,
-            load1m: l.load1,
-            load5m_set: true,
-            load5m: l.load5,
-            load15m_set: true,
-            load15m: l.load15,
-        }
-    }
-}
 
 /// Records one `virDomainMemoryStats` entry in `mem`; `false` for tags
 /// KubeVirt does not report (`LAST_UPDATE`, `HUGETLB_*`, unknown tags).

@@ -9,7 +9,7 @@
 //! its empty value, an unknown one is ignored, a field of the wrong type
 //! fails the whole reply (the datum goes stale, nothing panics). Every
 //! string and list has a bound, checked while decoding, and every list
-//! handed on a budget for its JSON ([`super::bounds`]): a reply beyond one
+//! handed on a budget for its JSON ([`crate::bounds`]): a reply beyond one
 //! is refused with an error naming the field, so nothing a guest says can
 //! make a message to virt-handler approach its 4 MiB limit.
 
@@ -20,8 +20,8 @@ use wire::guest_info::{
     FileSystem, FileSystemDisk, GuestAgentCommandInfo, GuestOsInfo, GuestOsUser,
 };
 
-pub use super::bounds::MAX_REPLY_BYTES;
-use super::bounds::{
+pub use crate::bounds::MAX_REPLY_BYTES;
+use crate::bounds::{
     cut, truncate_utf8, List, Text, BOUND_ERROR, COMMANDS_BUDGET, FILESYSTEMS_BUDGET,
     INTERFACES_BUDGET, MAX_ADDRESSES_PER_INTERFACE, MAX_AGENT_VERSION, MAX_COMMANDS,
     MAX_COMMAND_NAME, MAX_DISKS_PER_FILESYSTEM, MAX_DISK_FIELD, MAX_EXEC_OUTPUT, MAX_FILESYSTEMS,
@@ -31,7 +31,7 @@ use super::bounds::{
 };
 
 /// Why a reply could not be used. Text from the guest in it is cut and
-/// escaped ([`super::bounds::cut`]).
+/// escaped ([`crate::bounds::cut`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
     /// Larger than [`MAX_REPLY_BYTES`].
@@ -49,7 +49,7 @@ pub enum ParseError {
         desc: String,
     },
     /// A field, a list or a whole datum beyond its bound
-    /// ([`super::bounds`]).
+    /// ([`crate::bounds`]).
     #[error("agent reply refused: {field}: {reason}")]
     Bound {
         /// The field in qemu-ga's names (`return[0].ip-addresses[0].ip-address`),
@@ -158,6 +158,21 @@ pub struct GuestLoad {
     /// 15-minute load average.
     #[serde(rename = "load15m")]
     pub load15: f64,
+}
+
+/// The load averages as KubeVirt's domain statistics carry them (each
+/// marked set).
+impl From<GuestLoad> for wire::stats::DomainStatsLoad {
+    fn from(l: GuestLoad) -> Self {
+        wire::stats::DomainStatsLoad {
+            load1m_set: true,
+            load1m: l.load1,
+            load5m_set: true,
+            load5m: l.load5,
+            load15m_set: true,
+            load15m: l.load15,
+        }
+    }
 }
 
 /// The guest's time zone (`guest-get-timezone`).
@@ -305,7 +320,7 @@ struct RawIp {
 /// `guest-info` → version and supported commands.
 ///
 /// # Errors
-/// [`ParseError`], also beyond [`super::bounds::COMMANDS_BUDGET`].
+/// [`ParseError`], also beyond [`crate::bounds::COMMANDS_BUDGET`].
 pub fn agent_info(reply: &str) -> Result<AgentInfo, ParseError> {
     let raw: RawInfo = unwrap_return(reply)?;
     let supported_commands: Vec<_> = raw
@@ -371,7 +386,7 @@ pub fn timezone(reply: &str) -> Result<Timezone, ParseError> {
 /// already in seconds).
 ///
 /// # Errors
-/// [`ParseError`], also beyond [`super::bounds::USERS_BUDGET`].
+/// [`ParseError`], also beyond [`crate::bounds::USERS_BUDGET`].
 pub fn users(reply: &str) -> Result<Vec<GuestOsUser>, ParseError> {
     let raw: List<RawUser, MAX_USERS> = unwrap_return(reply)?;
     let users: Vec<_> = raw
@@ -394,7 +409,7 @@ pub fn users(reply: &str) -> Result<Vec<GuestOsUser>, ParseError> {
 /// `guest-get-fsinfo` → [`FileSystem`]s with their disks.
 ///
 /// # Errors
-/// [`ParseError`], also beyond [`super::bounds::FILESYSTEMS_BUDGET`].
+/// [`ParseError`], also beyond [`crate::bounds::FILESYSTEMS_BUDGET`].
 pub fn filesystems(reply: &str) -> Result<Vec<FileSystem>, ParseError> {
     let raw: List<RawFs, MAX_FILESYSTEMS> = unwrap_return(reply)?;
     let fs: Vec<_> = raw
@@ -449,7 +464,7 @@ pub fn fsfreeze_status(reply: &str) -> Result<String, ParseError> {
 /// first address of any family, `IPs` all of them; missing keys are empty.
 ///
 /// # Errors
-/// [`ParseError`], also beyond [`super::bounds::INTERFACES_BUDGET`].
+/// [`ParseError`], also beyond [`crate::bounds::INTERFACES_BUDGET`].
 pub fn interfaces(reply: &str) -> Result<Vec<InterfaceStatus>, ParseError> {
     let raw: List<RawInterface, MAX_INTERFACES> = unwrap_return(reply)?;
     let mut out = Vec::with_capacity(raw.0.len());
@@ -499,7 +514,7 @@ pub struct ExecStatus {
     /// Its exit code (or `128 + signal`, KubeVirt reads only `exitcode`).
     pub exit_code: i32,
     /// Its standard output, decoded from base64 (lossy UTF-8), cut after
-    /// [`super::bounds::MAX_EXEC_OUTPUT`] bytes.
+    /// [`crate::bounds::MAX_EXEC_OUTPUT`] bytes.
     pub stdout: String,
 }
 
@@ -676,7 +691,7 @@ mod tests {
 
     #[test]
     fn case_022_interfaces_follow_kubevirt_rules() {
-        let reply = include_str!("../../../../tests/data/cases/022-agent-interfaces-parsing.json");
+        let reply = include_str!("../../../tests/data/cases/022-agent-interfaces-parsing.json");
         let got = interfaces(reply).unwrap();
         let row = |name: &str, mac: &str, ip: &str, ips: &[&str]| InterfaceStatus {
             mac: mac.into(),
@@ -752,7 +767,7 @@ mod tests {
     fn too_many_entries_or_bytes_are_refused() {
         let many = format!(
             r#"{{"return":[{}]}}"#,
-            vec![r#"{"name":"x"}"#; crate::agent::bounds::MAX_INTERFACES + 1].join(",")
+            vec![r#"{"name":"x"}"#; crate::bounds::MAX_INTERFACES + 1].join(",")
         );
         assert_eq!(
             interfaces(&many),

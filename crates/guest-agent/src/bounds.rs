@@ -1,5 +1,5 @@
 //! Bounds on what the guest agent may tell the launcher, enforced while a
-//! reply is decoded ([`super::parse`]), before anything reaches the store
+//! reply is decoded ([`crate::parse`]), before anything reaches the store
 //! or virt-handler.
 //!
 //! The guest is not trusted: whatever qemu-ga answers ends up in the
@@ -26,7 +26,7 @@
 //! a string over libvirt's 4 MiB RPC limit, an agent reply over its 10 MiB
 //! buffer): the call fails, the poller logs it and the last good value
 //! stays. Here the datum goes stale with an error naming the field
-//! ([`super::store::Datum`]), and the last good value stays.
+//! (`virtwrap::agent::store::Datum`), and the last good value stays.
 //!
 //! KubeVirt has no bound of its own on any field. Ours are chosen so that
 //! every real guest fits with room to spare (sizes from Linux and Windows
