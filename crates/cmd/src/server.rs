@@ -32,6 +32,9 @@ use crate::proto::cmd_info::{CmdInfoRequest, CmdInfoResponse};
 pub const SUPPORTED_CMD_VERSIONS: [u32; 1] = [1];
 /// Largest request accepted (a VMI JSON is a few KiB; gRPC's default is 4 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 4 << 20;
+/// Largest image GetScreenshot answers: [`MAX_MESSAGE_BYTES`] less room for
+/// the rest of the answer (a larger one is refused by size, not cut).
+pub const MAX_SCREENSHOT_BYTES: usize = MAX_MESSAGE_BYTES - 1024;
 pub use crate::error::{CommandError, NOT_MIGRATING, NO_VALID_VMI};
 pub use crate::handler::{Handler, Screenshot, SyncOptions, AGENT_DATA_COMMANDS};
 
@@ -535,7 +538,17 @@ impl<H: Handler> Cmd for CmdService<H> {
             }
         };
         let h = Arc::clone(&self.handler);
-        let res = joined(tokio::task::spawn_blocking(move || h.screenshot(&vmi)).await);
+        let res = joined(tokio::task::spawn_blocking(move || h.screenshot(&vmi)).await)
+            .and_then(|s| {
+                // The answer must fit the gRPC message limit.
+                if s.data.len() > MAX_SCREENSHOT_BYTES {
+                    return Err(CommandError::Failed(format!(
+                        "the screenshot is {} bytes, more than the {MAX_SCREENSHOT_BYTES} bytes an answer may carry",
+                        s.data.len()
+                    )));
+                }
+                Ok(s)
+            });
         reply(match res {
             Ok(s) => ScreenshotResponse {
                 response: Some(ok()),
