@@ -362,7 +362,12 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
         })
     })?;
     let pretty = || serde_json::to_string_pretty(&out).unwrap_or_default() + "\n";
-    let text = if json_out {
+    let png_on_stdout = args.action == Action::Screenshot
+        && args.file.as_deref() == Some(std::path::Path::new("-"));
+    let text = if png_on_stdout {
+        // Stdout carries the PNG alone.
+        String::new()
+    } else if json_out {
         format!("{out}\n")
     } else {
         match args.action {
@@ -377,9 +382,6 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Unfreeze => "ok\n".to_owned(),
             Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),
             Action::Memorydump if args.wait.is_none() => "ok\n".to_owned(),
-            Action::Screenshot if args.file.as_deref() == Some(std::path::Path::new("-")) => {
-                String::new()
-            }
             Action::Screenshot => format!(
                 "{} bytes of {} written to {}\n",
                 out["bytes"],
