@@ -309,6 +309,12 @@ fn leaves_no_qemu_behind_even_for_domains_it_did_not_start() {
     assert!(ok, "{msg}");
     let (ok, msg) = l.virsh(&["start", "e2e_intruder"]);
     assert!(ok, "{msg}");
+    // Without --vm-stats-collector GetVMStats is KubeVirt's gRPC error.
+    let (ok, _, err) = l.ctl(&["vmstats"]);
+    assert!(
+        !ok && err.contains("VMStatsCollector feature gate is not enabled"),
+        "{err}"
+    );
     // A domain without a display has no screenshot: libvirt says so
     // (what GetScreenshot answers for such a VMI).
     {
