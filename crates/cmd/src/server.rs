@@ -18,11 +18,12 @@ use tonic::{Request, Response as TonicResponse, Status};
 
 use crate::proto::cmd::cmd_server::{Cmd, CmdServer};
 use crate::proto::cmd::{
-    DirtyRateStatsResponse, DomainResponse, DomainStatsResponse, EmptyRequest, ExecRequest,
-    ExecResponse, FreezeRequest, GuestFilesystemsResponse, GuestInfoResponse, GuestPingRequest,
-    GuestPingResponse, GuestUserListResponse, InjectLaunchSecretRequest, LaunchMeasurementResponse,
-    MemoryDumpRequest, MigrationRequest, QemuVersionResponse, Response, SevInfoResponse,
-    VmiRequest,
+    BackupRequest, DirtyRateStatsResponse, DomainResponse, DomainStatsResponse, EmptyRequest,
+    ExecRequest, ExecResponse, FreezeRequest, GuestFilesystemsResponse, GuestInfoResponse,
+    GuestPingRequest, GuestPingResponse, GuestUserListResponse, InjectLaunchSecretRequest,
+    LaunchMeasurementResponse, MemoryDumpRequest, MigrationRequest, QemuVersionResponse,
+    RedefineCheckpointRequest, RedefineCheckpointResponse, Response, ScreenshotResponse,
+    SevInfoResponse, VmStatsRequest, VmStatsResponse, VmiRequest,
 };
 use crate::proto::cmd_info::cmd_info_server::{CmdInfo, CmdInfoServer};
 use crate::proto::cmd_info::{CmdInfoRequest, CmdInfoResponse};
@@ -31,201 +32,11 @@ use crate::proto::cmd_info::{CmdInfoRequest, CmdInfoResponse};
 pub const SUPPORTED_CMD_VERSIONS: [u32; 1] = [1];
 /// Largest request accepted (a VMI JSON is a few KiB; gRPC's default is 4 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 4 << 20;
+/// Largest image GetScreenshot answers: [`MAX_MESSAGE_BYTES`] less room for
+/// the rest of the answer (a larger one is refused by size, not cut).
+pub const MAX_SCREENSHOT_BYTES: usize = MAX_MESSAGE_BYTES - 1024;
 pub use crate::error::{CommandError, NOT_MIGRATING, NO_VALID_VMI};
-
-/// Settings virt-handler sends with SyncVirtualMachine
-/// (`VirtualMachineOptions`), the parts the launcher uses today.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SyncOptions {
-    /// SMBIOS system fields (manufacturer, family, product, sku, version).
-    pub smbios: Option<[String; 5]>,
-    /// Balloon statistics period in seconds.
-    pub mem_balloon_stats_period: u32,
-    /// Volumes that are preallocated (no discard).
-    pub preallocated_volumes: Vec<String>,
-    /// Cluster: free page reporting disabled.
-    pub free_page_reporting_disabled: bool,
-    /// Cluster: serial console log disabled.
-    pub serial_console_log_disabled: bool,
-    /// Cluster: EFI guests get the Bochs display
-    /// (`ClusterConfig.BochsDisplayForEFIGuests`; false without a
-    /// ClusterConfig, as KubeVirt's launcher reads it).
-    pub bochs_display_for_efi_guests: bool,
-    /// Cluster: the ExpandDisks feature gate (`ClusterConfig.ExpandDisksEnabled`,
-    /// or the deprecated top-level `ExpandDisksEnabled` of older handlers).
-    pub expand_disks_enabled: bool,
-}
-
-/// What the server asks of the launcher. Errors are [`CommandError`]s,
-/// whose text virt-handler sees in `Response.message` (libvirt's as
-/// `LibvirtError(Code=.., Domain=.., Message='..')`). Methods block; the
-/// server calls them on tokio's blocking pool.
-pub trait Handler: Send + Sync + 'static {
-    /// UID of the VMI this launcher runs (requests for another are refused).
-    fn vmi_uid(&self) -> String;
-    /// SyncVMI: prepare, convert, define, start (idempotent).
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), CommandError>;
-    /// Pause.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Unpause.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn unpause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Hard reset.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn reset(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Guest-cooperative reboot (ACPI until the guest agent is used).
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Graceful shutdown request (SignalShutdownVMI).
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Immediate power-off.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Undefine.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// The domain as KubeVirt's api.Domain JSON, `None` when there is none.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn domain_json(&self) -> Result<Option<String>, CommandError>;
-    /// [`Handler::domain_json`] when it can be answered without blocking
-    /// (from memory); `None` sends GetDomain to [`Handler::domain_json`]
-    /// on a blocking thread.
-    fn cached_domain_json(&self) -> Option<Option<String>> {
-        None
-    }
-    /// KubeVirt's DomainStats JSON, `None` when no domain runs.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn domain_stats_json(&self) -> Result<Option<String>, CommandError>;
-    /// `QEMU <major>.<minor>.<micro>`.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn qemu_version(&self) -> Result<String, CommandError>;
-    /// GetGuestInfo: KubeVirt's `VirtualMachineInstanceGuestAgentInfo` JSON.
-    /// Called on the gRPC runtime: answer from memory, never block (this
-    /// and the two below).
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn guest_info_json(&self) -> Result<String, CommandError> {
-        Err(CommandError::not_supported("guest agent information"))
-    }
-    /// GetUsers: a JSON array of `VirtualMachineInstanceGuestOSUser`.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn users_json(&self) -> Result<String, CommandError> {
-        Err(CommandError::not_supported("guest agent users"))
-    }
-    /// GetFilesystems: a JSON array of `VirtualMachineInstanceFileSystem`.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn filesystems_json(&self) -> Result<String, CommandError> {
-        Err(CommandError::not_supported("guest agent file systems"))
-    }
-    /// Exec: runs `command args` in the guest of domain `domain` through
-    /// the agent, waiting up to `timeout`; (exit code, stdout).
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn exec(
-        &self,
-        domain: &str,
-        command: &str,
-        args: &[String],
-        timeout: std::time::Duration,
-    ) -> Result<(i32, String), CommandError> {
-        let _ = (domain, command, args, timeout);
-        Err(CommandError::not_supported("guest exec (guest agent)"))
-    }
-    /// GuestPing: `guest-ping` to domain `domain`'s agent within `timeout`.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), CommandError> {
-        let _ = (domain, timeout);
-        Err(CommandError::not_supported("guest ping (guest agent)"))
-    }
-    /// Freeze the guest's file systems; thaw them by itself after
-    /// `unfreeze_timeout` unless it is zero.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn freeze(
-        &self,
-        vmi: &VirtualMachineInstance,
-        unfreeze_timeout: std::time::Duration,
-    ) -> Result<(), CommandError> {
-        let _ = (vmi, unfreeze_timeout);
-        Err(CommandError::not_supported(
-            "file system freeze (guest agent)",
-        ))
-    }
-    /// Thaw the guest's file systems.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn unfreeze(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
-        let _ = vmi;
-        Err(CommandError::not_supported(
-            "file system thaw (guest agent)",
-        ))
-    }
-    /// VirtualMachineMemoryDump: starts a memory-only core dump of the
-    /// guest into `dump_path` (virt-handler's
-    /// `/var/run/kubevirt/hotplug-disks/<volume>/<file>`) and returns at
-    /// once; the dump runs in the background and its progress appears in
-    /// the domain's `Spec.Metadata.KubeVirt.MemoryDump` (KubeVirt
-    /// `MemoryDump`, kubevirt-facts §8.5). A request while a dump runs, or
-    /// for the file name already recorded, succeeds and does nothing.
-    ///
-    /// # Errors
-    /// A bad `dump_path` (one line naming `dumpPath`), or the dump could
-    /// not be started (by default: not supported yet).
-    fn memory_dump(
-        &self,
-        vmi: &VirtualMachineInstance,
-        dump_path: &str,
-    ) -> Result<(), CommandError> {
-        let _ = (vmi, dump_path);
-        Err(CommandError::not_supported("memory dump"))
-    }
-    /// GetDomainDirtyRateStats: the guest's memory dirty rate in MiB/s
-    /// (`dirtyRateMbs`) from KubeVirt's 1 s page-sampling calculation,
-    /// cached 3 s. Blocks for up to about 2 s (the calculation and its
-    /// re-reads); the server calls it on the blocking pool.
-    ///
-    /// # Errors
-    /// The failure message, e.g. KubeVirt's `Dirty rate
-    /// MegabytesPerSecondSet is false` (by default: not supported yet).
-    fn dirty_rate_mbs(&self) -> Result<i64, CommandError> {
-        Err(CommandError::not_supported("dirty rate statistics"))
-    }
-}
+pub use crate::handler::{Handler, Screenshot, SyncOptions, AGENT_DATA_COMMANDS};
 
 fn ok() -> Response {
     Response {
@@ -296,6 +107,40 @@ impl<H: Handler> CmdService<H> {
             }));
         }
         Ok(vmi)
+    }
+
+    /// GetDomainStats' answer (also GetVMStats' `domainStats`).
+    async fn domain_stats(&self) -> DomainStatsResponse {
+        let h = Arc::clone(&self.handler);
+        let res = joined(tokio::task::spawn_blocking(move || h.domain_stats_json()).await);
+        match res {
+            Ok(s) => DomainStatsResponse {
+                response: Some(ok()),
+                domain_stats: s.unwrap_or_else(|| "null".into()),
+            },
+            Err(e) => DomainStatsResponse {
+                response: Some(fail(&e)),
+                domain_stats: String::new(),
+            },
+        }
+    }
+
+    /// GetDomainDirtyRateStats' answer (also GetVMStats' `dirtyRateStats`).
+    /// The calculation takes about a second: it runs on the blocking pool,
+    /// so the runtime keeps serving other calls meanwhile.
+    async fn dirty_rate(&self) -> DirtyRateStatsResponse {
+        let h = Arc::clone(&self.handler);
+        let res = joined(tokio::task::spawn_blocking(move || h.dirty_rate_mbs()).await);
+        match res {
+            Ok(mbs) => DirtyRateStatsResponse {
+                response: Some(ok()),
+                dirty_rate_mbs: mbs,
+            },
+            Err(e) => DirtyRateStatsResponse {
+                response: Some(fail(&e)),
+                dirty_rate_mbs: 0,
+            },
+        }
     }
 
     /// Runs a blocking handler call for the VMI of `req`.
@@ -485,18 +330,7 @@ impl<H: Handler> Cmd for CmdService<H> {
         })
     }
     async fn get_domain_stats(&self, _r: Request<EmptyRequest>) -> R<DomainStatsResponse> {
-        let h = Arc::clone(&self.handler);
-        let res = joined(tokio::task::spawn_blocking(move || h.domain_stats_json()).await);
-        reply(match res {
-            Ok(s) => DomainStatsResponse {
-                response: Some(ok()),
-                domain_stats: s.unwrap_or_else(|| "null".into()),
-            },
-            Err(e) => DomainStatsResponse {
-                response: Some(fail(&e)),
-                domain_stats: String::new(),
-            },
-        })
+        reply(self.domain_stats().await)
     }
     // The guest agent answers come from the poller's memory: no blocking
     // hop, the runtime is never held up by the guest.
@@ -613,43 +447,204 @@ impl<H: Handler> Cmd for CmdService<H> {
     async fn sync_virtual_machine_memory(&self, _r: Request<VmiRequest>) -> R<Response> {
         reply(unsupported("memory hot-plug"))
     }
+    /// KubeVirt asks libvirt (`virNodeGetSEVInfo`): on a host without SEV
+    /// the answer is libvirt's refusal.
     async fn get_sev_info(&self, _r: Request<EmptyRequest>) -> R<SevInfoResponse> {
-        reply(SevInfoResponse {
-            response: Some(unsupported("SEV")),
-            sev_info: Vec::new(),
+        let h = Arc::clone(&self.handler);
+        let res = joined(tokio::task::spawn_blocking(move || h.sev_info()).await);
+        reply(match res {
+            Ok(sev_info) => SevInfoResponse {
+                response: Some(ok()),
+                sev_info,
+            },
+            Err(e) => SevInfoResponse {
+                response: Some(fail(&e)),
+                sev_info: Vec::new(),
+            },
         })
     }
-    async fn get_launch_measurement(
-        &self,
-        _r: Request<VmiRequest>,
-    ) -> R<LaunchMeasurementResponse> {
-        reply(LaunchMeasurementResponse {
-            response: Some(unsupported("SEV launch measurement")),
-            launch_measurement: Vec::new(),
+    async fn get_launch_measurement(&self, r: Request<VmiRequest>) -> R<LaunchMeasurementResponse> {
+        let req = r.into_inner();
+        let vmi = match self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
+            Ok(v) => v,
+            Err(response) => {
+                return reply(LaunchMeasurementResponse {
+                    response: Some(response),
+                    launch_measurement: Vec::new(),
+                })
+            }
+        };
+        let h = Arc::clone(&self.handler);
+        let res = joined(tokio::task::spawn_blocking(move || h.launch_measurement(&vmi)).await);
+        reply(match res {
+            Ok(launch_measurement) => LaunchMeasurementResponse {
+                response: Some(ok()),
+                launch_measurement,
+            },
+            Err(e) => LaunchMeasurementResponse {
+                response: Some(fail(&e)),
+                launch_measurement: Vec::new(),
+            },
         })
     }
-    async fn inject_launch_secret(&self, _r: Request<InjectLaunchSecretRequest>) -> R<Response> {
-        reply(unsupported("SEV launch secret"))
+    /// KubeVirt: the VMI, then the options (`SEVSecretOptions` JSON), then
+    /// `Header is required` / `Secret is required`, then libvirt.
+    async fn inject_launch_secret(&self, r: Request<InjectLaunchSecretRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let vmi = match self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
+            Ok(v) => v,
+            Err(response) => return reply(response),
+        };
+        let (header, secret) = match crate::sev::secret_options(&req.options) {
+            Ok(hs) => hs,
+            Err(e) => return reply(fail(&e)),
+        };
+        let h = Arc::clone(&self.handler);
+        let res =
+            tokio::task::spawn_blocking(move || h.inject_launch_secret(&vmi, &header, &secret))
+                .await;
+        reply(match joined(res) {
+            Ok(()) => ok(),
+            Err(e) => fail(&e),
+        })
     }
-    /// The calculation takes about a second: it runs on the blocking pool,
-    /// so the runtime keeps serving other calls meanwhile. Failures travel
-    /// in the `Response` (success=false) with `dirtyRateMbs` 0.
+    /// Failures travel in the `Response` (success=false) with
+    /// `dirtyRateMbs` 0.
     async fn get_domain_dirty_rate_stats(
         &self,
         _r: Request<EmptyRequest>,
     ) -> R<DirtyRateStatsResponse> {
+        reply(self.dirty_rate().await)
+    }
+    /// KubeVirt main: libvirt's screenshot of the primary display.
+    async fn get_screenshot(&self, r: Request<VmiRequest>) -> R<ScreenshotResponse> {
+        let req = r.into_inner();
+        let vmi = match self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
+            Ok(v) => v,
+            Err(response) => {
+                return reply(ScreenshotResponse {
+                    response: Some(response),
+                    ..Default::default()
+                })
+            }
+        };
         let h = Arc::clone(&self.handler);
-        let res = joined(tokio::task::spawn_blocking(move || h.dirty_rate_mbs()).await);
+        let res = joined(tokio::task::spawn_blocking(move || h.screenshot(&vmi)).await)
+            .and_then(|s| {
+                // The answer must fit the gRPC message limit.
+                if s.data.len() > MAX_SCREENSHOT_BYTES {
+                    return Err(CommandError::Failed(format!(
+                        "the screenshot is {} bytes, more than the {MAX_SCREENSHOT_BYTES} bytes an answer may carry",
+                        s.data.len()
+                    )));
+                }
+                Ok(s)
+            });
         reply(match res {
-            Ok(mbs) => DirtyRateStatsResponse {
+            Ok(s) => ScreenshotResponse {
                 response: Some(ok()),
-                dirty_rate_mbs: mbs,
+                mime: s.mime,
+                data: s.data,
             },
-            Err(e) => DirtyRateStatsResponse {
+            Err(e) => ScreenshotResponse {
                 response: Some(fail(&e)),
-                dirty_rate_mbs: 0,
+                ..Default::default()
             },
         })
+    }
+    async fn backup_virtual_machine(&self, r: Request<BackupRequest>) -> R<Response> {
+        let req = r.into_inner();
+        if let Err(response) = self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
+            return reply(response);
+        }
+        reply(unsupported("backup (BackupVirtualMachine)"))
+    }
+    async fn redefine_checkpoint(
+        &self,
+        r: Request<RedefineCheckpointRequest>,
+    ) -> R<RedefineCheckpointResponse> {
+        let req = r.into_inner();
+        let response = match self
+            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+            .await
+        {
+            Ok(_) => unsupported("backup checkpoints (RedefineCheckpoint)"),
+            Err(response) => response,
+        };
+        reply(RedefineCheckpointResponse {
+            response: Some(response),
+            checkpoint_invalid: false,
+        })
+    }
+    /// KubeVirt main's GetVMStats ([`crate::vmstats`]): a gRPC error
+    /// without `--vm-stats-collector`, else every requested item with a
+    /// `Response` of its own. The agent commands run one after the other
+    /// on the blocking pool, as KubeVirt runs them.
+    async fn get_vm_stats(&self, r: Request<VmStatsRequest>) -> R<VmStatsResponse> {
+        if !self.handler.vm_stats_collector() {
+            return Err(Status::unknown(crate::vmstats::NOT_ENABLED));
+        }
+        let req = r.into_inner();
+        let mut resp = VmStatsResponse {
+            response: Some(ok()),
+            ..Default::default()
+        };
+        let mut errs = Vec::new();
+        if req.domain_stats.is_some() {
+            let d = self.domain_stats().await;
+            if let Some(r) = d.response.as_ref().filter(|r| !r.success) {
+                errs.push(format!("domain stats: {}", r.message));
+            }
+            resp.domain_stats = Some(d);
+        }
+        if req.dirty_rate.is_some() {
+            let d = self.dirty_rate().await;
+            if let Some(r) = d.response.as_ref().filter(|r| !r.success) {
+                errs.push(format!("dirty rate stats: {}", r.message));
+            }
+            resp.dirty_rate_stats = Some(d);
+        }
+        let commands = crate::vmstats::requested_agent_commands(&req);
+        if !commands.is_empty() {
+            resp.guest_agent_version = Some(Response {
+                success: true,
+                message: self.handler.guest_agent_version(),
+            });
+            let h = Arc::clone(&self.handler);
+            let res = tokio::task::spawn_blocking(move || {
+                let errs = crate::vmstats::agent_items(&mut resp, &commands, |c| {
+                    h.agent_data(c).map_err(|e| e.to_string())
+                });
+                (resp, errs)
+            })
+            .await;
+            match res {
+                Ok((r, e)) => {
+                    resp = r;
+                    errs.extend(e);
+                }
+                Err(e) => return Err(Status::internal(e.to_string())),
+            }
+        }
+        if !errs.is_empty() {
+            resp.response = Some(Response {
+                success: false,
+                message: errs.join("; "),
+            });
+        }
+        reply(resp)
     }
 }
 

@@ -53,6 +53,12 @@ pub enum Action {
     /// Dump the guest's memory into a file: `memorydump PATH` (an ELF
     /// core; `--wait SECONDS` waits for it to end and prints its record).
     Memorydump,
+    /// A PNG of the guest's display: `screenshot -f FILE.png` (`-f -`:
+    /// stdout), as virtctl's `vnc screenshot --file`.
+    Screenshot,
+    /// KubeVirt's GetVMStats (the launcher needs `--vm-stats-collector`):
+    /// the items of `--item` (default: all), each with its own answer.
+    Vmstats,
 }
 
 /// `ctl` arguments.
@@ -85,6 +91,14 @@ pub struct CtlArgs {
     /// Freeze: seconds after which the launcher thaws by itself (0: never).
     #[arg(long = "unfreeze-timeout", default_value_t = 0)]
     pub unfreeze_timeout: i32,
+    /// Screenshot: the PNG file to write (`-` for stdout; virtctl's flag).
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<PathBuf>,
+    /// Vmstats: an item to ask for (repeatable): `domainStats`,
+    /// `dirtyRate` or a guest agent command (`guest-get-load`,
+    /// `guest-get-time`, ...; KubeVirt's list). Default: all of them.
+    #[arg(long = "item")]
+    pub items: Vec<String>,
     /// Exec: the command and its arguments (after `--`).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -292,6 +306,26 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 let wait = args.wait.map(std::time::Duration::from_secs);
                 wait_for_dump(&mut c, &path, wait).await?
             }
+            Action::Screenshot => {
+                let Some(file) = &args.file else {
+                    return Err(LauncherError::input(
+                        "screenshot: give the PNG file: screenshot -f FILE.png (- for stdout)",
+                    ));
+                };
+                let dom = current_domain(&mut c).await?;
+                let r = c
+                    .get_screenshot(VmiRequest {
+                        vmi: Some(vmi_of(&dom)),
+                        options: None,
+                    })
+                    .await
+                    .map_err(err)?
+                    .into_inner();
+                check(r.response)?;
+                write_file_or_stdout(file, &r.data)?;
+                json!({"mime": r.mime, "bytes": r.data.len(), "file": file})
+            }
+            Action::Vmstats => crate::ctl_vmstats::ask(&mut c, &args.items).await?,
             Action::Pause
             | Action::Unpause
             | Action::Shutdown
@@ -328,7 +362,12 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
         })
     })?;
     let pretty = || serde_json::to_string_pretty(&out).unwrap_or_default() + "\n";
-    let text = if json_out {
+    let png_on_stdout = args.action == Action::Screenshot
+        && args.file.as_deref() == Some(std::path::Path::new("-"));
+    let text = if png_on_stdout {
+        // Stdout carries the PNG alone.
+        String::new()
+    } else if json_out {
         format!("{out}\n")
     } else {
         match args.action {
@@ -343,6 +382,13 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Unfreeze => "ok\n".to_owned(),
             Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),
             Action::Memorydump if args.wait.is_none() => "ok\n".to_owned(),
+            Action::Screenshot => format!(
+                "{} bytes of {} written to {}\n",
+                out["bytes"],
+                out["mime"].as_str().unwrap_or(""),
+                out["file"].as_str().unwrap_or("")
+            ),
+            Action::Vmstats => pretty(),
             Action::Memorydump => pretty(),
             Action::Guestinfo
             | Action::Users
@@ -362,6 +408,11 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
         }
     };
     write_stdout(&text)?;
+    if args.action == Action::Vmstats && out["response"]["success"] != true {
+        return Err(LauncherError::runtime(
+            out["response"]["message"].as_str().unwrap_or("").to_owned(),
+        ));
+    }
     if !json_out && matches!(args.action, Action::Exec) {
         let code = out["exitCode"].as_i64().unwrap_or(-1);
         if code != 0 {
@@ -454,6 +505,22 @@ async fn wait_for_dump(
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+/// Writes `data` to `file` (created or truncated; `-`: stdout).
+fn write_file_or_stdout(file: &std::path::Path, data: &[u8]) -> Result<(), LauncherError> {
+    use std::io::Write;
+    if file == std::path::Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        return match out.write_all(data).and_then(|()| out.flush()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(LauncherError::runtime(
+                format!("cannot write to stdout: {e}"),
+            )),
+            _ => Ok(()),
+        };
+    }
+    std::fs::write(file, data)
+        .map_err(|e| LauncherError::runtime(format!("cannot write {}: {e}", file.display())))
 }
 
 /// Writes `text` to stdout. A reader that went away (`| head`) is not an

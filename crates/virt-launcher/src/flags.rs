@@ -100,6 +100,13 @@ pub struct LauncherFlags {
     /// Guest file system freeze status poll interval.
     #[arg(long, default_value = "5s", value_parser = parse_go_duration)]
     pub qemu_fsfreeze_status_interval: Duration,
+    /// Serve GetVMStats (KubeVirt main's VMStatsCollector feature gate,
+    /// which virt-controller passes as this flag): domain statistics, dirty
+    /// rate and cached guest agent replies in one call. Without it
+    /// GetVMStats fails with KubeVirt's `VMStatsCollector feature gate is
+    /// not enabled`.
+    #[arg(long)]
+    pub vm_stats_collector: bool,
     /// Fail right after directory initialisation (KubeVirt's test hook).
     #[arg(long)]
     pub simulate_crash: bool,

@@ -2,7 +2,7 @@
 //! ([`config`]) and supervision ([`supervisor`]), the connection
 //! ([`connection`]), KubeVirt's state names ([`state`]), the domain
 //! statistics ([`stats`]), the dirty rate ([`dirtyrate`]), the runtime
-//! metadata ([`metadata`]), the memory dump ([`memory_dump`]) and the
+//! metadata ([`metadata`]), the memory dump ([`memory_dump`]), screenshots ([`screenshot`]) and the
 //! [`manager::DomainManager`] that runs the VMI's domain.
 
 pub mod agent;
@@ -13,6 +13,7 @@ pub mod events;
 pub mod manager;
 pub mod memory_dump;
 pub mod metadata;
+pub mod screenshot;
 pub mod state;
 pub mod stats;
 pub mod supervisor;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use api::VirtualMachineInstance;
 use cmd::notify::{Event, Notifier};
-use cmd::server::{CommandError, Handler, SyncOptions};
+use cmd::server::{CommandError, Handler, Screenshot, SyncOptions};
 use converter::ClusterOptions;
 use virtwrap::agent::Agent;
 use virtwrap::memory_dump::{self, MemoryDumper};
@@ -73,6 +73,8 @@ pub struct LauncherHandler {
     metadata: Arc<MetadataCache>,
     dumper: MemoryDumper,
     dump_policy: DumpPolicy,
+    /// `--vm-stats-collector`: GetVMStats is served.
+    vm_stats_collector: bool,
     /// The VMI last synced (virt-handler's, with its full spec).
     pub current: Mutex<Option<VirtualMachineInstance>>,
 }
@@ -100,8 +102,17 @@ impl LauncherHandler {
             dumper: MemoryDumper::new(Arc::clone(&metadata), now_rfc3339),
             metadata,
             dump_policy,
+            vm_stats_collector: false,
             current: Mutex::new(None),
         }
+    }
+
+    /// The same handler serving GetVMStats when `enabled`
+    /// (`--vm-stats-collector`).
+    #[must_use]
+    pub fn with_vm_stats_collector(mut self, enabled: bool) -> Self {
+        self.vm_stats_collector = enabled;
+        self
     }
 
     /// Refuses a request for a domain other than this launcher's.
@@ -368,6 +379,59 @@ impl Handler for LauncherHandler {
         )?;
         tracing::info!(path = %path.display(), request = ?r, "memory dump requested");
         Ok(())
+    }
+
+    fn screenshot(&self, vmi: &VirtualMachineInstance) -> Result<Screenshot, CommandError> {
+        let png = self
+            .manager
+            .screenshot(&vmi.domain_name())
+            .map_err(command_error)?;
+        tracing::debug!(
+            width = png.width,
+            height = png.height,
+            bytes = png.data.len(),
+            "screenshot"
+        );
+        Ok(Screenshot {
+            mime: virtwrap::screenshot::MIME_PNG.to_owned(),
+            data: png.data,
+        })
+    }
+
+    fn vm_stats_collector(&self) -> bool {
+        self.vm_stats_collector
+    }
+
+    fn guest_agent_version(&self) -> String {
+        self.agent.store().guest_info().guest_agent_version
+    }
+
+    fn agent_data(&self, command: &str) -> Result<String, CommandError> {
+        self.agent.data(command).map_err(CommandError::Failed)
+    }
+
+    fn sev_info(&self) -> Result<Vec<u8>, CommandError> {
+        let info = self.manager.sev_info().map_err(command_error)?;
+        serde_json::to_vec(&info).map_err(|e| CommandError::Failed(e.to_string()))
+    }
+
+    fn launch_measurement(&self, vmi: &VirtualMachineInstance) -> Result<Vec<u8>, CommandError> {
+        let info = self
+            .manager
+            .launch_measurement(&vmi.domain_name())
+            .map_err(command_error)?;
+        serde_json::to_vec(&info).map_err(|e| CommandError::Failed(e.to_string()))
+    }
+
+    fn inject_launch_secret(
+        &self,
+        vmi: &VirtualMachineInstance,
+        header: &str,
+        secret: &str,
+    ) -> Result<(), CommandError> {
+        self.manager
+            .inject_launch_secret(&vmi.domain_name(), header, secret)
+            .map_err(command_error)
     }
 }
 

@@ -191,6 +191,7 @@ impl Services {
                 Arc::clone(&metadata),
                 dump_policy,
             )
+            .with_vm_stats_collector(flags.vm_stats_collector)
         })?;
         let stop_events = Arc::new(AtomicBool::new(false));
         let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))

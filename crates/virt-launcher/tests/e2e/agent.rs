@@ -17,8 +17,13 @@ use crate::harness::{guest_vmi, launcher_bin, Launcher, Opts, BOOT_TIMEOUT};
 /// GUEST-READY, and the sys group re-polls at 10 s, then 30 s, 70 s ...
 const POLL_WAIT: Duration = Duration::from_secs(90);
 
+/// Boots the guest `name` with GetVMStats enabled (`--vm-stats-collector`).
 fn boot(name: &str) -> Launcher {
-    let mut l = Launcher::start(&guest_vmi(name, "virtio"), &Opts::default());
+    let opts = Opts {
+        args: &["--vm-stats-collector"],
+        ..Opts::default()
+    };
+    let mut l = Launcher::start(&guest_vmi(name, "virtio"), &opts);
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     l
 }
@@ -119,6 +124,14 @@ fn agent_info_os_hostname_interfaces_exec_and_ping() {
     assert_eq!(dom["Status"]["Interfaces"], Value::Null, "{dom}");
     assert_eq!(dom["Status"]["FSFreezeStatus"]["Status"], "thawed");
     assert_eq!(agent_channel_state(&dom), "connected", "{dom}");
+
+    // Issue 18 on this guest: screenshot, GetVMStats, the clock after
+    // Unpause, the refusals of SEV and backup.
+    crate::screen_stats::screenshot_shows_the_text_screen(&l);
+    crate::screen_stats::vm_stats_answer_every_item(&l);
+    crate::screen_stats::unpause_sets_the_guest_clock(&l);
+    crate::screen_stats::sev_and_backup_refusals(&l);
+
     let raw = raw_agent(&l)
         .command(
             r#"{"execute":"guest-network-get-interfaces"}"#,
@@ -351,6 +364,7 @@ fn a_killed_agent_is_reported_disconnected_and_the_launcher_keeps_serving() {
     assert!(l
         .log()
         .contains("guest agent disconnected; polling stopped"));
+    crate::screen_stats::vm_stats_fail_per_item_without_agent(&l);
 }
 
 #[test]

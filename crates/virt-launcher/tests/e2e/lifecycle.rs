@@ -309,6 +309,25 @@ fn leaves_no_qemu_behind_even_for_domains_it_did_not_start() {
     assert!(ok, "{msg}");
     let (ok, msg) = l.virsh(&["start", "e2e_intruder"]);
     assert!(ok, "{msg}");
+    // Without --vm-stats-collector GetVMStats is KubeVirt's gRPC error.
+    let (ok, _, err) = l.ctl(&["vmstats"]);
+    assert!(
+        !ok && err.contains("VMStatsCollector feature gate is not enabled"),
+        "{err}"
+    );
+    // A domain without a display has no screenshot: libvirt says so
+    // (what GetScreenshot answers for such a VMI).
+    {
+        let mut conn = virt::connect::Connect::open(Some(&l.uri())).unwrap();
+        let dom = virt::domain::Domain::lookup_by_name(&conn, "e2e_intruder").unwrap();
+        let e = virtwrap::screenshot::capture(&conn, &dom).unwrap_err();
+        drop(dom);
+        let _ = conn.close();
+        assert!(
+            e.to_string().contains("no screens to take screenshot from"),
+            "{e}"
+        );
+    }
     let pid = l
         .qemu_pid_of("e2e_intruder")
         .expect("the second domain's QEMU");

@@ -33,4 +33,5 @@ mod podbox;
 mod protocol;
 #[path = "../support/run.rs"]
 mod run;
+mod screen_stats;
 mod volumes;

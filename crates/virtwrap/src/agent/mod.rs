@@ -14,6 +14,7 @@
 #![allow(unsafe_code)]
 
 pub use guest_agent::{bounds, parse};
+pub mod data;
 pub mod poller;
 pub mod store;
 mod thaw;
@@ -81,6 +82,15 @@ pub trait AgentChannel: Send + Sync {
     /// # Errors
     /// [`AgentError`].
     fn command(&self, cmd: &str, timeout: Duration) -> Result<String, AgentError>;
+    /// [`AgentChannel::command`] whose failure is worded as KubeVirt's Go
+    /// code prints a libvirt error (`virError(Code=86, Domain=10,
+    /// Message='...')`), for GetVMStats' items. By default the error's text.
+    ///
+    /// # Errors
+    /// The failure's text.
+    fn command_vir(&self, cmd: &str, timeout: Duration) -> Result<String, String> {
+        self.command(cmd, timeout).map_err(|e| e.to_string())
+    }
     /// libvirt's `virDomainFSFreeze` of every file system; the count frozen.
     ///
     /// # Errors
@@ -165,6 +175,33 @@ impl AgentChannel for LibvirtAgent {
             .map_err(|e| libvirt(&e))
     }
 
+    fn command_vir(&self, cmd: &str, timeout: Duration) -> Result<String, String> {
+        if cmd.contains('\0') {
+            return Err("agent command contains NUL".into());
+        }
+        let d = match self.dom() {
+            Ok(d) => d,
+            Err(AgentError::NoDomain) => {
+                return Err(format!(
+                    "virError(Code={}, Domain={}, Message='Domain not found: no domain with matching name '{}'')",
+                    sys::VIR_ERR_NO_DOMAIN,
+                    sys::VIR_FROM_QEMU,
+                    self.domain
+                ))
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let secs = i32::try_from(timeout.as_secs().max(1)).unwrap_or(i32::MAX);
+        d.qemu_agent_command(cmd, secs, 0).map_err(|e| {
+            format!(
+                "virError(Code={}, Domain={}, Message='{}')",
+                e.code().to_raw(),
+                e.domain().to_raw(),
+                bounds::cut(e.message())
+            )
+        })
+    }
+
     fn fs_freeze(&self) -> Result<u32, AgentError> {
         let d = self.dom()?;
         // SAFETY: `d` is a live domain handle; a NULL mountpoint list with
@@ -213,6 +250,8 @@ pub struct Agent {
     thaw_generation: Arc<AtomicU64>,
     /// Serialises freeze and thaw (KubeVirt holds a lock around both).
     freeze_lock: Mutex<()>,
+    /// GetVMStats' cached agent replies.
+    data: data::DataCaches,
     /// The pending automatic thaw (one thread per agent, not per freeze).
     thaw_timer: thaw::ThawTimer,
 }
@@ -262,6 +301,7 @@ impl Agent {
             poller,
             thaw_generation,
             freeze_lock: Mutex::new(()),
+            data: data::DataCaches::default(),
             thaw_timer,
         })
     }
@@ -269,6 +309,15 @@ impl Agent {
     /// What the poller knows.
     pub fn store(&self) -> &Arc<AgentStore> {
         &self.store
+    }
+
+    /// GetVMStats' item `command`: the agent's raw reply, cached for its
+    /// time to live ([`data::DataCaches::get`]).
+    ///
+    /// # Errors
+    /// KubeVirt's `failed to get agent data for <command>: ...`.
+    pub fn data(&self, command: &str) -> Result<String, String> {
+        self.data.get(command, self.channel.as_ref())
     }
 
     /// The poller (to tell it about agent lifecycle events).

@@ -56,6 +56,8 @@ impl LibvirtDomainManager {
             if st == sys::VIR_DOMAIN_PAUSED {
                 d.resume()?;
                 tracing::info!(domain = %vmi.domain_name(), "domain resumed");
+                // KubeVirt: best effort, after the resume, never failing it.
+                self.set_guest_time(&d);
             }
             self.set_user_paused(&vmi.domain_name(), false);
             Ok(())

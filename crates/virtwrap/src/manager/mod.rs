@@ -9,7 +9,9 @@
 //!   ExpandDisks; the config drive's tagged devices;
 //! - `lifecycle`: kill, delete and undefine, the shutdown request,
 //!   pause, unpause, reset, soft reboot, listing;
-//! - `dump`: the memory dump, the dirty rate, the QEMU version.
+//! - `dump`: the memory dump, the dirty rate, the QEMU version;
+//! - `screen`: GetScreenshot; [`sev`]: KubeVirt's SEV answers;
+//! - `time_sync`: the guest's clock set after a resume.
 //!
 //! The manager holds no conversion settings of its own: the host's facts
 //! ([`converter::HostFacts`]) are fixed when it is made, and everything
@@ -17,7 +19,10 @@
 
 mod dump;
 mod lifecycle;
+mod screen;
+pub mod sev;
 mod sync;
+mod time_sync;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
@@ -60,6 +65,12 @@ pub enum ManagerError {
     /// domain (the sidecar named); nothing was left defined.
     #[error(transparent)]
     Hook(#[from] hooks::HookError),
+    /// Any other failure, its message as KubeVirt words it.
+    #[error("{0}")]
+    Failed(String),
+    /// A screen dump could not be answered as a PNG.
+    #[error(transparent)]
+    Screenshot(#[from] crate::screenshot::ScreenshotError),
 }
 
 impl From<virt::error::Error> for ManagerError {
@@ -226,6 +237,9 @@ pub struct LibvirtDomainManager {
     ended: Mutex<Option<(&'static str, &'static str)>>,
     /// The collected hook sidecars (none unless `--hook-sidecars`).
     hooks: std::sync::Arc<hooks::Manager>,
+    /// KubeVirt's `setTimeOnce`: the guest's clock is set after the first
+    /// resume only (`time_sync`).
+    set_time_once: std::sync::Once,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -273,6 +287,7 @@ impl LibvirtDomainManager {
             qemu_version,
             ended: Mutex::new(None),
             hooks: std::sync::Arc::new(hooks::Manager::new(hooks::HOOK_SOCKETS_DIR)),
+            set_time_once: std::sync::Once::new(),
         })
     }
 
