@@ -376,7 +376,9 @@ impl VolumeFiles {
     /// its files; `block`: the claim behind it (persistentVolumeClaim,
     /// dataVolume, ephemeral) is a block device. `None` for a volume that
     /// is no disk of the guest (memoryDump) or a source this layout does
-    /// not know.
+    /// not know. A persistentVolumeClaim or dataVolume that the status
+    /// marks hot-plugged is at [`crate::hotplug::image_path`] (or
+    /// [`crate::hotplug::block_path`] when `block`).
     ///
     /// # Errors
     /// A [`FieldError`] about `spec.volumes[<index>].hostDisk.path` for a
@@ -389,8 +391,17 @@ impl VolumeFiles {
         v: &Volume,
         block: bool,
     ) -> Result<Option<VolumeFiles>, FieldError> {
+        // A hot-plug claim is where virt-handler mounts it (crate::hotplug).
+        let hotplug = (v.persistent_volume_claim.is_some() || v.data_volume.is_some())
+            && crate::hotplug::VolumeStatuses::of(vmi).is_hotplug(&v.name);
         let claim = || {
-            if block {
+            if hotplug {
+                if block {
+                    ClaimData::Block(crate::hotplug::block_path(&v.name))
+                } else {
+                    ClaimData::Image(crate::hotplug::image_path(&v.name))
+                }
+            } else if block {
                 ClaimData::Block(block_device(&v.name))
             } else {
                 ClaimData::Image(paths.pvc_image(&v.name))

@@ -2,6 +2,7 @@
 //! (`SetDriverCacheMode`, `SetOptimalIOMode`): probed on the files the
 //! guest's I/O reaches.
 
+use std::fs;
 use std::path::PathBuf;
 
 use api::layout::VolumeFiles;
@@ -40,6 +41,13 @@ pub(crate) fn choose_cache_modes(
             Ok(Some(VolumeFiles::DownwardMetrics(_)) | None) | Err(_) => continue,
             Ok(Some(f)) => f.guest_files().into_iter().map(PathBuf::from).collect(),
         };
+        // A hot-plug volume virt-handler has not mounted yet gets its mode
+        // when it is attached (a later sync).
+        if files.first().is_some_and(|f| {
+            f.starts_with(api::hotplug::HOTPLUG_DISK_DIR) && fs::symlink_metadata(f).is_err()
+        }) {
+            continue;
+        }
         let mut direct = true;
         for f in &files {
             match supports_direct_io(f) {

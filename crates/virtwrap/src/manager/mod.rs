@@ -16,6 +16,7 @@
 //! else a conversion needs comes with each sync.
 
 mod dump;
+pub mod hotplug;
 mod lifecycle;
 mod sync;
 
