@@ -129,8 +129,14 @@ mod tests {
         assert!(s.disk_wanted("boot"));
         assert!(s.disk_wanted("hp"));
         assert!(s.disk_wanted("mnt"));
-        assert!(!s.disk_wanted("wait"), "a volume virt-handler has not made ready");
-        assert!(!s.disk_wanted("other"), "a permanent volume the status does not list");
+        assert!(
+            !s.disk_wanted("wait"),
+            "a volume virt-handler has not made ready"
+        );
+        assert!(
+            !s.disk_wanted("other"),
+            "a permanent volume the status does not list"
+        );
     }
 
     #[test]
@@ -147,6 +153,8 @@ mod tests {
         assert_eq!(block_path("v"), "/var/run/kubevirt/hotplug-disks/v");
         assert!(is_hotplug_source("/var/run/kubevirt/hotplug-disks/v.img"));
         assert!(!is_hotplug_source("/var/run/kubevirt/hotplug-disks-x/v"));
-        assert!(!is_hotplug_source("/var/run/kubevirt-private/vmi-disks/v/disk.img"));
+        assert!(!is_hotplug_source(
+            "/var/run/kubevirt-private/vmi-disks/v/disk.img"
+        ));
     }
 }

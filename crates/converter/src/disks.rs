@@ -542,8 +542,7 @@ impl<'a> DeviceNamer<'a> {
         statuses: &'a api::hotplug::VolumeStatuses,
     ) -> Self {
         let mut recorded = BTreeMap::new();
-        let mut taken: BTreeMap<&'static str, std::collections::BTreeSet<String>> =
-            BTreeMap::new();
+        let mut taken: BTreeMap<&'static str, std::collections::BTreeSet<String>> = BTreeMap::new();
         for d in &vmi.spec.domain.devices.disks {
             let Some(t) = &d.disk else { continue };
             let Some(target) = statuses.targets.get(&d.name) else {
@@ -592,10 +591,7 @@ impl<'a> DeviceNamer<'a> {
 /// `None` for a name not of that form.
 pub fn name_index(prefix: &str, name: &str) -> Option<usize> {
     let letters = name.strip_prefix(prefix)?;
-    if letters.is_empty()
-        || letters.len() > 3
-        || !letters.bytes().all(|b| b.is_ascii_lowercase())
-    {
+    if letters.is_empty() || letters.len() > 3 || !letters.bytes().all(|b| b.is_ascii_lowercase()) {
         return None;
     }
     let mut n = 0usize;
@@ -752,9 +748,17 @@ mod tests {
         assert!(x.contains("<disk type=\"file\" device=\"disk\" model=\"virtio-non-transitional\">\n      <driver name=\"qemu\" type=\"raw\" cache=\"writethrough\" error_policy=\"stop\" discard=\"unmap\"/>\n      <source file=\"/var/run/kubevirt/hotplug-disks/hp1.img\"/>\n      <target dev=\"vdb\" bus=\"virtio\"/>\n      <serial>s1</serial>\n      <alias name=\"ua-hp1\"/>"), "{x}");
         assert!(x.contains("<disk type=\"block\" device=\"disk\">"), "{x}");
         assert!(x.contains("<source dev=\"/var/run/kubevirt/hotplug-disks/hp2\"/>\n      <target dev=\"sda\" bus=\"scsi\"/>"), "{x}");
-        assert!(x.contains("<address type=\"drive\" bus=\"0\" controller=\"0\" target=\"0\" unit=\"0\"/>"), "{x}");
+        assert!(
+            x.contains(
+                "<address type=\"drive\" bus=\"0\" controller=\"0\" target=\"0\" unit=\"0\"/>"
+            ),
+            "{x}"
+        );
         // The permanent claim is where it always is.
-        assert!(x.contains("/var/run/kubevirt-private/vmi-disks/boot/disk.img"), "{x}");
+        assert!(
+            x.contains("/var/run/kubevirt-private/vmi-disks/boot/disk.img"),
+            "{x}"
+        );
     }
 
     #[test]
@@ -765,7 +769,12 @@ mod tests {
                 &[],
             )
             .unwrap();
-            let targets: Vec<_> = d.devices.disk.iter().map(|d| d.target.dev.as_str()).collect();
+            let targets: Vec<_> = d
+                .devices
+                .disk
+                .iter()
+                .map(|d| d.target.dev.as_str())
+                .collect();
             // hp1 keeps its name reserved in spec order: vdb is not reused.
             assert_eq!(targets, ["vda", "sda"], "phase {phase:?}");
         }
@@ -778,7 +787,12 @@ mod tests {
         let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: d, uid: u1}\nspec:\n  domain:\n    memory: {guest: 1Gi}\n    devices:\n      disks:\n      - {name: boot, disk: {bus: virtio}}\n      - {name: hp2, disk: {bus: virtio}}\n      - {name: hp3, disk: {bus: virtio}}\n      - {name: cd, cdrom: {bus: sata}}\n  volumes:\n  - {name: boot, persistentVolumeClaim: {claimName: b}}\n  - {name: hp2, persistentVolumeClaim: {claimName: c2, hotpluggable: true}}\n  - {name: hp3, persistentVolumeClaim: {claimName: c3, hotpluggable: true}}\nstatus:\n  volumeStatus:\n  - {name: boot, target: vda}\n  - {name: hp2, target: vdc, phase: Ready, hotplugVolume: {}}\n  - {name: hp3, phase: MountedToPod, hotplugVolume: {}}\n";
         let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
         let d = convert(&v, &ConvertContext::new(Arch::Amd64, VirtType::Kvm)).unwrap();
-        let targets: Vec<_> = d.devices.disk.iter().map(|d| d.target.dev.as_str()).collect();
+        let targets: Vec<_> = d
+            .devices
+            .disk
+            .iter()
+            .map(|d| d.target.dev.as_str())
+            .collect();
         assert_eq!(targets, ["vda", "vdc", "vdb", "sda"]);
         assert_eq!(super::name_index("vd", "vdc"), Some(2));
         assert_eq!(super::name_index("sd", "sdaa"), Some(26));

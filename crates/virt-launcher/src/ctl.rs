@@ -53,6 +53,14 @@ pub enum Action {
     /// Dump the guest's memory into a file: `memorydump PATH` (an ELF
     /// core; `--wait SECONDS` waits for it to end and prints its record).
     Memorydump,
+    /// Standalone `run` only: hot-plug a volume, `addvolume NAME --image
+    /// FILE [--bus scsi|virtio] [--serial S]`: what `virtctl addvolume`,
+    /// virt-api, virt-controller and virt-handler do (the image, a file
+    /// or a block device, mounted where virt-handler mounts a hot-plugged
+    /// claim); prints the guest's target name (`sda`, `vdb`).
+    Addvolume,
+    /// Standalone `run` only: unplug a hot-plugged volume, `removevolume NAME`.
+    Removevolume,
 }
 
 /// `ctl` arguments.
@@ -70,8 +78,19 @@ pub struct CtlArgs {
     /// current directory). Standalone any directory; in a pod
     /// virt-handler's `/var/run/kubevirt/hotplug-disks/<volume>/<file>`.
     /// Other files in its directory whose name contains `memory.dump` are
-    /// removed first, as KubeVirt does.
+    /// removed first, as KubeVirt does. Addvolume and removevolume: the
+    /// volume's name (a DNS-1123 label).
     pub path: Option<PathBuf>,
+    /// Addvolume: the image, a raw image file or a block device (never
+    /// through a symbolic link).
+    #[arg(long)]
+    pub image: Option<PathBuf>,
+    /// Addvolume: the disk's bus, `scsi` (virtctl's default) or `virtio`.
+    #[arg(long, default_value = "scsi")]
+    pub bus: String,
+    /// Addvolume: the disk's serial.
+    #[arg(long)]
+    pub serial: Option<String>,
     /// Memorydump: wait up to this many seconds for the dump to end, print
     /// its record (`Spec.Metadata.KubeVirt.MemoryDump`) and fail when the
     /// dump failed. Without it the command returns once the dump started.
@@ -132,7 +151,11 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             )))
         }
     };
-    if let (Some(p), false) = (&args.path, args.action == Action::Memorydump) {
+    let takes_path = matches!(
+        args.action,
+        Action::Memorydump | Action::Addvolume | Action::Removevolume
+    );
+    if let (Some(p), false) = (&args.path, takes_path) {
         let name = args
             .action
             .to_possible_value()
@@ -292,6 +315,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 let wait = args.wait.map(std::time::Duration::from_secs);
                 wait_for_dump(&mut c, &path, wait).await?
             }
+            Action::Addvolume | Action::Removevolume => volume(&mut c, args).await?,
             Action::Pause
             | Action::Unpause
             | Action::Shutdown
@@ -343,6 +367,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Unfreeze => "ok\n".to_owned(),
             Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),
             Action::Memorydump if args.wait.is_none() => "ok\n".to_owned(),
+            Action::Addvolume => format!("{}\n", out["target"].as_str().unwrap_or("")),
+            Action::Removevolume => "ok\n".to_owned(),
             Action::Memorydump => pretty(),
             Action::Guestinfo
             | Action::Users
@@ -370,6 +396,108 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     }
     Ok(())
 }
+
+/// `addvolume` / `removevolume` (see [`crate::standalone::hotplug`]):
+/// changes the stored VMI, mounts (or, after the detach, unmounts) the
+/// image in the launcher, sends SyncVirtualMachine and checks the domain.
+/// Returns `{"target": ...}` of an added volume.
+///
+/// # Errors
+/// virt-api's refusals (input), or the launcher's answer; nothing is left
+/// mounted and the stored VMI is unchanged when it fails.
+async fn volume(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
+    use crate::standalone::hotplug;
+    let verb = if args.action == Action::Addvolume {
+        "addvolume"
+    } else {
+        "removevolume"
+    };
+    let name = args
+        .path
+        .as_deref()
+        .and_then(std::path::Path::to_str)
+        .ok_or_else(|| {
+            LauncherError::input(format!("{verb}: give the volume's name: {verb} NAME"))
+        })?
+        .to_owned();
+    let state = hotplug::state_dir_of(&args.socket)?;
+    let mut vmi = hotplug::read_store(&state)?;
+    let sync = |vmi: &Value| VmiRequest {
+        vmi: Some(Vmi {
+            vmi_json: vmi.to_string().into_bytes(),
+        }),
+        options: None,
+    };
+    if args.action == Action::Addvolume {
+        let Some(image) = &args.image else {
+            return Err(LauncherError::input(
+                "addvolume: give the image: --image FILE",
+            ));
+        };
+        hotplug::add_volume(&mut vmi, &name, &args.bus, args.serial.as_deref())?;
+        let image = hotplug::Image::open(image)?;
+        let pid = hotplug::server_pid(&args.socket)?;
+        hotplug::mount(pid, &state, &name, &image)?;
+        let undo = |e: LauncherError| {
+            if let Err(u) = hotplug::unmount(pid, &state, &image.pod_path(&name)) {
+                tracing::warn!("{u}");
+            }
+            e
+        };
+        let r = c.sync_virtual_machine(sync(&vmi)).await.map_err(err);
+        check(Some(r.map_err(undo)?.into_inner())).map_err(undo)?;
+        let Some(target) = domain_disk(c, &name, true).await.map_err(undo)? else {
+            return Err(undo(LauncherError::runtime(format!(
+                "volume {name} was not attached (the launcher's log says why)"
+            ))));
+        };
+        hotplug::mark_ready(&mut vmi, &name, &target);
+        hotplug::write_store(&state, &vmi)?;
+        Ok(json!({ "target": target }))
+    } else {
+        hotplug::remove_volume(&mut vmi, &name)?;
+        check(Some(
+            c.sync_virtual_machine(sync(&vmi))
+                .await
+                .map_err(err)?
+                .into_inner(),
+        ))?;
+        if domain_disk(c, &name, false).await?.is_some() {
+            return Err(LauncherError::runtime(format!(
+                "volume {name} is still attached (the launcher's log says why)"
+            )));
+        }
+        if let Some(p) = hotplug::mounted_path(&state, &name) {
+            hotplug::unmount(hotplug::server_pid(&args.socket)?, &state, &p)?;
+        }
+        hotplug::forget_volume(&mut vmi, &name);
+        hotplug::write_store(&state, &vmi)?;
+        Ok(json!({ "ok": true }))
+    }
+}
+
+/// The target of volume `name`'s disk in the domain, polled up to
+/// [`DEVICE_WAIT`] until it is `present` (or not): libvirt's device
+/// removal ends when the guest has released the device, and the domain
+/// the launcher answers with follows libvirt's events.
+async fn domain_disk(
+    c: &mut cmd::client::CmdChannel,
+    name: &str,
+    present: bool,
+) -> Result<Option<String>, LauncherError> {
+    let start = std::time::Instant::now();
+    loop {
+        let dom = current_domain(c).await?;
+        let target = crate::standalone::hotplug::domain_target(&dom, name);
+        if target.is_some() == present || start.elapsed() >= DEVICE_WAIT {
+            return Ok(target);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// How long a hot-plug or unplug may take to show in the domain.
+const DEVICE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The VMI a command carries, from the domain: its name, namespace and
 /// UID (the launcher checks the UID). Without `kind` and `apiVersion`, as

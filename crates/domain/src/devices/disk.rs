@@ -226,7 +226,10 @@ mod disk_xml_tests {
         };
         let x = d.to_xml().unwrap();
         assert!(x.starts_with("<disk type=\"file\" device=\"disk\">"), "{x}");
-        assert!(x.contains("file=\"/var/run/kubevirt/hotplug-disks/a&amp;b.img\""), "{x}");
+        assert!(
+            x.contains("file=\"/var/run/kubevirt/hotplug-disks/a&amp;b.img\""),
+            "{x}"
+        );
         assert!(x.contains("<alias name=\"ua-hp\"/>"), "{x}");
         assert!(x.trim_end().ends_with("</disk>"), "{x}");
     }

@@ -161,10 +161,16 @@ mod tests {
         let boot = disk("vda", "virtio", BOOT);
         let hp = disk("vdb", "virtio", HP);
         let scsi = disk("sda", "scsi", "/var/run/kubevirt/hotplug-disks/blk");
-        let c = disk_changes(&[boot.clone()], &[boot.clone(), hp.clone(), scsi.clone()]);
+        let c = disk_changes(
+            std::slice::from_ref(&boot),
+            &[boot.clone(), hp.clone(), scsi.clone()],
+        );
         assert_eq!(c.attach, vec![hp.clone(), scsi.clone()]);
         assert!(c.detach.is_empty());
-        let c = disk_changes(&[boot.clone(), hp.clone(), scsi.clone()], &[boot.clone(), scsi]);
+        let c = disk_changes(
+            &[boot.clone(), hp.clone(), scsi.clone()],
+            &[boot.clone(), scsi],
+        );
         assert_eq!(c.detach, vec![hp]);
         assert!(c.attach.is_empty());
     }
@@ -173,11 +179,17 @@ mod tests {
     fn permanent_and_sata_disks_are_never_plugged() {
         let boot = disk("vda", "virtio", BOOT);
         // A permanent disk missing from the converted domain stays.
-        assert_eq!(disk_changes(&[boot.clone()], &[]), DiskChanges::default());
+        assert_eq!(
+            disk_changes(std::slice::from_ref(&boot), &[]),
+            DiskChanges::default()
+        );
         // ... and one the live domain lacks is no hot-plug.
         assert_eq!(disk_changes(&[], &[boot]), DiskChanges::default());
         let sata = disk("sda", "sata", HP);
-        assert_eq!(disk_changes(&[], &[sata.clone()]), DiskChanges::default());
+        assert_eq!(
+            disk_changes(&[], std::slice::from_ref(&sata)),
+            DiskChanges::default()
+        );
         assert_eq!(disk_changes(&[sata], &[]), DiskChanges::default());
         // A source beside the directory is none of its.
         let beside = disk("vdb", "virtio", "/var/run/kubevirt/hotplug-disks-x/a.img");
