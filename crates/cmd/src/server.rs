@@ -68,6 +68,19 @@ pub trait Handler: Send + Sync + 'static {
     /// # Errors
     /// [`CommandError`].
     fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), CommandError>;
+    /// SyncVirtualMachineCPUs: the running domain's vCPUs follow the VMI's
+    /// CPU topology (hot-plug and unplug). Without an implementation,
+    /// "not supported yet".
+    ///
+    /// # Errors
+    /// [`CommandError`].
+    fn sync_cpus(
+        &self,
+        _vmi: &VirtualMachineInstance,
+        _opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        Err(CommandError::not_supported("CPU hot-plug"))
+    }
     /// Pause.
     ///
     /// # Errors
@@ -607,8 +620,10 @@ impl<H: Handler> Cmd for CmdService<H> {
             },
         })
     }
-    async fn sync_virtual_machine_cp_us(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("CPU hot-plug"))
+    async fn sync_virtual_machine_cp_us(&self, r: Request<VmiRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let opts = sync_options(&req);
+        reply(self.with_vmi(&req, move |h, v| h.sync_cpus(v, &opts)).await)
     }
     async fn sync_virtual_machine_memory(&self, _r: Request<VmiRequest>) -> R<Response> {
         reply(unsupported("memory hot-plug"))

@@ -61,6 +61,11 @@ pub enum Action {
     Addvolume,
     /// Standalone `run` only: unplug a hot-plugged volume, `removevolume NAME`.
     Removevolume,
+    /// Standalone `run` only: `cpus SOCKETS`, the VMI's CPU sockets
+    /// changed (at most `maxSockets`) and the vCPUs of the running domain
+    /// hot-plugged or unplugged to match (SyncVirtualMachineCPUs, as
+    /// virt-handler sends it after a LiveUpdate of the VM's CPU).
+    Cpus,
 }
 
 /// `ctl` arguments.
@@ -153,7 +158,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     };
     let takes_path = matches!(
         args.action,
-        Action::Memorydump | Action::Addvolume | Action::Removevolume
+        Action::Memorydump | Action::Addvolume | Action::Removevolume | Action::Cpus
     );
     if let (Some(p), false) = (&args.path, takes_path) {
         let name = args
@@ -316,6 +321,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 wait_for_dump(&mut c, &path, wait).await?
             }
             Action::Addvolume | Action::Removevolume => volume(&mut c, args).await?,
+            Action::Cpus => cpus(&mut c, args).await?,
             Action::Pause
             | Action::Unpause
             | Action::Shutdown
@@ -368,7 +374,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),
             Action::Memorydump if args.wait.is_none() => "ok\n".to_owned(),
             Action::Addvolume => format!("{}\n", out["target"].as_str().unwrap_or("")),
-            Action::Removevolume => "ok\n".to_owned(),
+            Action::Removevolume | Action::Cpus => "ok\n".to_owned(),
             Action::Memorydump => pretty(),
             Action::Guestinfo
             | Action::Users
@@ -474,6 +480,54 @@ async fn volume(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value
         hotplug::write_store(&state, &vmi)?;
         Ok(json!({ "ok": true }))
     }
+}
+
+/// `cpus SOCKETS` (see [`crate::standalone::hotplug::set_sockets`]):
+/// changes the stored VMI's sockets and sends SyncVirtualMachineCPUs; the
+/// stored VMI changes only when the launcher accepted.
+///
+/// # Errors
+/// virt-api's refusal (input), or the launcher's answer.
+async fn cpus(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
+    use crate::standalone::hotplug;
+    let sockets = args
+        .path
+        .as_deref()
+        .and_then(std::path::Path::to_str)
+        .and_then(|s| s.parse::<u32>().ok())
+        .ok_or_else(|| LauncherError::input("cpus: give the number of sockets: cpus SOCKETS"))?;
+    let state = hotplug::state_dir_of(&args.socket)?;
+    let mut vmi = hotplug::read_store(&state)?;
+    hotplug::set_sockets(&mut vmi, sockets)?;
+    // virt-handler re-enqueues the VMI after a failed sync and sends it
+    // again: libvirt gives up waiting for the guest to eject an unplugged
+    // vCPU after 5 s ("vcpu unplug request timed out"), and the next call
+    // finds the guest done (or asks again).
+    let start = std::time::Instant::now();
+    loop {
+        let r = c
+            .sync_virtual_machine_cp_us(VmiRequest {
+                vmi: Some(Vmi {
+                    vmi_json: vmi.to_string().into_bytes(),
+                }),
+                options: None,
+            })
+            .await
+            .map_err(err)?
+            .into_inner();
+        match check(Some(r)) {
+            Err(e)
+                if e.to_string().contains("unplug request timed out")
+                    && start.elapsed() < DEVICE_WAIT =>
+            {
+                tracing::info!("{e}; asking again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            other => break other?,
+        }
+    }
+    hotplug::write_store(&state, &vmi)?;
+    Ok(json!({ "ok": true }))
 }
 
 /// The target of volume `name`'s disk in the domain, polled up to

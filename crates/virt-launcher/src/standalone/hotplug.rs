@@ -220,6 +220,36 @@ pub fn remove_volume(vmi: &mut Value, name: &str) -> Result<(), LauncherError> {
     Ok(())
 }
 
+/// The VM's LiveUpdate of its CPU sockets as it reaches the VMI:
+/// `spec.domain.cpu.sockets` becomes `sockets`, refused as virt-api
+/// refuses more than `maxSockets` (or none).
+///
+/// # Errors
+/// Input error naming `spec.domain.cpu.sockets`.
+pub fn set_sockets(vmi: &mut Value, sockets: u32) -> Result<(), LauncherError> {
+    let field = "spec.domain.cpu.sockets";
+    let max = vmi["spec"]["domain"]["cpu"]["maxSockets"]
+        .as_u64()
+        .unwrap_or(0);
+    if sockets == 0 {
+        return Err(LauncherError::input_at(field, "must be at least 1"));
+    }
+    if max == 0 {
+        return Err(LauncherError::input_at(
+            field,
+            "the VMI has no spec.domain.cpu.maxSockets: its vCPUs cannot be hot-plugged (run it with --vm-rollout-strategy LiveUpdate)",
+        ));
+    }
+    if u64::from(sockets) > max {
+        return Err(LauncherError::input_at(
+            field,
+            "Number of sockets in CPU topology is greater than the maximum sockets allowed",
+        ));
+    }
+    vmi["spec"]["domain"]["cpu"]["sockets"] = json!(sockets);
+    Ok(())
+}
+
 /// The domain's disk of volume `name` (KubeVirt's api.Domain JSON): its
 /// target name, `None` when the domain has none.
 pub fn domain_target(domain: &Value, name: &str) -> Option<String> {
@@ -516,6 +546,23 @@ mod tests {
             "{e}"
         );
         assert_eq!(v, vmi(), "a refused request changes nothing");
+    }
+
+    #[test]
+    fn sockets_within_max_sockets() {
+        let mut v = vmi();
+        let e = set_sockets(&mut v, 2).unwrap_err().to_string();
+        assert!(
+            e.contains("spec.domain.cpu.sockets: the VMI has no spec.domain.cpu.maxSockets"),
+            "{e}"
+        );
+        v["spec"]["domain"]["cpu"] = json!({"sockets": 1, "maxSockets": 4});
+        set_sockets(&mut v, 3).unwrap();
+        assert_eq!(v["spec"]["domain"]["cpu"]["sockets"], 3);
+        let e = set_sockets(&mut v, 5).unwrap_err().to_string();
+        assert!(e.ends_with("spec.domain.cpu.sockets: Number of sockets in CPU topology is greater than the maximum sockets allowed"), "{e}");
+        assert!(set_sockets(&mut v, 0).is_err());
+        assert_eq!(v["spec"]["domain"]["cpu"]["sockets"], 3);
     }
 
     #[test]

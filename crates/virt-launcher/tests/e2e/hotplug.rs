@@ -2,7 +2,8 @@
 //! (loop device) volume through `ctl addvolume` (virt-handler's mount and
 //! SyncVMI, played by the stand-in), which the guest writes and reads;
 //! one removed again (`ctl removevolume`), gone from guest and domain;
-//! virt-api's refusals leave the guest untouched. One guest for all.
+//! virt-api's refusals leave the guest untouched; then its vCPUs 1 → 3 →
+//! 2 (`ctl cpus`, SyncVirtualMachineCPUs). One guest for all.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -107,10 +108,13 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     // PCIe root ports free for hot-plug. (Without any interface KubeVirt's
     // free root ports are filled by libvirt at define, and a virtio disk
     // finds no slot: "No more available PCI slots"; scsi needs none.)
-    let vmi = guest_vmi("hotplug", "virtio").replace(
-        "autoattachPodInterface: false",
-        "autoattachPodInterface: true",
-    );
+    // One socket: LiveUpdate's defaults give it maxSockets 4.
+    let vmi = guest_vmi("hotplug", "virtio")
+        .replace(
+            "autoattachPodInterface: false",
+            "autoattachPodInterface: true",
+        )
+        .replace("cpu: {cores: 1}", "cpu: {sockets: 1}");
     let mut l = Launcher::start(&vmi, &Opts::default());
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let dir = tempfile::tempdir().unwrap();
@@ -203,6 +207,40 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     assert_eq!((code, out.as_str()), (0, "BLOCK-DATA"));
     // The file is the user's again (no mount left on it).
     assert!(file.is_file());
+
+    // vCPUs on the same guest: 1 → 3 → 2 sockets of 1 core (maxSockets 4
+    // under LiveUpdate); the guest onlines what is plugged (its udev-like
+    // loop) and ejects what is unplugged.
+    let online = |l: &Launcher| {
+        guest(l, "cat /sys/devices/system/cpu/online")
+            .1
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(online(&l), "0");
+    assert!(
+        l.domain_xml()
+            .contains("<vcpu placement='static' current='1'>4</vcpu>"),
+        "{}",
+        l.domain_xml()
+    );
+    let (ok, _, err) = l.ctl(&["cpus", "5"]);
+    assert!(!ok && err.contains("spec.domain.cpu.sockets: Number of sockets in CPU topology is greater than the maximum sockets allowed"), "{err}");
+    for (sockets, want) in [("3", "0-2"), ("2", "0-1")] {
+        let (ok, _, err) = l.ctl(&["cpus", sockets]);
+        assert!(ok, "cpus {sockets}: {err}\n{}", l.log());
+        guest_until(
+            &l,
+            &format!("{want} online"),
+            &format!("test \"$(cat /sys/devices/system/cpu/online)\" = {want}"),
+        );
+        let xml = l.domain_xml();
+        assert!(
+            xml.contains(&format!("current='{sockets}'>4</vcpu>")),
+            "{xml}"
+        );
+    }
+    assert!(l.serial().contains("GUEST-CPU-ONLINE cpu2"));
 
     l.stop(Duration::from_secs(120));
 }

@@ -19,6 +19,7 @@ mod dump;
 pub mod hotplug;
 mod lifecycle;
 mod sync;
+pub mod vcpus;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
@@ -57,6 +58,15 @@ pub enum ManagerError {
     /// A connection of its own (the memory dump's) could not be opened.
     #[error(transparent)]
     Connect(#[from] crate::connection::ConnectError),
+    /// A failure with KubeVirt's prefix of the operation
+    /// (`failed to update vCPUs: ...`).
+    #[error("{prefix}: {source}")]
+    Prefixed {
+        /// KubeVirt's prefix.
+        prefix: &'static str,
+        /// What failed.
+        source: Box<ManagerError>,
+    },
     /// A hook sidecar's OnDefineDomain failed or answered an unusable
     /// domain (the sidecar named); nothing was left defined.
     #[error(transparent)]

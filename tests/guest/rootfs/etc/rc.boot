@@ -74,6 +74,27 @@ else
     log "no org.qemu.guest_agent.0 port; qemu-ga not started"
 fi
 
+# ---- CPU hot-plug: what udev's rule does (SUBSYSTEM=="cpu", ACTION=="add"
+# -> online=1; this kernel has no uevent helper): every second, a CPU that
+# appeared since (hot-added, offline) is onlined, with a line
+# "GUEST-CPU-ONLINE cpu<N>". Only new ones: a CPU the kernel offlines to
+# eject it (ACPI unplug) is left alone.
+(
+    cd /sys/devices/system/cpu || exit 0
+    known=" $(echo cpu[0-9]*) "
+    while :; do
+        now=" "
+        for c in cpu[0-9]*; do
+            now="$now$c "
+            case $known in *" $c "*) continue ;; esac
+            [ -w "$c/online" ] && echo 1 >"$c/online" &&
+                echo "GUEST-CPU-ONLINE $c" >/dev/ttyS0
+        done
+        known=$now
+        sleep 1
+    done
+) </dev/null >/dev/null 2>&1 &
+
 # ---- cloud-init seed: NoCloud (an iso9660 or vfat volume labelled
 # cidata/CIDATA: meta-data, user-data, network-config at its root) or an
 # OpenStack config drive (labelled config-2: openstack/latest/meta_data.json,
