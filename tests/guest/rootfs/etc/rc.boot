@@ -10,6 +10,7 @@
 #                                    boot done; qemu-ga (if the port exists)
 #                                    holds its virtio port open
 #   GUEST-SHUTDOWN                   from /etc/rc.shutdown, on any power-off
+#   GUEST-CPU-ONLINE cpu<N>          any time: a hot-added CPU was onlined
 # Other output: "[guest <uptime>] ..." diagnostics, the user-data's own output,
 # "Please press Enter to activate this console." (the askfirst shell, see
 # /etc/inittab) and kernel messages. The tty turns each \n into \r\n.
