@@ -98,7 +98,8 @@ pub struct VolumeLocation {
 
 /// Resolves the location of volume `v` (the `index`-th in `spec.volumes`)
 /// from KubeVirt's layout ([`VolumeFiles`]): disk type, format, source and
-/// backing store of its `<disk>`.
+/// backing store of its `<disk>`; `hotplug`: the status marks it a
+/// hot-plug volume.
 ///
 /// # Errors
 /// [`ConvertError::Unsupported`] for sources not built yet (normally caught
@@ -109,9 +110,10 @@ pub fn locate(
     vmi: &VirtualMachineInstance,
     index: usize,
     v: &Volume,
+    hotplug: bool,
 ) -> Result<VolumeLocation, ConvertError> {
     let block = ctx.prepared.block_volumes.contains(&v.name);
-    let Some(files) = VolumeFiles::of(&ctx.paths, vmi, index, v, block)? else {
+    let Some(files) = VolumeFiles::of(&ctx.paths, vmi, index, v, block, hotplug)? else {
         return Err(no_disk(index, v));
     };
     let file = |f: String| DiskSource {
@@ -427,7 +429,7 @@ pub fn convert(
         }
         match volumes.get(d.name.as_str()) {
             Some((vi, v)) => {
-                let mut loc = locate(ctx, vmi, *vi, v)?;
+                let mut loc = locate(ctx, vmi, *vi, v, statuses.is_hotplug(&v.name))?;
                 if device == DiskDevice::Lun {
                     if loc.disk_type != SourceType::Block || loc.backing.is_some() {
                         return Err(ConvertError::invalid(

@@ -312,7 +312,7 @@ pub fn prepare(
         } else {
             None
         };
-        let Some(files) = VolumeFiles::of(&ctx.paths, vmi, i, v, block.is_some())
+        let Some(files) = VolumeFiles::of(&ctx.paths, vmi, i, v, block.is_some(), false)
             .map_err(|e| volume_err(&field, e.to_string()))?
         else {
             continue;
