@@ -441,7 +441,10 @@ async fn volume(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value
             ));
         };
         hotplug::add_volume(&mut vmi, &name, &args.bus, args.serial.as_deref())?;
-        let image = hotplug::Image::open(image)?;
+        let image_path = image;
+        let image = hotplug::Image::open(image_path)?;
+        let uid = u32::try_from(vmi["status"]["runtimeUser"].as_u64().unwrap_or(0)).unwrap_or(0);
+        image.check_user(image_path, &name, uid)?;
         let pid = hotplug::server_pid(&args.socket)?;
         hotplug::mount(pid, &state, &name, &image)?;
         let undo = |e: LauncherError| {

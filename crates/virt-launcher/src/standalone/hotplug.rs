@@ -318,6 +318,36 @@ impl Image {
         })
     }
 
+    /// For a non-root launcher (the VMI's `status.runtimeUser` `uid`, not
+    /// 0): QEMU, running as `uid`, must read and write the image. In a
+    /// non-root pod virt-handler gives a hot-plugged image to 107; the
+    /// stand-in never changes the owner of the user's files, so one `uid`
+    /// cannot use is refused, as `run --run-as-nonroot` refuses its other
+    /// files.
+    ///
+    /// # Errors
+    /// Input error naming `--image`.
+    pub fn check_user(&self, path: &Path, name: &str, uid: u32) -> Result<(), LauncherError> {
+        if uid == 0 {
+            return Ok(());
+        }
+        let meta = self
+            .file
+            .metadata()
+            .map_err(|e| LauncherError::input_at("--image", format!("{}: {e}", path.display())))?;
+        match super::container::access(&meta, uid) {
+            (true, true, _) => Ok(()),
+            _ => Err(LauncherError::input_at(
+                "--image",
+                format!(
+                    "uid {uid} (KubeVirt's non-root qemu user) cannot read and write {} (for {}); give it to uid {uid} (chown {uid}:{uid}) as virt-handler does in a non-root pod, or run as root",
+                    path.display(),
+                    self.pod_path(name)
+                ),
+            )),
+        }
+    }
+
     /// Where virt-handler would mount it for volume `name`, in the pod.
     pub fn pod_path(&self, name: &str) -> String {
         if self.block {
@@ -546,6 +576,30 @@ mod tests {
             "{e}"
         );
         assert_eq!(v, vmi(), "a refused request changes nothing");
+    }
+
+    #[test]
+    fn a_non_root_launcher_needs_an_image_its_user_can_write() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.img");
+        std::fs::write(&f, b"x").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let img = Image::open(&f).unwrap();
+        assert!(!img.block);
+        img.check_user(&f, "hp", 0).unwrap();
+        let e = img.check_user(&f, "hp", 107).unwrap_err().to_string();
+        assert!(
+            e.contains("--image: uid 107 (KubeVirt's non-root qemu user) cannot read and write")
+                && e.contains("(for /var/run/kubevirt/hotplug-disks/hp.img)"),
+            "{e}"
+        );
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o666)).unwrap();
+        Image::open(&f).unwrap().check_user(&f, "hp", 107).unwrap();
+        // Never through a link.
+        let l = dir.path().join("l.img");
+        std::os::unix::fs::symlink(&f, &l).unwrap();
+        assert!(Image::open(&l).is_err());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{guest_vmi, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{give_to_qemu_user, guest_vmi, Launcher, Opts, BOOT_TIMEOUT};
 
 /// A loop device on a file, detached when dropped.
 struct Loop(String);
@@ -34,6 +34,7 @@ impl Loop {
 
 impl Drop for Loop {
     fn drop(&mut self) {
+        let _ = std::os::unix::fs::lchown(&self.0, Some(0), Some(0));
         let _ = Command::new("losetup").args(["-d", &self.0]).status();
     }
 }
@@ -123,6 +124,10 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     let backing = dir.path().join("block.img");
     sparse(&backing, 8 << 20);
     let lo = Loop::on(&backing);
+    // Non-root, QEMU (uid 107) opens them: given to 107 as virt-handler
+    // does (the device node back to root when the loop device goes).
+    give_to_qemu_user(&file);
+    give_to_qemu_user(Path::new(&lo.0));
     let before = disk_aliases(&l);
     assert_eq!(before, ["containerdisk", "scratch"]);
 
