@@ -376,7 +376,11 @@ impl VolumeFiles {
     /// its files; `block`: the claim behind it (persistentVolumeClaim,
     /// dataVolume, ephemeral) is a block device. `None` for a volume that
     /// is no disk of the guest (memoryDump) or a source this layout does
-    /// not know.
+    /// not know. `hotplug`: the status marks the volume hot-plugged
+    /// ([`crate::hotplug::VolumeStatuses::is_hotplug`], read once per VMI
+    /// by the caller): a persistentVolumeClaim or dataVolume is then at
+    /// [`crate::hotplug::image_path`] (or [`crate::hotplug::block_path`]
+    /// when `block`).
     ///
     /// # Errors
     /// A [`FieldError`] about `spec.volumes[<index>].hostDisk.path` for a
@@ -388,9 +392,18 @@ impl VolumeFiles {
         index: usize,
         v: &Volume,
         block: bool,
+        hotplug: bool,
     ) -> Result<Option<VolumeFiles>, FieldError> {
+        // A hot-plug claim is where virt-handler mounts it (crate::hotplug).
+        let hotplug = hotplug && (v.persistent_volume_claim.is_some() || v.data_volume.is_some());
         let claim = || {
-            if block {
+            if hotplug {
+                if block {
+                    ClaimData::Block(crate::hotplug::block_path(&v.name))
+                } else {
+                    ClaimData::Image(crate::hotplug::image_path(&v.name))
+                }
+            } else if block {
                 ClaimData::Block(block_device(&v.name))
             } else {
                 ClaimData::Image(paths.pvc_image(&v.name))
@@ -465,7 +478,7 @@ mod tests {
         let v = vmi("  - {name: cd, containerDisk: {image: x}}\n  - {name: eph, ephemeral: {persistentVolumeClaim: {claimName: c}}}\n  - {name: empty, emptyDisk: {capacity: 1Gi}}\n  - {name: pvc, persistentVolumeClaim: {claimName: c}}\n  - {name: hd, hostDisk: {path: /data/x.img, type: Disk}}\n  - {name: ci, cloudInitConfigDrive: {userData: x}}\n  - {name: cm, configMap: {name: c}}\n  - {name: sa, serviceAccount: {serviceAccountName: s}}\n  - {name: dm, downwardMetrics: {}}\n  - {name: md, memoryDump: {claimName: c}}\n");
         let p = Paths::default();
         let files = |i: usize, block: bool| {
-            VolumeFiles::of(&p, &v, i, &v.spec.volumes[i], block)
+            VolumeFiles::of(&p, &v, i, &v.spec.volumes[i], block, false)
                 .unwrap()
                 .map(|f| f.guest_files().join(" "))
         };

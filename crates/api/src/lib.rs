@@ -12,6 +12,7 @@ pub mod doc;
 pub mod error;
 #[cfg(feature = "arbitrary")]
 pub mod fuzzing;
+pub mod hotplug;
 pub mod interfaces_live;
 pub mod layout;
 pub mod load;

@@ -40,6 +40,19 @@ pub trait Handler: Send + Sync + 'static {
     /// # Errors
     /// [`CommandError`].
     fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), CommandError>;
+    /// SyncVirtualMachineCPUs: the running domain's vCPUs follow the VMI's
+    /// CPU topology (hot-plug and unplug). Without an implementation,
+    /// "not supported yet".
+    ///
+    /// # Errors
+    /// [`CommandError`].
+    fn sync_cpus(
+        &self,
+        _vmi: &VirtualMachineInstance,
+        _opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        Err(CommandError::not_supported("CPU hot-plug"))
+    }
     /// Pause.
     ///
     /// # Errors

@@ -441,8 +441,10 @@ impl<H: Handler> Cmd for CmdService<H> {
             },
         })
     }
-    async fn sync_virtual_machine_cp_us(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("CPU hot-plug"))
+    async fn sync_virtual_machine_cp_us(&self, r: Request<VmiRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let opts = sync_options(&req);
+        reply(self.with_vmi(&req, move |h, v| h.sync_cpus(v, &opts)).await)
     }
     async fn sync_virtual_machine_memory(&self, _r: Request<VmiRequest>) -> R<Response> {
         reply(unsupported("memory hot-plug"))

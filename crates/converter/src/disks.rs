@@ -98,7 +98,8 @@ pub struct VolumeLocation {
 
 /// Resolves the location of volume `v` (the `index`-th in `spec.volumes`)
 /// from KubeVirt's layout ([`VolumeFiles`]): disk type, format, source and
-/// backing store of its `<disk>`.
+/// backing store of its `<disk>`; `hotplug`: the status marks it a
+/// hot-plug volume.
 ///
 /// # Errors
 /// [`ConvertError::Unsupported`] for sources not built yet (normally caught
@@ -109,9 +110,10 @@ pub fn locate(
     vmi: &VirtualMachineInstance,
     index: usize,
     v: &Volume,
+    hotplug: bool,
 ) -> Result<VolumeLocation, ConvertError> {
     let block = ctx.prepared.block_volumes.contains(&v.name);
-    let Some(files) = VolumeFiles::of(&ctx.paths, vmi, index, v, block)? else {
+    let Some(files) = VolumeFiles::of(&ctx.paths, vmi, index, v, block, hotplug)? else {
         return Err(no_disk(index, v));
     };
     let file = |f: String| DiskSource {
@@ -255,11 +257,8 @@ pub fn convert(
         .map(|(i, v)| (v.name.as_str(), (i, v)))
         .collect();
     let multi_queue = vmi.spec.domain.devices.block_multi_queue == Some(true);
-    // The next free index per device-name prefix (`vd`, `sd`, `hd`): names
-    // are taken in disk order and never given back, so the lowest free one
-    // is the count so far (a counter, not a search per disk: 50,000 disks
-    // took minutes, issue 19).
-    let mut used: BTreeMap<&str, usize> = BTreeMap::new();
+    let statuses = api::hotplug::VolumeStatuses::of(vmi);
+    let mut names = DeviceNamer::new(vmi, ctx.arch, &statuses);
     let mut out = Vec::with_capacity(vmi.spec.domain.devices.disks.len());
     for (i, d) in vmi.spec.domain.devices.disks.iter().enumerate() {
         let path = format!("spec.domain.devices.disks[{i}]");
@@ -278,11 +277,7 @@ pub fn convert(
             &format!("{path}.{}.bus", device.as_str()),
         )?;
 
-        let pre = prefix(bus);
-        let next = used.entry(pre).or_default();
-        let idx = *next;
-        *next += 1;
-        let dev = device_name(pre, idx);
+        let (dev, idx) = names.name(d, device, bus);
 
         let readonly_spec = match device {
             DiskDevice::Cdrom => d.cdrom.as_ref().and_then(|c| c.readonly).unwrap_or(true),
@@ -434,7 +429,7 @@ pub fn convert(
         }
         match volumes.get(d.name.as_str()) {
             Some((vi, v)) => {
-                let mut loc = locate(ctx, vmi, *vi, v)?;
+                let mut loc = locate(ctx, vmi, *vi, v, statuses.is_hotplug(&v.name))?;
                 if device == DiskDevice::Lun {
                     if loc.disk_type != SourceType::Block || loc.backing.is_some() {
                         return Err(ConvertError::invalid(
@@ -515,9 +510,97 @@ pub fn convert(
             disk.readonly = Some(Empty {});
         }
         disk.driver = Some(driver);
-        out.push(disk);
+        // KubeVirt's domain has a hot-plug volume's disk once virt-handler
+        // made it ready, a permanent one when the status lists it (or
+        // lists none yet), and every empty CD-ROM drive.
+        let empty_cdrom = !volumes.contains_key(d.name.as_str());
+        if empty_cdrom || statuses.disk_wanted(&d.name) {
+            out.push(disk);
+        }
     }
     Ok(out)
+}
+
+/// KubeVirt's `deviceNamer`: the target names (`vda`, `sdb`, ...) of the
+/// disks, in spec order. A `disk` device keeps the target its volume's
+/// status entry records (so a hot-plug or unplug never renames another
+/// disk); every other device takes the first name of its prefix that is
+/// neither recorded nor given yet. Names are never given back, so the
+/// search per prefix resumes where it stopped (50,000 disks cost a
+/// counter, not a search each: issue 19).
+struct DeviceNamer<'a> {
+    /// Recorded targets of `disk` devices, by disk name.
+    recorded: BTreeMap<&'a str, &'a str>,
+    /// Names recorded or given, per prefix.
+    taken: BTreeMap<&'static str, std::collections::BTreeSet<String>>,
+    /// Where the search for a free name resumes, per prefix.
+    next: BTreeMap<&'static str, usize>,
+}
+
+impl<'a> DeviceNamer<'a> {
+    fn new(
+        vmi: &'a VirtualMachineInstance,
+        arch: Arch,
+        statuses: &'a api::hotplug::VolumeStatuses,
+    ) -> Self {
+        let mut recorded = BTreeMap::new();
+        let mut taken: BTreeMap<&'static str, std::collections::BTreeSet<String>> = BTreeMap::new();
+        for d in &vmi.spec.domain.devices.disks {
+            let Some(t) = &d.disk else { continue };
+            let Some(target) = statuses.targets.get(&d.name) else {
+                continue;
+            };
+            let pre = prefix(t.bus.unwrap_or_else(|| arch.default_disk_bus()));
+            // A recorded name of another prefix (the bus changed) is not
+            // this disk's any more.
+            if target.starts_with(pre) && name_index(pre, target).is_some() {
+                recorded.insert(d.name.as_str(), target.as_str());
+                taken.entry(pre).or_default().insert(target.clone());
+            }
+        }
+        DeviceNamer {
+            recorded,
+            taken,
+            next: BTreeMap::new(),
+        }
+    }
+
+    /// The target name of disk `d` and its index among its prefix's names
+    /// (the SCSI unit).
+    fn name(&mut self, d: &VmiDisk, device: DiskDevice, bus: Bus) -> (String, usize) {
+        let pre = prefix(bus);
+        if device == DiskDevice::Disk {
+            if let Some(t) = self.recorded.get(d.name.as_str()) {
+                if let Some(i) = name_index(pre, t) {
+                    return ((*t).to_owned(), i);
+                }
+            }
+        }
+        let taken = self.taken.entry(pre).or_default();
+        let next = self.next.entry(pre).or_default();
+        loop {
+            let name = device_name(pre, *next);
+            let i = *next;
+            *next += 1;
+            if taken.insert(name.clone()) {
+                return (name, i);
+            }
+        }
+    }
+}
+
+/// The index of device name `name` of `prefix` (`vdc` → 2, `sdaa` → 26),
+/// `None` for a name not of that form.
+pub fn name_index(prefix: &str, name: &str) -> Option<usize> {
+    let letters = name.strip_prefix(prefix)?;
+    if letters.is_empty() || letters.len() > 3 || !letters.bytes().all(|b| b.is_ascii_lowercase()) {
+        return None;
+    }
+    let mut n = 0usize;
+    for b in letters.bytes() {
+        n = n * 26 + usize::from(b - b'a') + 1;
+    }
+    Some(n - 1)
 }
 
 /// Smallest custom block size (bytes).
@@ -642,6 +725,82 @@ mod tests {
     }
 
     const PVC: &str = "  - {name: a, persistentVolumeClaim: {claimName: c}}\n";
+
+    /// A VMI with a boot claim and two hot-plug claims, `status` its
+    /// `volumeStatus` entries.
+    fn hotplug(status: &str, block: &[&str]) -> Result<domain::Domain, ConvertError> {
+        let doc = format!(
+            "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: d, uid: u1}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n    devices:\n      disks:\n      - {{name: boot, disk: {{bus: virtio}}}}\n      - {{name: hp1, disk: {{bus: virtio}}, serial: s1, cache: writethrough}}\n      - {{name: hp2, disk: {{bus: scsi}}}}\n  volumes:\n  - {{name: boot, persistentVolumeClaim: {{claimName: b}}}}\n  - {{name: hp1, persistentVolumeClaim: {{claimName: c1, hotpluggable: true}}}}\n  - {{name: hp2, dataVolume: {{name: c2, hotpluggable: true}}}}\nstatus:\n  volumeStatus:\n{status}"
+        );
+        let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+        let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+        ctx.prepared.block_volumes = block.iter().map(|s| (*s).to_owned()).collect();
+        convert(&v, &ctx)
+    }
+
+    #[test]
+    fn hotplug_volumes_are_where_virt_handler_mounts_them_once_ready() {
+        let d = hotplug(
+            "  - {name: boot, target: vda}\n  - {name: hp1, phase: MountedToPod, hotplugVolume: {attachPodName: p}}\n  - {name: hp2, phase: Ready, target: sda, hotplugVolume: {attachPodName: p}}\n",
+            &["hp2"],
+        )
+        .unwrap();
+        let x = d.to_xml().unwrap();
+        assert_eq!(d.devices.disk.len(), 3, "{x}");
+        assert!(x.contains("<disk type=\"file\" device=\"disk\" model=\"virtio-non-transitional\">\n      <driver name=\"qemu\" type=\"raw\" cache=\"writethrough\" error_policy=\"stop\" discard=\"unmap\"/>\n      <source file=\"/var/run/kubevirt/hotplug-disks/hp1.img\"/>\n      <target dev=\"vdb\" bus=\"virtio\"/>\n      <serial>s1</serial>\n      <alias name=\"ua-hp1\"/>"), "{x}");
+        assert!(x.contains("<disk type=\"block\" device=\"disk\">"), "{x}");
+        assert!(x.contains("<source dev=\"/var/run/kubevirt/hotplug-disks/hp2\"/>\n      <target dev=\"sda\" bus=\"scsi\"/>"), "{x}");
+        assert!(
+            x.contains(
+                "<address type=\"drive\" bus=\"0\" controller=\"0\" target=\"0\" unit=\"0\"/>"
+            ),
+            "{x}"
+        );
+        // The permanent claim is where it always is.
+        assert!(
+            x.contains("/var/run/kubevirt-private/vmi-disks/boot/disk.img"),
+            "{x}"
+        );
+    }
+
+    #[test]
+    fn a_hotplug_volume_not_ready_has_no_disk() {
+        for phase in ["Pending", "Bound", "AttachedToNode", ""] {
+            let d = hotplug(
+                &format!("  - {{name: boot, target: vda}}\n  - {{name: hp1, phase: \"{phase}\", hotplugVolume: {{}}}}\n  - {{name: hp2, phase: Ready, hotplugVolume: {{}}}}\n"),
+                &[],
+            )
+            .unwrap();
+            let targets: Vec<_> = d
+                .devices
+                .disk
+                .iter()
+                .map(|d| d.target.dev.as_str())
+                .collect();
+            // hp1 keeps its name reserved in spec order: vdb is not reused.
+            assert_eq!(targets, ["vda", "sda"], "phase {phase:?}");
+        }
+    }
+
+    #[test]
+    fn recorded_targets_are_kept_when_a_disk_before_them_goes() {
+        // hp1 was unplugged: hp2 keeps the name the status records, and a
+        // new disk takes the first free one.
+        let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: d, uid: u1}\nspec:\n  domain:\n    memory: {guest: 1Gi}\n    devices:\n      disks:\n      - {name: boot, disk: {bus: virtio}}\n      - {name: hp2, disk: {bus: virtio}}\n      - {name: hp3, disk: {bus: virtio}}\n      - {name: cd, cdrom: {bus: sata}}\n  volumes:\n  - {name: boot, persistentVolumeClaim: {claimName: b}}\n  - {name: hp2, persistentVolumeClaim: {claimName: c2, hotpluggable: true}}\n  - {name: hp3, persistentVolumeClaim: {claimName: c3, hotpluggable: true}}\nstatus:\n  volumeStatus:\n  - {name: boot, target: vda}\n  - {name: hp2, target: vdc, phase: Ready, hotplugVolume: {}}\n  - {name: hp3, phase: MountedToPod, hotplugVolume: {}}\n";
+        let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+        let d = convert(&v, &ConvertContext::new(Arch::Amd64, VirtType::Kvm)).unwrap();
+        let targets: Vec<_> = d
+            .devices
+            .disk
+            .iter()
+            .map(|d| d.target.dev.as_str())
+            .collect();
+        assert_eq!(targets, ["vda", "vdc", "vdb", "sda"]);
+        assert_eq!(super::name_index("vd", "vdc"), Some(2));
+        assert_eq!(super::name_index("sd", "sdaa"), Some(26));
+        assert_eq!(super::name_index("sd", "vda"), None);
+        assert_eq!(super::name_index("vd", "vd1"), None);
+    }
 
     #[test]
     fn pci_address_on_virtio_disks_only() {

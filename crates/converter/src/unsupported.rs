@@ -114,12 +114,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
     }
     for (i, v) in spec.volumes.iter().enumerate() {
         let p = format!("spec.volumes[{i}]");
-        let hotplug = v
-            .persistent_volume_claim
-            .as_ref()
-            .is_some_and(|c| c.hotpluggable)
-            || v.data_volume.as_ref().is_some_and(|c| c.hotpluggable);
-        checks.push((hotplug, p.clone(), "hot-plugged volumes"));
         for kind in v.source_kinds() {
             let supported = matches!(
                 kind,

@@ -2,6 +2,7 @@
 //! (`SetDriverCacheMode`, `SetOptimalIOMode`): probed on the files the
 //! guest's I/O reaches.
 
+use std::fs;
 use std::path::PathBuf;
 
 use api::layout::VolumeFiles;
@@ -21,6 +22,7 @@ pub(crate) fn choose_cache_modes(
     ctx: &ConvertContext,
     prepared: &mut Prepared,
 ) -> Result<(), StorageError> {
+    let statuses = api::hotplug::VolumeStatuses::of(vmi);
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         let Some(disk) = vmi
             .spec
@@ -36,10 +38,18 @@ pub(crate) fn choose_cache_modes(
         // The downwardMetrics disk keeps the cache the launcher's probe
         // gives no mode to (KubeVirt's bare driver); a hostDisk path that
         // makes no image is refused by the converter.
-        let files: Vec<PathBuf> = match VolumeFiles::of(&ctx.paths, vmi, i, v, block) {
-            Ok(Some(VolumeFiles::DownwardMetrics(_)) | None) | Err(_) => continue,
-            Ok(Some(f)) => f.guest_files().into_iter().map(PathBuf::from).collect(),
-        };
+        let files: Vec<PathBuf> =
+            match VolumeFiles::of(&ctx.paths, vmi, i, v, block, statuses.is_hotplug(&v.name)) {
+                Ok(Some(VolumeFiles::DownwardMetrics(_)) | None) | Err(_) => continue,
+                Ok(Some(f)) => f.guest_files().into_iter().map(PathBuf::from).collect(),
+            };
+        // A hot-plug volume virt-handler has not mounted yet gets its mode
+        // when it is attached (a later sync).
+        if files.first().is_some_and(|f| {
+            f.starts_with(api::hotplug::HOTPLUG_DISK_DIR) && fs::symlink_metadata(f).is_err()
+        }) {
+            continue;
+        }
         let mut direct = true;
         for f in &files {
             match supports_direct_io(f) {

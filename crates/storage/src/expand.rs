@@ -38,6 +38,7 @@ pub fn expansion_targets(
     block_volumes: &BTreeSet<String>,
 ) -> Result<Vec<ExpansionTarget>, StorageError> {
     let mut out = Vec::new();
+    let statuses = api::hotplug::VolumeStatuses::of(vmi);
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         let claim = v.persistent_volume_claim.is_some() || v.data_volume.is_some();
         if !(claim || v.host_disk.is_some()) || block_volumes.contains(&v.name) {
@@ -65,6 +66,10 @@ pub fn expansion_targets(
                     Ok(p) => PathBuf::from(p),
                     Err(_) => continue,
                 }
+            }
+            // A hot-plug claim's image is virt-handler's mount.
+            None if statuses.is_hotplug(&v.name) => {
+                PathBuf::from(api::hotplug::image_path(&v.name))
             }
             None => PathBuf::from(ctx.paths.pvc_image(&v.name)),
         };

@@ -287,11 +287,23 @@ pub fn prepare(
             }
         }
     }
+    let statuses = api::hotplug::VolumeStatuses::of(vmi);
     for (i, v) in vmi.spec.volumes.iter().enumerate() {
         // Validation left each volume exactly one source.
         let Some(source) = v.source_kinds().first().copied() else {
             continue;
         };
+        // A hot-plug claim is virt-handler's mount: used as it is, never
+        // created or changed here (the domain manager attaches it once it
+        // can be opened).
+        if (v.persistent_volume_claim.is_some() || v.data_volume.is_some())
+            && statuses.is_hotplug(&v.name)
+        {
+            if volumes::is_hotplug_block_device(&v.name) {
+                prepared.block_volumes.insert(v.name.clone());
+            }
+            continue;
+        }
         let field = format!("spec.volumes[{i}].{source}");
         let claim =
             v.ephemeral.is_some() || v.persistent_volume_claim.is_some() || v.data_volume.is_some();
@@ -300,7 +312,7 @@ pub fn prepare(
         } else {
             None
         };
-        let Some(files) = VolumeFiles::of(&ctx.paths, vmi, i, v, block.is_some())
+        let Some(files) = VolumeFiles::of(&ctx.paths, vmi, i, v, block.is_some(), false)
             .map_err(|e| volume_err(&field, e.to_string()))?
         else {
             continue;

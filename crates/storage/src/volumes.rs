@@ -282,6 +282,14 @@ fn verify_container_disk(
     }
 }
 
+/// Whether hot-plug volume `name` is a block device: virt-handler's node
+/// [`api::hotplug::block_path`] (KubeVirt's `isHotplugBlockDeviceVolume`;
+/// a symbolic link there is none).
+pub fn is_hotplug_block_device(name: &str) -> bool {
+    fs::symlink_metadata(api::hotplug::block_path(name))
+        .is_ok_and(|m| m.file_type().is_block_device())
+}
+
 /// The block device of claim `name`, if it is one (see
 /// [`PrepareOptions::block_volumes`]).
 pub(crate) fn block_device(

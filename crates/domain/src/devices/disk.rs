@@ -185,3 +185,52 @@ pub struct DiskTarget {
     #[serde(rename = "@tray")]
     pub tray: Option<String>,
 }
+
+impl Disk {
+    /// The `<disk>` element alone, as libvirt's device calls
+    /// (`virDomainAttachDeviceFlags`, `DetachDeviceFlags`) take it.
+    ///
+    /// # Errors
+    /// [`crate::XmlError::Write`] only on a model bug.
+    pub fn to_xml(&self) -> Result<String, crate::XmlError> {
+        let mut out = String::with_capacity(512);
+        let mut ser = quick_xml::se::Serializer::with_root(&mut out, Some("disk"))
+            .map_err(crate::XmlError::from)?;
+        ser.indent(' ', 2);
+        self.serialize(ser)?;
+        out.push('\n');
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod disk_xml_tests {
+    use super::*;
+
+    #[test]
+    fn a_disk_alone_is_a_disk_element() {
+        let d = Disk {
+            disk_type: "file".into(),
+            device: "disk".into(),
+            source: Some(DiskSource {
+                file: Some("/var/run/kubevirt/hotplug-disks/a&b.img".into()),
+                ..DiskSource::default()
+            }),
+            target: DiskTarget {
+                dev: "vdb".into(),
+                bus: Some("virtio".into()),
+                tray: None,
+            },
+            alias: Some(Alias::user("hp")),
+            ..Disk::default()
+        };
+        let x = d.to_xml().unwrap();
+        assert!(x.starts_with("<disk type=\"file\" device=\"disk\">"), "{x}");
+        assert!(
+            x.contains("file=\"/var/run/kubevirt/hotplug-disks/a&amp;b.img\""),
+            "{x}"
+        );
+        assert!(x.contains("<alias name=\"ua-hp\"/>"), "{x}");
+        assert!(x.trim_end().ends_with("</disk>"), "{x}");
+    }
+}

@@ -240,7 +240,8 @@ pub(crate) fn pvc_claims(
 /// `vmi` with the `--pvc` facts in `status.volumeStatus[].persistentVolumeClaimInfo`,
 /// as virt-handler reports a claim (capacity and request both the given
 /// size, the file system overhead, the volume mode); facts the flags do not
-/// give keep the VMI's own status.
+/// give keep the VMI's own status. Every other volume gets an entry with
+/// its name, as virt-controller writes one per volume.
 pub fn with_claim_status(
     vmi: &VirtualMachineInstance,
     args: &[PvcArg],
@@ -313,6 +314,17 @@ pub fn with_claim_status(
         }
         entry.insert("persistentVolumeClaimInfo".into(), Value::Object(info));
         list[idx] = Value::Object(entry);
+    }
+    // virt-controller gives every volume an entry: a volume without one
+    // would be taken for a permanent volume not yet started, and the
+    // launcher leaves such a disk out (api::hotplug).
+    for v in &vmi.spec.volumes {
+        if !list
+            .iter()
+            .any(|s| s.get("name").and_then(Value::as_str) == Some(&v.name))
+        {
+            list.push(json!({ "name": v.name }));
+        }
     }
     status.insert("volumeStatus".into(), Value::Array(list));
     out.status = Some(Value::Object(status));

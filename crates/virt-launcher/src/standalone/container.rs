@@ -98,7 +98,7 @@ pub fn identity_files() -> Result<Vec<PodMount>, LauncherError> {
 
 /// What uid/gid `id` (no supplementary groups) may do with a file of
 /// metadata `m`, by its mode bits: (read, write, search/execute).
-fn access(m: &std::fs::Metadata, id: u32) -> (bool, bool, bool) {
+pub(crate) fn access(m: &std::fs::Metadata, id: u32) -> (bool, bool, bool) {
     use std::os::unix::fs::MetadataExt;
     let mode = m.mode();
     let bits = if m.uid() == id {

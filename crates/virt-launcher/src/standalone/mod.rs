@@ -24,6 +24,7 @@
 
 pub mod claims;
 pub mod container;
+pub mod hotplug;
 pub mod network;
 pub mod volumes;
 

@@ -125,6 +125,7 @@ pub fn run_vmi(
         network::phase2::check_spec(&vmi).map_err(LauncherError::input)?;
         ctx = Some(c);
     }
+    let standalone = source.mode() == crate::pod::Mode::Standalone;
     let pod = source.prepare(&vmi, claims, flags, &host)?;
     if let Some(ctx) = &ctx {
         // Everything read from outside the launcher's directories (cloud-init
@@ -149,6 +150,13 @@ pub fn run_vmi(
     let plan = pod.runtime_plan(user, crate::pod::may_mount());
     let state = if plan.private_runtime {
         let state = StateDir::acquire(&state_dir(flags, &vmi))?;
+        if standalone {
+            // The VMI object `ctl addvolume` changes (the informer's copy).
+            state.subdir("standalone")?;
+            let json = serde_json::to_value(&vmi)
+                .map_err(|e| LauncherError::runtime(format!("encoding the VMI: {e}")))?;
+            crate::standalone::hotplug::write_store(state.path(), &json)?;
+        }
         enter_private_mount_namespace()?;
         Some(state)
     } else {

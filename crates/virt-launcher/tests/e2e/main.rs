@@ -19,6 +19,7 @@ mod firmware;
 mod graceful;
 mod harness;
 mod hooks;
+mod hotplug;
 #[path = "../support/inputs.rs"]
 mod inputs;
 mod lifecycle;

@@ -18,11 +18,13 @@
 //! else a conversion needs comes with each sync.
 
 mod dump;
+pub mod hotplug;
 mod lifecycle;
 mod screen;
 pub mod sev;
 mod sync;
 mod time_sync;
+pub mod vcpus;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
@@ -61,6 +63,15 @@ pub enum ManagerError {
     /// A connection of its own (the memory dump's) could not be opened.
     #[error(transparent)]
     Connect(#[from] crate::connection::ConnectError),
+    /// A failure with KubeVirt's prefix of the operation
+    /// (`failed to update vCPUs: ...`).
+    #[error("{prefix}: {source}")]
+    Prefixed {
+        /// KubeVirt's prefix.
+        prefix: &'static str,
+        /// What failed.
+        source: Box<ManagerError>,
+    },
     /// A hook sidecar's OnDefineDomain failed or answered an unusable
     /// domain (the sidecar named); nothing was left defined.
     #[error(transparent)]

@@ -1,7 +1,8 @@
 //! SyncVMI (KubeVirt `SyncVMI`, kubevirt-facts §8.1): prepare the volumes,
 //! convert with this sync's inputs, define the domain KubeVirt's way
 //! (placeholder interfaces and free root ports for hot-plug), start it;
-//! for a domain that already runs, resume it or grow its disks online.
+//! for a domain that already runs, resume it, hot-plug its volumes
+//! ([`super::hotplug`]) or grow its disks online.
 
 use api::VirtualMachineInstance;
 use converter::{ConvertContext, ConvertError};
@@ -104,7 +105,8 @@ impl LibvirtDomainManager {
                         return Ok(());
                     }
                     if ACTIVE.contains(&st) {
-                        tracing::debug!(domain = %name, "domain already active; nothing to do");
+                        tracing::debug!(domain = %name, "domain already active");
+                        self.sync_disks(vmi, &d, &spec)?;
                         self.expand_online(vmi, &d, &ctx);
                         return Ok(());
                     }

@@ -10,6 +10,7 @@
 #                                    boot done; qemu-ga (if the port exists)
 #                                    holds its virtio port open
 #   GUEST-SHUTDOWN                   from /etc/rc.shutdown, on any power-off
+#   GUEST-CPU-ONLINE cpu<N>          any time: a hot-added CPU was onlined
 # Other output: "[guest <uptime>] ..." diagnostics, the user-data's own output,
 # "Please press Enter to activate this console." (the askfirst shell, see
 # /etc/inittab) and kernel messages. The tty turns each \n into \r\n.
@@ -73,6 +74,27 @@ if [ -e "$qga_port" ]; then
 else
     log "no org.qemu.guest_agent.0 port; qemu-ga not started"
 fi
+
+# ---- CPU hot-plug: what udev's rule does (SUBSYSTEM=="cpu", ACTION=="add"
+# -> online=1; this kernel has no uevent helper): every second, a CPU that
+# appeared since (hot-added, offline) is onlined, with a line
+# "GUEST-CPU-ONLINE cpu<N>". Only new ones: a CPU the kernel offlines to
+# eject it (ACPI unplug) is left alone.
+(
+    cd /sys/devices/system/cpu || exit 0
+    known=" $(echo cpu[0-9]*) "
+    while :; do
+        now=" "
+        for c in cpu[0-9]*; do
+            now="$now$c "
+            case $known in *" $c "*) continue ;; esac
+            [ -w "$c/online" ] && echo 1 >"$c/online" &&
+                echo "GUEST-CPU-ONLINE $c" >/dev/ttyS0
+        done
+        known=$now
+        sleep 1
+    done
+) </dev/null >/dev/null 2>&1 &
 
 # ---- cloud-init seed: NoCloud (an iso9660 or vfat volume labelled
 # cidata/CIDATA: meta-data, user-data, network-config at its root) or an

@@ -1,0 +1,218 @@
+//! Hot-plug of volumes on a running domain (KubeVirt v1.6.6 `syncDisks`,
+//! kubevirt-facts §8.1 step 6): on a SyncVMI of a running domain, the disks
+//! of hot-plug volumes that the converted domain has and the live one lacks
+//! (by target name) are attached once their image or device opens; those
+//! the live domain has and the converted one lacks are detached. Only disks
+//! whose source lies under virt-handler's hot-plug directory
+//! ([`api::hotplug::HOTPLUG_DISK_DIR`]) on the virtio or scsi bus (or no
+//! bus) take part: a permanent disk is never attached or detached here,
+//! and a sata disk (which virt-api refuses to hot-plug) is left alone. Both
+//! with `VIR_DOMAIN_AFFECT_LIVE | VIR_DOMAIN_AFFECT_CONFIG`, as KubeVirt.
+
+use std::collections::BTreeSet;
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+use api::VirtualMachineInstance;
+use domain::Disk;
+use virt::domain::Domain as VirtDomain;
+use virt::sys;
+
+use super::{LibvirtDomainManager, ManagerError};
+
+/// `DEVICE_MODIFY_LIVE | DEVICE_MODIFY_CONFIG` (KubeVirt's
+/// `affectDeviceLiveAndConfigLibvirtFlags`).
+const LIVE_AND_CONFIG: u32 = sys::VIR_DOMAIN_AFFECT_LIVE | sys::VIR_DOMAIN_AFFECT_CONFIG;
+
+/// The image or device a disk reads: `<source file>` or `<source dev>`
+/// (KubeVirt's `getSourceFile`), empty without one.
+pub fn source_path(d: &Disk) -> &str {
+    d.source
+        .as_ref()
+        .and_then(|s| s.file.as_deref().or(s.dev.as_deref()))
+        .unwrap_or("")
+}
+
+/// A disk that hot-plug may attach or detach: its source is a hot-plug
+/// volume's and its bus virtio, scsi or unset (KubeVirt's
+/// `getAttachedDisks` / `getDetachedDisks` filters).
+fn pluggable(d: &Disk) -> bool {
+    api::hotplug::is_hotplug_source(source_path(d))
+        && matches!(d.target.bus.as_deref(), None | Some("" | "virtio" | "scsi"))
+}
+
+/// What a sync changes: the disks to detach (from the live domain, as it
+/// has them) and to attach (as converted).
+#[derive(Debug, Default, PartialEq)]
+pub struct DiskChanges {
+    /// Live hot-plug disks whose target the converted domain no longer has.
+    pub detach: Vec<Disk>,
+    /// Converted hot-plug disks whose target the live domain lacks.
+    pub attach: Vec<Disk>,
+}
+
+/// Compares the live domain's disks (`live`) with the converted ones
+/// (`wanted`) by target name.
+pub fn disk_changes(live: &[Disk], wanted: &[Disk]) -> DiskChanges {
+    let live_targets: BTreeSet<&str> = live.iter().map(|d| d.target.dev.as_str()).collect();
+    let wanted_targets: BTreeSet<&str> = wanted.iter().map(|d| d.target.dev.as_str()).collect();
+    DiskChanges {
+        detach: live
+            .iter()
+            .filter(|d| pluggable(d) && !wanted_targets.contains(d.target.dev.as_str()))
+            .cloned()
+            .collect(),
+        attach: wanted
+            .iter()
+            .filter(|d| pluggable(d) && !live_targets.contains(d.target.dev.as_str()))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// Whether the hot-plug image or device at `path` can be used now
+/// (KubeVirt's `checkIfDiskReadyToUse`: a device node opens read-only, a
+/// file read-write). `Err` says why not: missing (virt-handler has not
+/// mounted it, or it vanished), a symbolic link (never followed: the
+/// launcher made none there), another kind of file, or the open failed.
+pub fn ready_to_use(path: &str) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{path}: {e}"))?;
+    let ft = meta.file_type();
+    let mut o = OpenOptions::new();
+    o.custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC);
+    if ft.is_block_device() {
+        o.read(true);
+    } else if ft.is_file() {
+        o.read(true).write(true);
+    } else if ft.is_symlink() {
+        return Err(format!("{path} is a symbolic link"));
+    } else {
+        return Err(format!("{path} is neither a file nor a block device"));
+    }
+    o.open(path)
+        .map(drop)
+        .map_err(|e| format!("cannot open {path}: {e}"))
+}
+
+impl LibvirtDomainManager {
+    /// KubeVirt's `syncDisks` for the running domain `dom`, whose converted
+    /// definition is `spec`: detaches, then attaches (a disk that cannot
+    /// be opened yet is left for a later sync and logged).
+    ///
+    /// # Errors
+    /// libvirt's refusal of a detach or attach, as KubeVirt returns it;
+    /// [`ManagerError::Xml`] when the live XML does not parse.
+    pub(super) fn sync_disks(
+        &self,
+        vmi: &VirtualMachineInstance,
+        dom: &VirtDomain,
+        spec: &domain::Domain,
+    ) -> Result<(), ManagerError> {
+        let live = domain::Domain::from_xml(&dom.get_xml_desc(0)?)?;
+        let changes = disk_changes(&live.devices.disk, &spec.devices.disk);
+        let name = vmi.domain_name();
+        for d in changes.detach {
+            let alias = d.alias.as_ref().map(|a| a.name.as_str()).unwrap_or("");
+            tracing::info!(domain = %name, alias, target = %d.target.dev, "Detaching disk");
+            dom.detach_device_flags(&d.to_xml()?, LIVE_AND_CONFIG)
+                .inspect_err(|e| tracing::error!(domain = %name, "detaching device: {e}"))?;
+        }
+        for d in changes.attach {
+            let alias = d.alias.as_ref().map(|a| a.name.as_str()).unwrap_or("");
+            if let Err(why) = ready_to_use(source_path(&d)) {
+                tracing::info!(domain = %name, alias, "hot-plug disk not ready to use, not attached yet: {why}");
+                continue;
+            }
+            tracing::info!(domain = %name, alias, target = %d.target.dev, "Attaching disk");
+            dom.attach_device_flags(&d.to_xml()?, LIVE_AND_CONFIG)
+                .inspect_err(|e| tracing::error!(domain = %name, "attaching device: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use domain::{DiskSource, DiskTarget};
+
+    fn disk(dev: &str, bus: &str, source: &str) -> Disk {
+        Disk {
+            disk_type: "file".into(),
+            device: "disk".into(),
+            source: Some(DiskSource {
+                file: Some(source.into()),
+                ..DiskSource::default()
+            }),
+            target: DiskTarget {
+                dev: dev.into(),
+                bus: Some(bus.into()),
+                tray: None,
+            },
+            ..Disk::default()
+        }
+    }
+
+    const HP: &str = "/var/run/kubevirt/hotplug-disks/hp.img";
+    const BOOT: &str = "/var/run/kubevirt-ephemeral-disks/disk-data/boot/disk.qcow2";
+
+    #[test]
+    fn new_hotplug_disks_are_attached_and_gone_ones_detached() {
+        let boot = disk("vda", "virtio", BOOT);
+        let hp = disk("vdb", "virtio", HP);
+        let scsi = disk("sda", "scsi", "/var/run/kubevirt/hotplug-disks/blk");
+        let c = disk_changes(
+            std::slice::from_ref(&boot),
+            &[boot.clone(), hp.clone(), scsi.clone()],
+        );
+        assert_eq!(c.attach, vec![hp.clone(), scsi.clone()]);
+        assert!(c.detach.is_empty());
+        let c = disk_changes(
+            &[boot.clone(), hp.clone(), scsi.clone()],
+            &[boot.clone(), scsi],
+        );
+        assert_eq!(c.detach, vec![hp]);
+        assert!(c.attach.is_empty());
+    }
+
+    #[test]
+    fn permanent_and_sata_disks_are_never_plugged() {
+        let boot = disk("vda", "virtio", BOOT);
+        // A permanent disk missing from the converted domain stays.
+        assert_eq!(
+            disk_changes(std::slice::from_ref(&boot), &[]),
+            DiskChanges::default()
+        );
+        // ... and one the live domain lacks is no hot-plug.
+        assert_eq!(disk_changes(&[], &[boot]), DiskChanges::default());
+        let sata = disk("sda", "sata", HP);
+        assert_eq!(
+            disk_changes(&[], std::slice::from_ref(&sata)),
+            DiskChanges::default()
+        );
+        assert_eq!(disk_changes(&[sata], &[]), DiskChanges::default());
+        // A source beside the directory is none of its.
+        let beside = disk("vdb", "virtio", "/var/run/kubevirt/hotplug-disks-x/a.img");
+        assert_eq!(disk_changes(&[], &[beside]), DiskChanges::default());
+    }
+
+    #[test]
+    fn readiness_of_files_devices_and_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("a.img");
+        std::fs::write(&img, b"x").unwrap();
+        assert_eq!(ready_to_use(img.to_str().unwrap()), Ok(()));
+        let link = dir.path().join("l.img");
+        std::os::unix::fs::symlink(&img, &link).unwrap();
+        assert!(ready_to_use(link.to_str().unwrap())
+            .unwrap_err()
+            .ends_with("is a symbolic link"));
+        let gone = dir.path().join("gone.img");
+        assert!(ready_to_use(gone.to_str().unwrap())
+            .unwrap_err()
+            .contains("No such file"));
+        assert!(ready_to_use(dir.path().to_str().unwrap())
+            .unwrap_err()
+            .ends_with("is neither a file nor a block device"));
+    }
+}
