@@ -182,6 +182,21 @@ impl RuntimeUser {
         }
     }
 
+    /// libvirt's QEMU capabilities directory, as (a directory of the
+    /// launcher's runtime, the path below it): root
+    /// `/var/cache/libvirt` + `qemu/capabilities`; non-root the session
+    /// daemon's `$XDG_CACHE_HOME/libvirt/qemu/cache/capabilities`
+    /// (`/var/run/kubevirt-private` + `libvirt/qemu/cache/capabilities`).
+    pub fn capabilities_dir(self) -> (&'static str, &'static str) {
+        match self {
+            RuntimeUser::Root => ("/var/cache/libvirt", "qemu/capabilities"),
+            RuntimeUser::NonRoot => (
+                "/var/run/kubevirt-private",
+                "libvirt/qemu/cache/capabilities",
+            ),
+        }
+    }
+
     /// The KubeVirt paths the non-root launcher writes to (the pod's
     /// emptyDirs, writable by 107 there through `fsGroup`); the standalone
     /// stand-in gives them to 107 before the launcher proper starts.

@@ -288,7 +288,9 @@ impl Services {
 }
 
 /// Runs the domain (see the module docs) until QEMU exits, a daemon
-/// cannot be kept running, or a signal's shutdown is done.
+/// cannot be kept running, or a signal's shutdown is done. `seeded`: the
+/// shipped QEMU capabilities written before the daemon started, checked
+/// once libvirt has looked them up.
 ///
 /// # Errors
 /// [`LauncherError`]; the domain is gone when it returns.
@@ -297,8 +299,12 @@ pub(crate) fn run_domain(
     daemon: &DaemonKind,
     sup: &Supervisor,
     hooks: &Arc<hooks::Manager>,
+    seeded: Option<virtwrap::capscache::Seeded>,
 ) -> Result<(), LauncherError> {
     let services = Services::start(launch, daemon, hooks)?;
+    if let Some(seeded) = seeded {
+        super::capabilities::check_later(seeded, &services.manager);
+    }
     let (vmi, flags) = (launch.vmi, launch.flags);
     let signals = signals();
     let grace = Duration::from_secs(

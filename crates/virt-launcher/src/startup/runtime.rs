@@ -232,6 +232,9 @@ pub(crate) fn run_in_runtime(
     // KubeVirt's StartVirtlog: the firmware's debug FIFO and its reader.
     crate::seabios::start(Path::new(crate::seabios::SEABIOS_DEBUG_PIPE));
 
+    // Before the daemon: libvirt reads its cache at its first lookup.
+    let seeded = super::capabilities::seed(&flags.shipped_capabilities_dir, user, daemon);
+
     let mut sup = Supervisor::new();
     let spawn_err =
         |name: &str, e: std::io::Error| LauncherError::runtime(format!("cannot start {name}: {e}"));
@@ -262,7 +265,7 @@ pub(crate) fn run_in_runtime(
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 
-    let result = run_domain(launch, daemon, &sup, &hooks);
+    let result = run_domain(launch, daemon, &sup, &hooks, seeded);
     sup.stop(Duration::from_secs(5));
     kill_leftover_children();
     result
