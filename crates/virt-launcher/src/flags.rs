@@ -127,7 +127,7 @@ pub struct LauncherFlags {
     /// matches this system, else libvirt probes QEMU as without it. An
     /// empty value disables it.
     #[arg(long, default_value = "/usr/share/virt-launcher/capabilities")]
-    pub shipped_capabilities_dir: std::path::PathBuf,
+    pub shipped_capabilities_dir: String,
     /// File system of configMap/secret/downwardAPI/serviceAccount disks:
     /// iso9660 (KubeVirt's) or vfat (ours; no Unix modes). The image path is
     /// KubeVirt's `<vol>.iso` either way.

@@ -20,10 +20,11 @@ const LOOKUP_WAIT: Duration = Duration::from_secs(120);
 
 /// Seeds libvirt's capabilities directory (of `user`) from `shipped` for
 /// `daemon`; logs once what happened. `None` when nothing was seeded.
-pub(crate) fn seed(shipped: &Path, user: RuntimeUser, daemon: &DaemonKind) -> Option<Seeded> {
-    if shipped.as_os_str().is_empty() {
+pub(crate) fn seed(shipped: &str, user: RuntimeUser, daemon: &DaemonKind) -> Option<Seeded> {
+    if shipped.is_empty() {
         return None;
     }
+    let shipped = Path::new(shipped);
     let started = Instant::now();
     let (base, rel) = user.capabilities_dir();
     let r = Layout::for_daemon(daemon)
@@ -37,9 +38,16 @@ pub(crate) fn seed(shipped: &Path, user: RuntimeUser, daemon: &DaemonKind) -> Op
                 &HostNow::probe(),
             )
         });
-    let ms = started.elapsed().as_millis();
+    let ms = super::signals::ms(started);
     match r {
         Ok(s) => {
+            if !s.skipped.is_empty() {
+                tracing::warn!(
+                    "shipped QEMU capabilities not used for {} of the binaries: {}; libvirt probes them",
+                    s.skipped.len(),
+                    s.skipped.join("; ")
+                );
+            }
             tracing::info!(
                 ms,
                 files = s.files.len(),
@@ -64,34 +72,44 @@ pub(crate) fn seed(shipped: &Path, user: RuntimeUser, daemon: &DaemonKind) -> Op
 }
 
 /// Once libvirt has made its first capabilities lookup (the QEMU version
-/// probe has answered), says whether it kept the seeded files: a file it
-/// removed or rewrote means it found the file outdated for this host (a
-/// check the launcher leaves to libvirt, such as CPUID) and probed.
-pub(crate) fn check_later(seeded: Seeded, manager: &Arc<LibvirtDomainManager>) {
+/// probe has answered), logs when (`ms` since the launcher's `started`):
+/// with `seeded`, whether libvirt kept the seeded files (a file it removed
+/// or rewrote means it found it outdated for this host, by a check the
+/// launcher leaves to libvirt such as CPUID, and probed).
+pub(crate) fn check_later(
+    seeded: Option<Seeded>,
+    manager: &Arc<LibvirtDomainManager>,
+    started: Instant,
+) {
     let manager = Arc::clone(manager);
     let spawned = std::thread::Builder::new()
         .name("caps-check".into())
         .spawn(move || {
             if let Err(e) = manager.qemu_version_within(LOOKUP_WAIT) {
-                tracing::warn!(
-                    "cannot tell whether libvirt kept the shipped QEMU capabilities: {e}"
-                );
+                tracing::warn!("libvirt's QEMU capabilities are not known: {e}");
                 return;
             }
+            let ms = super::signals::ms(started);
+            let Some(seeded) = seeded else {
+                tracing::info!(ms, "libvirt's QEMU capabilities ready");
+                return;
+            };
             let replaced = seeded.replaced();
             if replaced.is_empty() {
                 tracing::info!(
+                    ms,
                     files = seeded.files.len(),
                     "libvirt used the shipped QEMU capabilities"
                 );
             } else {
                 tracing::warn!(
+                    ms,
                     files = ?replaced,
                     "libvirt replaced shipped QEMU capabilities it found outdated, and probed QEMU"
                 );
             }
         });
     if let Err(e) = spawned {
-        tracing::warn!("cannot check the shipped QEMU capabilities: {e}");
+        tracing::warn!("cannot follow libvirt's QEMU capabilities: {e}");
     }
 }

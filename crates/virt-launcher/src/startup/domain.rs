@@ -192,6 +192,7 @@ impl Services {
                 dump_policy,
             )
         })?;
+        tracing::info!(ms = ms(launch.started), "command socket ready");
         let stop_events = Arc::new(AtomicBool::new(false));
         let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))
             .map_err(|e| LauncherError::runtime(format!("cannot watch domain events: {e}")))?;
@@ -302,9 +303,7 @@ pub(crate) fn run_domain(
     seeded: Option<virtwrap::capscache::Seeded>,
 ) -> Result<(), LauncherError> {
     let services = Services::start(launch, daemon, hooks)?;
-    if let Some(seeded) = seeded {
-        super::capabilities::check_later(seeded, &services.manager);
-    }
+    super::capabilities::check_later(seeded, &services.manager, launch.started);
     let (vmi, flags) = (launch.vmi, launch.flags);
     let signals = signals();
     let grace = Duration::from_secs(

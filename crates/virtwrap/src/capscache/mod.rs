@@ -23,8 +23,10 @@
 //! only the three times set to this file system's. Everything else libvirt
 //! checks itself is left as recorded, so libvirt still refuses a file for
 //! another host; [`Seeded::replaced`] tells afterwards whether it did.
-//! Any mismatch leaves libvirt's cache as it was: libvirt probes, as
-//! without a shipped cache.
+//! A mismatch of what all files share (libvirt's version and files,
+//! QEMU's modules) leaves libvirt's cache as it was; a binary's own
+//! mismatch leaves out that binary's file: libvirt probes what has no
+//! file, as without a shipped cache.
 
 mod facts;
 mod files;
@@ -37,7 +39,7 @@ use serde::{Deserialize, Serialize};
 
 pub use facts::{is_native, HostFingerprint, HostNow, Layout};
 pub use record::{record, RecordError};
-pub use seed::{plan, seed, NotUsed, Seeded};
+pub use seed::{plan, seed, NotUsed, Plan, Seeded};
 
 /// Version of the manifest's format.
 pub const FORMAT: u32 = 1;
@@ -45,10 +47,10 @@ pub const FORMAT: u32 = 1;
 /// The manifest's file name in the shipped directory.
 pub const MANIFEST: &str = "manifest.json";
 
-/// Where libvirt's QEMU capabilities live below its cache directory
-/// (`/var/cache/libvirt` as root, `$XDG_CACHE_HOME/libvirt/qemu/cache` in
-/// session mode... see `RuntimeUser`): `qemu/capabilities` as root; the
-/// session daemon's cache directory already ends in `qemu/cache`.
+/// The directory of capabilities files below libvirt's QEMU cache
+/// directory (`/var/cache/libvirt/qemu` as root,
+/// `$XDG_CACHE_HOME/libvirt/qemu/cache` in session mode:
+/// `qemu_conf.c`'s `cacheDir`; `virQEMUCapsCacheNew` adds this).
 pub const CAPABILITIES_SUBDIR: &str = "capabilities";
 
 /// Bounds of every read: the manifest, one capabilities XML (the x86_64

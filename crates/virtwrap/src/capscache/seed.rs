@@ -1,6 +1,7 @@
 //! Seeding libvirt's cache from a shipped one: every hash and fact is
-//! checked first (all files or none), then each file is written with this
-//! file system's times under a name libvirt does not have yet.
+//! checked first (what all files share decides for all, each binary's own
+//! facts for its file), then each matching file is written with this file
+//! system's times under a name libvirt does not have yet.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -38,6 +39,9 @@ pub struct Seeded {
     pub files: Vec<(String, u64, i128)>,
     /// Files left alone because libvirt's cache already had them.
     pub already_there: Vec<String>,
+    /// Why each shipped file not written does not match (libvirt probes
+    /// its binary).
+    pub skipped: Vec<String>,
 }
 
 impl Seeded {
@@ -111,18 +115,27 @@ fn manifest(shipped: &Path) -> Result<Manifest, NotUsed> {
     Ok(m)
 }
 
+/// What [`plan`] found: the files to write and the ones that do not match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// (name, content with this file system's `qemuctime`, `selfctime`
+    /// and `qemumoddirmtime`).
+    pub files: Vec<(String, String)>,
+    /// Why each other file is not used (libvirt probes its binary).
+    pub skipped: Vec<String>,
+}
+
 /// Checks every hash and fact of the shipped cache in `shipped` against
-/// this system (`layout`, `host`) and returns the files to write: (name,
-/// content with this file system's `qemuctime`, `selfctime` and
-/// `qemumoddirmtime`).
+/// this system (`layout`, `host`). What all files depend on (libvirt's
+/// version, daemon, modules and libraries, QEMU's module directory) must
+/// match for any file to be used; each file's own facts (its XML, its QEMU
+/// binary, KVM and the host) decide for that file alone: libvirt keeps one
+/// file per binary and probes a binary whose file is missing.
 ///
 /// # Errors
-/// [`NotUsed`] naming the first mismatch.
-pub fn plan(
-    shipped: &Path,
-    layout: &Layout,
-    host: &HostNow,
-) -> Result<Vec<(String, String)>, NotUsed> {
+/// [`NotUsed`]: no shipped cache, a shared mismatch, or no file matches
+/// (naming each mismatch).
+pub fn plan(shipped: &Path, layout: &Layout, host: &HostNow) -> Result<Plan, NotUsed> {
     let m = manifest(shipped)?;
     if let Some(v) = host.libvirt_version.filter(|v| *v != m.libvirt_version) {
         return Err(refused(format!(
@@ -157,81 +170,110 @@ pub fn plan(
             )))
         }
     };
-    // The binaries first, hashed side by side (the bulk of the time).
-    let mut binaries = Vec::new();
-    for e in &m.entries {
-        let bad = |s: String| refused(format!("{} ({}): {s}", e.file, e.emulator));
-        let (link, binary) =
-            files::emulator_binary(Path::new(&e.emulator)).map_err(|x| bad(x.to_string()))?;
-        if link != e.link {
-            return Err(bad(format!(
+    // The binaries, hashed side by side (the bulk of the time); a link that
+    // differs from the build's is not followed.
+    let resolved: Vec<Result<PathBuf, String>> = m
+        .entries
+        .iter()
+        .map(|e| match files::emulator_binary(Path::new(&e.emulator)) {
+            Ok((link, binary)) if link == e.link => Ok(binary),
+            Ok((link, _)) => Err(format!(
                 "a symbolic link to {link:?} here, {:?} at build",
                 e.link
-            )));
+            )),
+            Err(x) => Err(x.to_string()),
+        })
+        .collect();
+    let to_hash: Vec<PathBuf> = resolved.iter().flatten().cloned().collect();
+    let mut hashes = files::hash_files(&to_hash).into_iter();
+    let shared = Shared {
+        shipped,
+        manifest: &m,
+        host,
+        self_ctime,
+        moddir_mtime,
+    };
+    let mut plan = Plan {
+        files: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for (e, binary) in m.entries.iter().zip(resolved) {
+        let hashed = match binary {
+            Ok(_) => hashes
+                .next()
+                .unwrap_or_else(|| Err(io::Error::other("not hashed"))),
+            Err(why) => Err(io::Error::other(why)),
+        };
+        match shared.entry(e, hashed) {
+            Ok(text) => plan.files.push((e.file.clone(), text)),
+            Err(why) => plan
+                .skipped
+                .push(format!("{} ({}): {why}", e.file, e.emulator)),
         }
-        binaries.push(binary);
     }
-    let mut hashes = files::hash_files(&binaries).into_iter();
-    let mut out = Vec::new();
-    for e in &m.entries {
-        let bad = |s: String| refused(format!("{} ({}): {s}", e.file, e.emulator));
-        let hashed = hashes
-            .next()
-            .unwrap_or_else(|| Err(io::Error::other("not hashed")));
+    if plan.files.is_empty() {
+        return Err(refused(plan.skipped.join("; ")));
+    }
+    Ok(plan)
+}
+
+/// What every entry's check needs.
+struct Shared<'a> {
+    shipped: &'a Path,
+    manifest: &'a Manifest,
+    host: &'a HostNow,
+    self_ctime: i64,
+    moddir_mtime: Option<i64>,
+}
+
+impl Shared<'_> {
+    /// One entry's checks (`hashed`: its binary's hash and ctime); its
+    /// file's content with this system's times.
+    fn entry(&self, e: &super::Entry, hashed: files::Hashed) -> Result<String, String> {
         if e.file != file_name(&e.emulator) {
-            return Err(bad("not libvirt's file name for its emulator".into()));
+            return Err("not libvirt's file name for its emulator".into());
         }
-        let path = shipped.join(&e.file);
-        let bytes =
-            files::read_bounded(&path, bounds::XML_BYTES).map_err(|x| bad(x.to_string()))?;
+        let path = self.shipped.join(&e.file);
+        let bytes = files::read_bounded(&path, bounds::XML_BYTES).map_err(|x| x.to_string())?;
         if files::sha256_hex(&bytes) != e.xml_sha256 {
-            return Err(bad(
+            return Err(
                 "the shipped file differs from the manifest's (corrupt or truncated)".into(),
-            ));
+            );
         }
-        let xml = std::str::from_utf8(&bytes).map_err(|_| bad("not UTF-8".into()))?;
-        let f = xml_facts(xml).map_err(&bad)?;
+        let xml = std::str::from_utf8(&bytes).map_err(|_| "not UTF-8".to_owned())?;
+        let f = xml_facts(xml)?;
         if f.emulator != e.emulator
             || f.arch != e.arch
             || f.kvm != e.kvm
-            || f.self_version != m.libvirt_version
+            || f.self_version != self.manifest.libvirt_version
         {
-            return Err(bad("the file's facts differ from the manifest's".into()));
+            return Err("the file's facts differ from the manifest's".into());
         }
-        let (sha, stamp) = hashed.map_err(|x| bad(x.to_string()))?;
+        let (sha, stamp) = hashed.map_err(|x| x.to_string())?;
         if sha != e.emulator_sha256 {
-            return Err(bad(
-                "the QEMU binary differs from the build's (SHA-256)".into()
-            ));
+            return Err("the QEMU binary differs from the build's (SHA-256)".into());
         }
-        if is_native(&host.arch, &e.arch) {
-            if e.kvm != host.kvm_usable {
-                return Err(bad(format!(
+        if is_native(&self.host.arch, &e.arch) {
+            if e.kvm != self.host.kvm_usable {
+                return Err(format!(
                     "probed {} KVM, and /dev/kvm is {}usable here",
                     if e.kvm { "with" } else { "without" },
-                    if host.kvm_usable { "" } else { "not " }
-                )));
-            }
-            if e.kvm && host.fingerprint != m.host {
-                return Err(bad(
-                    "probed with KVM on another kernel or CPU than this host's".into(),
+                    if self.host.kvm_usable { "" } else { "not " }
                 ));
             }
-        }
-        let mut text = set_number(xml, "qemuctime", stamp.ctime).map_err(&bad)?;
-        text = set_number(&text, "selfctime", self_ctime).map_err(&bad)?;
-        match (text.contains("<qemumoddirmtime>"), moddir_mtime) {
-            (true, Some(t)) => text = set_number(&text, "qemumoddirmtime", t).map_err(&bad)?,
-            (false, None) => {}
-            _ => {
-                return Err(bad(
-                    "<qemumoddirmtime> does not match the module directory".into()
-                ))
+            if e.kvm && self.host.fingerprint != self.manifest.host {
+                return Err("probed with KVM on another kernel or CPU than this host's".into());
             }
         }
-        out.push((e.file.clone(), text));
+        let mut text = set_number(xml, "qemuctime", stamp.ctime)?;
+        text = set_number(&text, "selfctime", self.self_ctime)?;
+        match (text.contains("<qemumoddirmtime>"), self.moddir_mtime) {
+            (true, Some(t)) => text = set_number(&text, "qemumoddirmtime", t)?,
+            (false, None) => {}
+            _ => return Err("<qemumoddirmtime> does not match the module directory".into()),
+        }
+        Ok(text)
     }
-    Ok(out)
 }
 
 /// Makes `rel` below `base` (a directory of the launcher's runtime),
@@ -267,13 +309,14 @@ pub fn seed(
     layout: &Layout,
     host: &HostNow,
 ) -> Result<Seeded, NotUsed> {
-    let files = plan(shipped, layout, host)?;
+    let Plan { files, skipped } = plan(shipped, layout, host)?;
     let dir =
         make_below(base, rel).map_err(|e| refused(format!("{}: {e}", base.join(rel).display())))?;
     let mut seeded = Seeded {
         dir: dir.clone(),
         files: Vec::new(),
         already_there: Vec::new(),
+        skipped,
     };
     for (name, text) in files {
         let final_path = dir.join(&name);

@@ -94,7 +94,10 @@ impl Fixture {
     }
 
     fn plan(&self, shipped: &Path) -> Result<Vec<(String, String)>, NotUsed> {
-        plan(shipped, &self.layout, &self.host)
+        plan(shipped, &self.layout, &self.host).map(|p| {
+            assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+            p.files
+        })
     }
 
     fn entry_file(&self) -> String {
@@ -195,6 +198,34 @@ fn a_changed_qemu_binary_is_refused() {
     assert!(
         e.contains("the QEMU binary differs from the build's"),
         "{e}"
+    );
+}
+
+#[test]
+fn each_binarys_file_is_decided_alone() {
+    // A second QEMU binary (another architecture) with its own file.
+    let fx = Fixture::new(false);
+    let arm = fx.root.join("qemu-system-aarch64");
+    std::fs::write(&arm, b"arm qemu").unwrap();
+    let a = arm.to_str().unwrap();
+    let x86 = std::fs::read_to_string(fx.cache.join(fx.entry_file())).unwrap();
+    let arm_xml = x86
+        .replace(fx.emulator.to_str().unwrap(), a)
+        .replace("<arch>x86_64</arch>", "<arch>aarch64</arch>");
+    let arm_xml = set_number(&arm_xml, "qemuctime", ctime(&arm)).unwrap();
+    std::fs::write(fx.cache.join(record::file_name(a)), arm_xml).unwrap();
+    let shipped = fx.shipped();
+    assert_eq!(fx.plan(&shipped).unwrap().len(), 2);
+    // The x86_64 binary changes: only its file is left to libvirt's probe.
+    std::fs::write(&fx.emulator, b"another qemu").unwrap();
+    let p = plan(&shipped, &fx.layout, &fx.host).unwrap();
+    assert_eq!(p.files.len(), 1);
+    assert_eq!(p.files[0].0, record::file_name(a));
+    assert_eq!(p.skipped.len(), 1);
+    assert!(
+        p.skipped[0].contains(&fx.entry_file()) && p.skipped[0].contains("QEMU binary differs"),
+        "{:?}",
+        p.skipped
     );
 }
 
