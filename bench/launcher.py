@@ -73,6 +73,18 @@ def memory(pid):
 
 
 def run_once(kvm, idle, measure_memory, nonroot=False, cache="warm", shipped=None):
+    """One run (see the module docs); the launcher never outlives it."""
+    procs = []
+    try:
+        return measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs):
     state = tempfile.mkdtemp(prefix="vl-bench-")
     uid = f"bench-{os.getpid()}-{time.monotonic_ns()}"
     vmi = VMI.read_text()
@@ -96,6 +108,7 @@ def run_once(kvm, idle, measure_memory, nonroot=False, cache="warm", shipped=Non
     t0 = time.monotonic()
     p = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                          start_new_session=True)
+    procs.append(p)
     res = {"running_ms": None, "marker_ms": None, "internal_ms": None, "phase": {}}
     stamps = {}
     daemons = {}

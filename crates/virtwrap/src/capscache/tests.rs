@@ -230,6 +230,40 @@ fn each_binarys_file_is_decided_alone() {
 }
 
 #[test]
+fn an_emulator_link_is_resolved_one_level_and_recorded() {
+    // Debian's qemu-system-amd64 -> qemu-system-x86_64: libvirt's stat
+    // follows it; the launcher records the link and hashes its target.
+    let fx = Fixture::new(false);
+    let link = fx.root.join("qemu-system-amd64");
+    std::os::unix::fs::symlink("qemu-system-x86_64", &link).unwrap();
+    let l = link.to_str().unwrap();
+    let x86 = std::fs::read_to_string(fx.cache.join(fx.entry_file())).unwrap();
+    std::fs::write(
+        fx.cache.join(record::file_name(l)),
+        x86.replace(fx.emulator.to_str().unwrap(), l),
+    )
+    .unwrap();
+    let shipped = fx.shipped();
+    let m: Manifest =
+        serde_json::from_slice(&std::fs::read(shipped.join(MANIFEST)).unwrap()).unwrap();
+    let e = m.entries.iter().find(|e| e.emulator == l).unwrap();
+    assert_eq!(e.link.as_deref(), Some("qemu-system-x86_64"));
+    assert_eq!(fx.plan(&shipped).unwrap().len(), 2);
+    // The link now names another file: that entry is left to the probe,
+    // the other is used.
+    std::fs::write(fx.root.join("other-qemu"), vec![7u8; 3 << 20]).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink("other-qemu", &link).unwrap();
+    let p = plan(&shipped, &fx.layout, &fx.host).unwrap();
+    assert_eq!(p.files.len(), 1);
+    assert!(
+        p.skipped[0].contains("a symbolic link to"),
+        "{:?}",
+        p.skipped
+    );
+}
+
+#[test]
 fn a_mismatching_recorded_hash_is_refused() {
     let fx = Fixture::new(false);
     let shipped = fx.shipped();
