@@ -18,7 +18,22 @@ and non-root (`--run-as-nonroot`: the launcher proper, its session libvirt
 daemon, virtlogd and QEMU as uid 107 with only CAP_NET_BIND_SERVICE; its
 own capability cache, so one warm-up run per mode).
 
-Usage: python3 bench/launcher.py [--runs N] [--idle SECONDS] [--modes root,nonroot]   (as root)
+And with three states of libvirt's QEMU capabilities cache (`--caches`),
+the runs interleaved (warm, fresh, shipped, warm, ...):
+  * warm: the shared cache every run on this host fills (the default
+    `--libvirt-cache-dir`), as before;
+  * fresh: a new empty cache per run, as a new pod has (its runtime
+    directories are always new): libvirt probes every QEMU binary;
+  * shipped: a new empty cache per run, seeded from a shipped cache made
+    once by `virt-launcher capabilities-cache` (`--shipped-capabilities-dir`),
+    as the launcher image carries it.
+For each: start -> command socket, start -> libvirt's QEMU capabilities
+known, start -> domain running, start -> GUEST-READY, and the launcher's
+phases from its log; medians and spreads (min-max). Memory after the idle
+time is measured on the warm runs only.
+
+Usage: python3 bench/launcher.py [--runs N] [--idle SECONDS] [--modes root,nonroot]
+                                 [--caches warm,fresh,shipped] [--bin PATH]   (as root)
 """
 
 import argparse
@@ -57,7 +72,19 @@ def memory(pid):
     return {"hwm": status_kib(pid, "VmHWM"), "anon": status_kib(pid, "RssAnon"), "pss": pss_kib(pid)}
 
 
-def run_once(kvm, idle, measure_memory, nonroot=False):
+def run_once(kvm, idle, measure_memory, nonroot=False, cache="warm", shipped=None):
+    """One run (see the module docs); the launcher never outlives it."""
+    procs = []
+    try:
+        return measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs):
     state = tempfile.mkdtemp(prefix="vl-bench-")
     uid = f"bench-{os.getpid()}-{time.monotonic_ns()}"
     vmi = VMI.read_text()
@@ -74,9 +101,14 @@ def run_once(kvm, idle, measure_memory, nonroot=False):
         args.append("--use-emulation")
     if nonroot:
         args.append("--run-as-nonroot")
+    if cache != "warm":
+        # A new pod: an empty libvirt cache (the state directory is always new).
+        args += ["--libvirt-cache-dir", f"{state}/libvirt-cache"]
+    args += ["--shipped-capabilities-dir", shipped if cache == "shipped" else ""]
     t0 = time.monotonic()
     p = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                          start_new_session=True)
+    procs.append(p)
     res = {"running_ms": None, "marker_ms": None, "internal_ms": None, "phase": {}}
     stamps = {}
     daemons = {}
@@ -87,7 +119,8 @@ def run_once(kvm, idle, measure_memory, nonroot=False):
             ev = json.loads(line)
         except ValueError:
             continue
-        if ev.get("msg") in ("libvirt ready", "domain defined", "domain started"):
+        if ev.get("msg") in ("libvirt ready", "domain defined", "domain started", "command socket ready",
+                             "QEMU capabilities seeded from the shipped cache"):
             stamps[ev["msg"]] = ev
         if ev.get("msg") == "started" and "daemon" in ev:
             daemons[ev["daemon"]] = ev["pid"]
@@ -97,8 +130,11 @@ def run_once(kvm, idle, measure_memory, nonroot=False):
             ts = lambda e: datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
             ready = stamps["libvirt ready"]
             base = ts(ready) - ready["ms"]
+            seed = stamps.get("QEMU capabilities seeded from the shipped cache", {}).get("ms", 0)
+            res["socket_ms"] = stamps.get("command socket ready", {}).get("ms")
             res["phase"] = {
-                "daemons + connect": ready["ms"],
+                "seed shipped cache": seed,
+                "daemons + connect": ready["ms"] - seed,
                 "prepare + convert + define": ts(stamps["domain defined"]) - ts(ready),
                 "libvirt domain start": ts(stamps["domain started"]) - ts(stamps["domain defined"]),
             }
@@ -135,6 +171,16 @@ def run_once(kvm, idle, measure_memory, nonroot=False):
                 continue
             if comm in ("libvirtd", "virtqemud", "virtlogd"):
                 res["mem"][comm] = memory(int(d))
+    res["caps_ms"] = None
+    for line in list(log):
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("msg") in ("libvirt's QEMU capabilities ready", "libvirt used the shipped QEMU capabilities"):
+            res["caps_ms"] = ev.get("ms")
+        if "shipped QEMU capabilities" in ev.get("msg", "") and ev.get("level") == "warning":
+            sys.exit("the shipped cache was not used:\n" + line)
     p.send_signal(signal.SIGTERM)
     try:
         p.wait(timeout=120)
@@ -160,36 +206,79 @@ def main():
     ap.add_argument("--idle", type=float, default=15.0)
     ap.add_argument("--modes", default="root,nonroot",
                     help="comma-separated: root, nonroot (--run-as-nonroot)")
+    ap.add_argument("--bin", help="the launcher binary (default: a release build of this checkout)")
+    ap.add_argument("--caches", default="warm",
+                    help="comma-separated: warm (shared cache), fresh (empty, as a new pod), "
+                         "shipped (empty, seeded from a shipped cache)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
-    subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "virt-launcher"], cwd=ROOT, check=True)
+    global BIN
+    if a.bin:
+        BIN = Path(a.bin).resolve()
+    else:
+        subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "virt-launcher"], cwd=ROOT, check=True)
     subprocess.run([str(ROOT / "tests/guest/build")], cwd=ROOT, check=True)
 
     modes = [m for m in a.modes.split(",") if m]
+    caches = [c for c in a.caches.split(",") if c]
+    shipped = None
+    if "shipped" in caches:
+        shipped = tempfile.mkdtemp(prefix="vl-bench-shipped-")
+        os.rmdir(shipped)
+        t = time.monotonic()
+        subprocess.run([str(BIN), "capabilities-cache", "--out", shipped], check=True,
+                       stderr=subprocess.DEVNULL)
+        print(f"shipped cache made in {time.monotonic() - t:.1f} s: {shipped}")
+        # Files 0644 in 0755 directories: the non-root launcher (uid 107) reads them.
     results = {}
     for mode in modes:
         nr = mode == "nonroot"
         print(f"{mode}: warm-up run (fills the shared QEMU capability cache) ...", flush=True)
         run_once(kvm=False, idle=0, measure_memory=False, nonroot=nr)
-        tcg = [run_once(kvm=False, idle=a.idle, measure_memory=True, nonroot=nr) for _ in range(a.runs)]
+        runs = {c: [] for c in caches}
+        for i in range(a.runs):
+            for c in caches:
+                print(f"{mode}: run {i + 1}/{a.runs}, {c} cache", flush=True)
+                runs[c].append(run_once(kvm=False, idle=a.idle, measure_memory=(c == "warm"),
+                                        nonroot=nr, cache=c, shipped=shipped))
         kvm = []
-        if kvm_usable():
+        if kvm_usable() and "warm" in caches:
             try:
                 kvm = [run_once(kvm=True, idle=0, measure_memory=False, nonroot=nr) for _ in range(a.runs)]
             except SystemExit as e:
                 print(f"KVM runs failed, skipped: {str(e).splitlines()[-1]}")
                 kvm = []
-        results[mode] = (tcg, kvm)
+        results[mode] = (runs, kvm)
     for mode in modes:
-        report(mode, a, *results[mode])
-    if len(modes) > 1:
+        runs, kvm = results[mode]
+        for c in caches:
+            report(f"{mode}, {c} cache", a, runs[c], kvm if c == "warm" else [])
+    print()
+    print("side by side: median [min-max] ms, TCG")
+    print(f"  {'mode':<8} {'cache':<8} {'socket':>16} {'capabilities':>18} {'running':>18} {'GUEST-READY':>20}")
+    for mode in modes:
+        for c in caches:
+            rs = results[mode][0][c]
+            print(f"  {mode:<8} {c:<8} {spread([r['socket_ms'] for r in rs]):>16} "
+                  f"{spread([r['caps_ms'] for r in rs]):>18} {spread([r['running_ms'] for r in rs]):>18} "
+                  f"{spread([r['marker_ms'] for r in rs]):>20}")
+    if "warm" in caches and len(modes) > 1:
         print()
-        print("side by side (medians): start -> domain running (TCG) ms, start -> GUEST-READY ms, PSS sum MiB")
+        print("warm, side by side (medians): start -> domain running (TCG) ms, start -> GUEST-READY ms, PSS sum MiB")
         for mode in modes:
-            tcg = results[mode][0]
+            tcg = results[mode][0]["warm"]
             pss = med([sum(r["mem"][n]["pss"] for n in r["mem"]) for r in tcg]) / 1024
             print(f"  {mode:<8} {med([r['running_ms'] for r in tcg]):>8.0f} {med([r['marker_ms'] for r in tcg]):>8.0f} {pss:>8.1f}")
+    if shipped:
+        subprocess.run(["rm", "-rf", shipped])
+
+
+def spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "n/a"
+    return f"{statistics.median(values):.0f} [{min(values):.0f}-{max(values):.0f}]"
 
 
 def report(mode, a, tcg, kvm):
@@ -202,9 +291,13 @@ def report(mode, a, tcg, kvm):
         print(f"  start -> domain running (KVM): {fmt(med([r['running_ms'] for r in kvm]))} ms"
               f"  (launcher's own clock: {fmt(med([r['internal_ms'] for r in kvm]))} ms)")
     print(f"  start -> GUEST-READY   (TCG): {fmt(med([r['marker_ms'] for r in tcg]))} ms")
-    print("  where the launcher's time goes (TCG, median ms):")
+    print(f"  start -> command socket  (TCG): {spread([r['socket_ms'] for r in tcg])} ms")
+    print(f"  start -> capabilities    (TCG): {spread([r['caps_ms'] for r in tcg])} ms")
+    print("  where the launcher's time goes (TCG, median [min-max] ms):")
     for k in tcg[0]["phase"]:
-        print(f"    {k:<28} {fmt(med([r['phase'][k] for r in tcg]))}")
+        print(f"    {k:<28} {spread([r['phase'][k] for r in tcg])}")
+    if "mem" not in tcg[0]:
+        return
     print()
     print(f"[{mode}] memory after {a.idle:.0f} s idle with the guest running, median, MiB")
     print(f"  {'process':<14} {'VmHWM':>8} {'RssAnon':>8} {'PSS':>8}")

@@ -128,6 +128,13 @@ pub struct LauncherFlags {
     /// libvirt's QEMU capability cache, shared between runs (ours).
     #[arg(long, default_value = "/var/cache/virt-launcher/libvirt")]
     pub libvirt_cache_dir: std::path::PathBuf,
+    /// The QEMU capabilities cache shipped in the image (ours; made at
+    /// image build by `virt-launcher capabilities-cache`): libvirt's empty
+    /// cache is seeded from it at start when every recorded hash and fact
+    /// matches this system, else libvirt probes QEMU as without it. An
+    /// empty value disables it.
+    #[arg(long, default_value = "/usr/share/virt-launcher/capabilities")]
+    pub shipped_capabilities_dir: String,
     /// File system of configMap/secret/downwardAPI/serviceAccount disks:
     /// iso9660 (KubeVirt's) or vfat (ours; no Unix modes). The image path is
     /// KubeVirt's `<vol>.iso` either way.

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
+use virt_launcher::commands::capscache::CapsCacheArgs;
 use virt_launcher::commands::convert::ConvertArgs;
 use virt_launcher::commands::run::{Phase1Args, RunArgs};
 use virt_launcher::flags::LauncherFlags;
@@ -49,6 +50,11 @@ enum Command {
     /// netns exec`): the pod a launcher in pod mode expects, for tests and
     /// pods without virt-handler.
     PodNetworkPhase1(Phase1Args),
+    /// Make the QEMU capabilities cache the launcher image ships (at image
+    /// build, as root): libvirt probes the image's QEMU binaries, and the
+    /// files are recorded with the hashes and facts the launcher checks
+    /// before it seeds libvirt's cache from them in a pod.
+    CapabilitiesCache(CapsCacheArgs),
 }
 
 /// Prints a command-line error as the launcher's other refusals are
@@ -98,6 +104,7 @@ fn main() -> ExitCode {
         Some(Command::Run(a)) => commands::run::run(a, started),
         Some(Command::Ctl(a)) => ctl::run(a),
         Some(Command::PodNetworkPhase1(a)) => commands::run::phase1(a),
+        Some(Command::CapabilitiesCache(a)) => commands::capscache::capabilities_cache(a),
         None => commands::run::pod(&cli.flags, started),
     };
     match res {

@@ -182,6 +182,21 @@ impl RuntimeUser {
         }
     }
 
+    /// libvirt's QEMU capabilities directory, as (a directory of the
+    /// launcher's runtime, the path below it): root
+    /// `/var/cache/libvirt` + `qemu/capabilities`; non-root the session
+    /// daemon's `$XDG_CACHE_HOME/libvirt/qemu/cache/capabilities`
+    /// (`/var/run/kubevirt-private` + `libvirt/qemu/cache/capabilities`).
+    pub fn capabilities_dir(self) -> (&'static str, &'static str) {
+        match self {
+            RuntimeUser::Root => ("/var/cache/libvirt", "qemu/capabilities"),
+            RuntimeUser::NonRoot => (
+                "/var/run/kubevirt-private",
+                "libvirt/qemu/cache/capabilities",
+            ),
+        }
+    }
+
     /// The KubeVirt paths the non-root launcher writes to (the pod's
     /// emptyDirs, writable by 107 there through `fsGroup`); the standalone
     /// stand-in gives them to 107 before the launcher proper starts.
@@ -214,6 +229,16 @@ mod tests {
             u.daemon_socket(&d),
             PathBuf::from("/var/run/libvirt/virtqemud-sock")
         );
+        // Where libvirt's session daemon keeps its QEMU capabilities:
+        // $XDG_CACHE_HOME/libvirt/qemu/cache/capabilities.
+        assert_eq!(
+            u.capabilities_dir(),
+            (
+                "/var/run/kubevirt-private",
+                "libvirt/qemu/cache/capabilities"
+            )
+        );
+        assert!(u.capability_cache().1.starts_with(u.capabilities_dir().0));
         let env = u.daemon_env();
         for (k, _) in SESSION_ENV {
             assert!(env.iter().any(|(e, _)| e == k), "{k}");
@@ -223,6 +248,10 @@ mod tests {
         assert_eq!(r.libvirt_uri(), "qemu:///system");
         assert_eq!(r.qemu_pid_dir(), "/var/run/libvirt/qemu");
         assert_eq!(r.qemu_conf(), PathBuf::from("/etc/libvirt/qemu.conf"));
+        assert_eq!(
+            r.capabilities_dir(),
+            ("/var/cache/libvirt", "qemu/capabilities")
+        );
         assert!(r.daemon_env().is_empty());
         let l = DaemonKind::Libvirtd("/usr/sbin/libvirtd".into());
         assert_eq!(

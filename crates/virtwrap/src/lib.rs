@@ -6,6 +6,7 @@
 //! [`manager::DomainManager`] that runs the VMI's domain.
 
 pub mod agent;
+pub mod capscache;
 pub mod config;
 pub mod connection;
 pub mod dirtyrate;

@@ -1,6 +1,8 @@
 //! The subcommands behind the binary's command line: `convert` ([`convert`]),
-//! `run`, KubeVirt's pod mode and `pod-network-phase1` ([`run`]).
+//! `run`, KubeVirt's pod mode and `pod-network-phase1` ([`run`]), the
+//! image's QEMU capabilities cache ([`capscache`]).
 
+pub mod capscache;
 pub mod convert;
 pub mod run;
 

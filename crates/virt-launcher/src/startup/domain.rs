@@ -193,6 +193,7 @@ impl Services {
             )
             .with_vm_stats_collector(flags.vm_stats_collector)
         })?;
+        tracing::info!(ms = ms(launch.started), "command socket ready");
         let stop_events = Arc::new(AtomicBool::new(false));
         let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))
             .map_err(|e| LauncherError::runtime(format!("cannot watch domain events: {e}")))?;
@@ -289,7 +290,9 @@ impl Services {
 }
 
 /// Runs the domain (see the module docs) until QEMU exits, a daemon
-/// cannot be kept running, or a signal's shutdown is done.
+/// cannot be kept running, or a signal's shutdown is done. `seeded`: the
+/// shipped QEMU capabilities written before the daemon started, checked
+/// once libvirt has looked them up.
 ///
 /// # Errors
 /// [`LauncherError`]; the domain is gone when it returns.
@@ -298,8 +301,10 @@ pub(crate) fn run_domain(
     daemon: &DaemonKind,
     sup: &Supervisor,
     hooks: &Arc<hooks::Manager>,
+    seeded: Option<virtwrap::capscache::Seeded>,
 ) -> Result<(), LauncherError> {
     let services = Services::start(launch, daemon, hooks)?;
+    super::capabilities::check_later(seeded, &services.manager, launch.started);
     let (vmi, flags) = (launch.vmi, launch.flags);
     let signals = signals();
     let grace = Duration::from_secs(

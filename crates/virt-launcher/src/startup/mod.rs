@@ -18,6 +18,7 @@
 //!    ([`signals`], [`crate::monitor`]);
 //! 6. stop the daemons, undo the mounts, remove the state, exit.
 
+pub mod capabilities;
 pub mod domain;
 pub mod grpc;
 pub mod runtime;

@@ -232,6 +232,19 @@ pub(crate) fn run_in_runtime(
     // KubeVirt's StartVirtlog: the firmware's debug FIFO and its reader.
     crate::seabios::start(Path::new(crate::seabios::SEABIOS_DEBUG_PIPE));
 
+    // The shipped capabilities, hashed and written while the daemons start:
+    // libvirt reads its cache at its first lookup, which the connection
+    // below makes (a lookup before the files are there would only mean
+    // libvirt probes, and its own file is never replaced).
+    let seeding = {
+        let (shipped, daemon) = (flags.shipped_capabilities_dir.clone(), daemon.clone());
+        std::thread::Builder::new()
+            .name("caps-seed".into())
+            .spawn(move || super::capabilities::seed(&shipped, user, &daemon))
+            .map_err(|e| tracing::warn!("cannot seed the shipped QEMU capabilities: {e}"))
+            .ok()
+    };
+
     let mut sup = Supervisor::new();
     let spawn_err =
         |name: &str, e: std::io::Error| LauncherError::runtime(format!("cannot start {name}: {e}"));
@@ -262,7 +275,8 @@ pub(crate) fn run_in_runtime(
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 
-    let result = run_domain(launch, daemon, &sup, &hooks);
+    let seeded = seeding.and_then(|t| t.join().ok()).flatten();
+    let result = run_domain(launch, daemon, &sup, &hooks, seeded);
     sup.stop(Duration::from_secs(5));
     kill_leftover_children();
     result

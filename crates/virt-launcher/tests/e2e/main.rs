@@ -13,6 +13,7 @@
 
 mod agent;
 mod bad_input;
+mod capscache;
 mod define;
 mod dirtyrate;
 mod firmware;

@@ -83,4 +83,13 @@ impl LibvirtDomainManager {
     pub fn qemu_version(&self) -> Result<String, String> {
         self.qemu_version.get(crate::version::WAIT)
     }
+
+    /// As [`LibvirtDomainManager::qemu_version`], waiting up to `wait`: the
+    /// probe's end is the end of libvirt's first capabilities lookup.
+    ///
+    /// # Errors
+    /// As [`LibvirtDomainManager::qemu_version`].
+    pub fn qemu_version_within(&self, wait: std::time::Duration) -> Result<String, String> {
+        self.qemu_version.get(wait)
+    }
 }
