@@ -13,6 +13,7 @@ pub mod events;
 pub mod manager;
 pub mod memory_dump;
 pub mod metadata;
+pub mod migration;
 pub mod state;
 pub mod stats;
 pub mod supervisor;
