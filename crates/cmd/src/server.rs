@@ -225,6 +225,43 @@ pub trait Handler: Send + Sync + 'static {
     fn dirty_rate_mbs(&self) -> Result<i64, CommandError> {
         Err(CommandError::not_supported("dirty rate statistics"))
     }
+    /// MigrateVirtualMachine: starts the live migration of `vmi` (its
+    /// `status.migrationState`) with virt-handler's `MigrationOptions`
+    /// JSON `options` (never empty: the server answers KubeVirt's
+    /// `migration options object not present in command server request`
+    /// itself) and returns at once; the outcome is in the domain's
+    /// `Spec.Metadata.KubeVirt.Migration`.
+    ///
+    /// # Errors
+    /// KubeVirt's messages (`no valid migration options object present in
+    /// command server request: ...`, `cannot migrate VMI until
+    /// migrationState is ready`, ...; by default: not supported yet).
+    fn migrate(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
+        let _ = (vmi, options);
+        Err(CommandError::not_supported("live migration"))
+    }
+    /// SyncMigrationTarget: prepares this launcher for `vmi`'s incoming
+    /// migration (KubeVirt's PrepareMigrationTarget), with the cluster's
+    /// settings `opts`.
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn sync_migration_target(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        let _ = (vmi, opts);
+        Err(CommandError::not_supported("live migration (target)"))
+    }
+    /// CancelVirtualMachineMigration.
+    ///
+    /// # Errors
+    /// KubeVirt's [`NOT_MIGRATING`] when no migration runs (the default).
+    fn cancel_migration(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
+        let _ = vmi;
+        Err(CommandError::NotMigrating)
+    }
 }
 
 fn ok() -> Response {
@@ -435,25 +472,39 @@ impl<H: Handler> Cmd for CmdService<H> {
     }
     async fn migrate_virtual_machine(&self, r: Request<MigrationRequest>) -> R<Response> {
         let req = r.into_inner();
-        if let Err(resp) = self
+        let vmi = match self
             .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
             .await
         {
-            return reply(resp);
-        }
+            Ok(v) => v,
+            Err(r) => return reply(r),
+        };
         if req.options.is_empty() {
             return reply(fail(&CommandError::BadRequest(
                 "migration options object not present in command server request".into(),
             )));
         }
-        reply(unsupported("live migration"))
+        let h = Arc::clone(&self.handler);
+        let options = req.options;
+        let res = tokio::task::spawn_blocking(move || h.migrate(&vmi, &options)).await;
+        reply(match joined(res) {
+            Ok(()) => ok(),
+            Err(e) => fail(&e),
+        })
     }
-    async fn sync_migration_target(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("live migration (target)"))
+    async fn sync_migration_target(&self, r: Request<VmiRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let opts = sync_options(&req);
+        reply(
+            self.with_vmi(&req, move |h, v| h.sync_migration_target(v, &opts))
+                .await,
+        )
     }
-    async fn cancel_virtual_machine_migration(&self, _r: Request<VmiRequest>) -> R<Response> {
-        // Nothing ever migrates yet: the answer KubeVirt gives then.
-        reply(fail(&CommandError::NotMigrating))
+    async fn cancel_virtual_machine_migration(&self, r: Request<VmiRequest>) -> R<Response> {
+        reply(
+            self.with_vmi(&r.into_inner(), |h, v| h.cancel_migration(v))
+                .await,
+        )
     }
     async fn signal_target_pod_cleanup(&self, _r: Request<VmiRequest>) -> R<Response> {
         // KubeVirt always succeeds; this launcher is never a migration target yet.

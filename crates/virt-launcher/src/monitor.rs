@@ -234,6 +234,9 @@ fn finished(
         thread::sleep(Duration::from_millis(50));
     }
     tracing::info!(state = last.0, reason = last.1, "QEMU exited");
+    if last == ("Shutoff", "Migrated") {
+        tracing::info!(domain = %vmi.domain_name(), "the domain migrated away: this launcher is done");
+    }
     match last.1 {
         "Crashed" | "Failed" | "Panicked" if !requested => Err(LauncherError::runtime(format!(
             "the guest ended abnormally: {} ({})",

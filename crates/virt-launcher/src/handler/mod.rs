@@ -75,6 +75,8 @@ pub struct LauncherHandler {
     dump_policy: DumpPolicy,
     /// The VMI last synced (virt-handler's, with its full spec).
     pub current: Mutex<Option<VirtualMachineInstance>>,
+    /// Where the migration proxy's sockets are, and who runs QEMU.
+    migration: virtwrap::manager::MigrationSetup,
 }
 
 impl LauncherHandler {
@@ -101,6 +103,53 @@ impl LauncherHandler {
             metadata,
             dump_policy,
             current: Mutex::new(None),
+            migration: virtwrap::manager::MigrationSetup {
+                share_dir: "/var/run/kubevirt".into(),
+                non_root: false,
+            },
+        }
+    }
+
+    /// The same handler, its migrations through the proxy sockets of
+    /// `setup`.
+    #[must_use]
+    pub fn with_migration(mut self, setup: virtwrap::manager::MigrationSetup) -> Self {
+        self.migration = setup;
+        self
+    }
+
+    /// The same handler, knowing `vmi` as synced (a standalone launcher
+    /// synced its manifest itself).
+    #[must_use]
+    pub fn with_current(self, vmi: Option<VirtualMachineInstance>) -> Self {
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = vmi;
+        self
+    }
+
+    /// The VMI a migration command is about: the request's, or, when it
+    /// carries no spec (`ctl migrate` sends identity and status only), the
+    /// last synced VMI's spec with the request's metadata and status.
+    fn migration_vmi(&self, vmi: &VirtualMachineInstance) -> VirtualMachineInstance {
+        if vmi.spec != api::vmi::VmiSpec::default() {
+            return vmi.clone();
+        }
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match current {
+            Some(mut c) => {
+                c.status.clone_from(&vmi.status);
+                for (k, v) in &vmi.metadata.annotations {
+                    c.metadata.annotations.insert(k.clone(), v.clone());
+                }
+                c
+            }
+            None => vmi.clone(),
         }
     }
 
@@ -244,6 +293,48 @@ impl Handler for LauncherHandler {
     fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
         self.manager.delete_vmi(vmi).map_err(command_error)
+    }
+
+    fn migrate(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
+        let options = virtwrap::migration::MigrationOptions::parse(options)
+            .map_err(CommandError::BadRequest)?;
+        let vmi = self.migration_vmi(vmi);
+        self.cache.invalidate();
+        self.manager
+            .migrate_vmi(&vmi, options, self.migration.clone())
+            .map_err(command_error)
+    }
+
+    fn sync_migration_target(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        let vmi = self.migration_vmi(vmi);
+        if vmi.metadata.name != self.id.name || vmi.namespace() != self.id.namespace {
+            return Err(CommandError::OtherVmi {
+                namespace: vmi.namespace().to_owned(),
+                name: vmi.metadata.name.clone(),
+                ours_namespace: self.id.namespace.clone(),
+                ours_name: self.id.name.clone(),
+            });
+        }
+        let vmi =
+            crate::input::admit_synced(&vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
+        self.cache.invalidate();
+        self.sync
+            .prepare_target(&vmi, &cluster_options(opts), &self.migration.share_dir)
+            .map_err(sync_command_error)?;
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(vmi);
+        Ok(())
+    }
+
+    fn cancel_migration(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
+        self.cache.invalidate();
+        self.manager.cancel_migration(vmi).map_err(command_error)
     }
 
     fn domain_json(&self) -> Result<Option<String>, CommandError> {

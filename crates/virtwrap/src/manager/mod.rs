@@ -10,6 +10,8 @@
 //! - `lifecycle`: kill, delete and undefine, the shutdown request,
 //!   pause, unpause, reset, soft reboot, listing;
 //! - `dump`: the memory dump, the dirty rate, the QEMU version.
+//! - `migrate`: live migration, source (MigrateVMI, the monitor,
+//!   CancelVMIMigration) and target (PrepareMigrationTarget).
 //!
 //! The manager holds no conversion settings of its own: the host's facts
 //! ([`converter::HostFacts`]) are fixed when it is made, and everything
@@ -17,7 +19,10 @@
 
 mod dump;
 mod lifecycle;
+mod migrate;
 mod sync;
+
+pub use migrate::MigrationSetup;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
@@ -60,6 +65,10 @@ pub enum ManagerError {
     /// domain (the sidecar named); nothing was left defined.
     #[error(transparent)]
     Hook(#[from] hooks::HookError),
+    /// A migration request or preparation was refused, or the migration
+    /// failed: KubeVirt's message (kubevirt-facts §8.7-8.8).
+    #[error("{0}")]
+    Migration(String),
 }
 
 impl From<virt::error::Error> for ManagerError {

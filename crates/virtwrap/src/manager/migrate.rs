@@ -1,0 +1,745 @@
+//! Live migration on libvirt (KubeVirt v1.6.6 `live-migration-source.go`
+//! and `live-migration-target.go`, kubevirt-facts §8.7-8.8): the source's
+//! MigrateVMI (peer-to-peer `migrateToURI3` over virt-handler's proxy
+//! sockets, watched by KubeVirt's 400 ms monitor) and CancelVMIMigration,
+//! the target's PrepareMigrationTarget (everything but the define:
+//! libvirt makes the domain from the incoming stream). The migration's
+//! state lives in the runtime metadata (`Spec.Metadata.KubeVirt.Migration`),
+//! whose every change reaches virt-handler as a MODIFIED domain.
+//!
+//! Unsafe: `virDomainAbortJob` and `virDomainMigrateStartPostCopy`, which
+//! the `virt` binding does not wrap, called on live domain handles.
+#![allow(unsafe_code)]
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use api::VirtualMachineInstance;
+use virt::domain::{Domain as VirtDomain, MigrateParameters};
+use virt::sys;
+use wire::api_domain::MigrationMetadata;
+
+use super::{LibvirtDomainManager, ManagerError, SyncInputs};
+use crate::metadata::now_rfc3339;
+use crate::migration::{self as plan, MigrationOptions, MigrationState};
+
+/// KubeVirt's monitor period (`monitorSleepPeriodMS`).
+const MONITOR_PERIOD: Duration = Duration::from_millis(400);
+/// How often the monitor logs libvirt's job statistics (4 s).
+const LOG_EVERY: u32 = 10;
+
+/// Where the migration's sockets are and who runs QEMU (the destination
+/// URI's `system` or `session`).
+#[derive(Clone, Debug)]
+pub struct MigrationSetup {
+    /// The launcher's share directory (`/var/run/kubevirt`).
+    pub share_dir: String,
+    /// Non-root launcher (`qemu+unix:///session`).
+    pub non_root: bool,
+}
+
+/// KubeVirt's `MigrationAbortStatus` values.
+mod abort {
+    pub const IN_PROGRESS: &str = "Aborting";
+    pub const SUCCEEDED: &str = "Succeeded";
+    pub const FAILED: &str = "Failed";
+}
+
+fn failed(message: impl Into<String>) -> ManagerError {
+    ManagerError::Migration(message.into())
+}
+
+/// libvirt's last error as a [`ManagerError`].
+fn last_error() -> ManagerError {
+    virt::error::Error::last_error().into()
+}
+
+impl LibvirtDomainManager {
+    /// KubeVirt's MigrateVMI: checks the VMI's `migrationState`, records
+    /// the migration in the metadata (`UID`, `StartTimestamp`, `Mode:
+    /// PreCopy`) and runs it on a thread of its own; returns at once. A
+    /// request for the migration already running is a no-op; for one that
+    /// already ended, KubeVirt's "already executed" error.
+    ///
+    /// # Errors
+    /// [`ManagerError::Migration`] with KubeVirt's message
+    /// (`cannot migrate VMI until migrationState is ready`, `migration job
+    /// <uid> already executed, ...`), or naming what is not supported yet.
+    pub fn migrate_vmi(
+        self: &Arc<Self>,
+        vmi: &VirtualMachineInstance,
+        options: MigrationOptions,
+        setup: MigrationSetup,
+    ) -> Result<(), ManagerError> {
+        let state = MigrationState::of(vmi).map_err(failed)?;
+        if state.migrated_volumes {
+            return Err(failed(
+                "status.migratedVolumes: volume migration is not supported yet",
+            ));
+        }
+        if vmi
+            .spec
+            .domain
+            .cpu
+            .as_ref()
+            .is_some_and(|c| c.dedicated_cpu_placement)
+        {
+            return Err(failed(
+                "spec.domain.cpu.dedicatedCpuPlacement: migrating dedicated CPUs is not supported yet",
+            ));
+        }
+        options.bandwidth_mib().map_err(failed)?;
+        if self.begin_migration(&state.migration_uid)? {
+            return Ok(());
+        }
+        let me = Arc::clone(self);
+        let vmi = vmi.clone();
+        std::thread::Builder::new()
+            .name("migration".into())
+            .spawn(move || me.migrate(&vmi, &options, &state, &setup))
+            .map_err(|e| failed(format!("cannot start the migration thread: {e}")))?;
+        Ok(())
+    }
+
+    /// KubeVirt's `initializeMigrationMetadata`: true when migration `uid`
+    /// runs already.
+    fn begin_migration(&self, uid: &str) -> Result<bool, ManagerError> {
+        if let Some(m) = self.metadata.snapshot().migration {
+            if m.uid == uid {
+                return match &m.end_timestamp {
+                    None => Ok(true),
+                    Some(end) => Err(failed(format!(
+                        "migration job {} already executed, finished at {end}, failed: {}, abortStatus: {}",
+                        m.uid, m.failed, m.abort_status
+                    ))),
+                };
+            }
+        }
+        self.metadata.update(|md| {
+            md.migration = Some(MigrationMetadata {
+                uid: uid.to_owned(),
+                start_timestamp: Some(now_rfc3339()),
+                mode: "PreCopy".into(),
+                ..MigrationMetadata::default()
+            });
+        });
+        Ok(false)
+    }
+
+    /// KubeVirt's `setMigrationResultHelper`: records the outcome unless
+    /// an abort is in progress (only its own result may end it) or one is
+    /// recorded already. Err(()) = an abort is in progress.
+    fn set_migration_result(
+        &self,
+        failed: bool,
+        reason: &str,
+        abort_status: &str,
+    ) -> Result<(), ()> {
+        let mut refused = false;
+        self.metadata.update(|md| {
+            let Some(m) = md.migration.as_mut() else {
+                return;
+            };
+            if !abort_status.is_empty()
+                && m.abort_status == abort_status
+                && abort_status == abort::IN_PROGRESS
+            {
+                refused = true;
+                return;
+            }
+            if m.abort_status == abort::IN_PROGRESS
+                && abort_status != abort::FAILED
+                && abort_status != abort::SUCCEEDED
+            {
+                refused = true;
+                return;
+            }
+            if m.end_timestamp.is_some() {
+                return;
+            }
+            if failed {
+                m.failed = true;
+                m.failure_reason = reason.to_owned();
+            }
+            m.abort_status = abort_status.to_owned();
+            if abort_status.is_empty() || abort_status == abort::SUCCEEDED {
+                m.end_timestamp = Some(now_rfc3339());
+            }
+        });
+        if refused {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn set_migration_mode(&self, mode: &str) {
+        self.metadata.update(|md| {
+            if let Some(m) = md.migration.as_mut() {
+                mode.clone_into(&mut m.mode);
+            }
+        });
+    }
+
+    fn migration_mode(&self) -> String {
+        self.metadata
+            .snapshot()
+            .migration
+            .map(|m| m.mode)
+            .unwrap_or_default()
+    }
+
+    /// KubeVirt's `migrate`: the monitor on this thread, `migrateToURI3`
+    /// on another; any error of the latter reaches the monitor.
+    fn migrate(
+        self: &Arc<Self>,
+        vmi: &VirtualMachineInstance,
+        options: &MigrationOptions,
+        state: &MigrationState,
+        setup: &MigrationSetup,
+    ) {
+        if vmi
+            .metadata
+            .annotations
+            .contains_key(plan::FORCE_FAILURE_ANNOTATION)
+        {
+            tracing::error!("Live migration failed. Failure is forced by functional tests suite.");
+            let _ = self.set_migration_result(true, plan::FORCED_FAILURE, "");
+            return;
+        }
+        tracing::info!(migration = %state.migration_uid, "Initiating live migration.");
+        if options.unsafe_migration {
+            tracing::info!(
+                "UNSAFE_MIGRATION flag is set, libvirt's migration checks will be disabled!"
+            );
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let me = Arc::clone(self);
+        let (v, o, s, st) = (vmi.clone(), options.clone(), state.clone(), setup.clone());
+        let worker = std::thread::Builder::new()
+            .name("migrate-to-uri3".into())
+            .spawn(move || {
+                if let Err(e) = me.migrate_helper(&v, &o, &s, &st) {
+                    tracing::error!("Live migration failed. {e}");
+                    let _ = tx.send(e.to_string());
+                } else {
+                    tracing::info!("Live migration succeeded.");
+                }
+            });
+        if let Err(e) = worker {
+            let _ = self.set_migration_result(
+                true,
+                &format!("Live migration failed cannot start the migration: {e}"),
+                "",
+            );
+            return;
+        }
+        self.monitor(vmi, options, state, &rx);
+    }
+
+    /// KubeVirt's `migrateHelper`: flags and parameters made under the
+    /// modify lock, then `migrateToURI3` (blocks until the migration ends).
+    fn migrate_helper(
+        &self,
+        vmi: &VirtualMachineInstance,
+        options: &MigrationOptions,
+        state: &MigrationState,
+        setup: &MigrationSetup,
+    ) -> Result<(), ManagerError> {
+        let name = vmi.domain_name();
+        let (params, flags) = {
+            let _modifying = self.modifying();
+            self.with_domain(&name, |dom| {
+                let paused = dom.get_state()?.0 == sys::VIR_DOMAIN_PAUSED;
+                let flags = plan::migration_flags(state.block_migration, paused, options);
+                Ok((
+                    self.migration_params(dom, vmi, options, state, setup)?,
+                    flags,
+                ))
+            })?
+            .ok_or_else(super::not_found)?
+        };
+        let uri = plan::destination_uri(&setup.share_dir, vmi.uid(), setup.non_root);
+        tracing::info!(uri = %uri, flags, disks = ?params.migrate_disks, "migrateToURI3");
+        let res = self.with_domain(&name, |dom| {
+            dom.migrate_to_uri3(Some(&uri), params.clone(), flags)?;
+            Ok(())
+        });
+        match res {
+            Ok(Some(())) => {
+                let _ = self.set_migration_result(false, "", "");
+                Ok(())
+            }
+            Ok(None) => Err(super::not_found()),
+            Err(e) => {
+                let m = libvirt_message(&e);
+                let _ = self.set_migration_result(true, &m, "");
+                Err(failed(format!(
+                    "error encountered during MigrateToURI3 libvirt api call: {m}"
+                )))
+            }
+        }
+    }
+
+    /// KubeVirt's `generateMigrationParams`.
+    fn migration_params(
+        &self,
+        dom: &VirtDomain,
+        vmi: &VirtualMachineInstance,
+        options: &MigrationOptions,
+        state: &MigrationState,
+        setup: &MigrationSetup,
+    ) -> Result<MigrateParameters, ManagerError> {
+        let bandwidth = options.bandwidth_mib().map_err(failed)?;
+        let xml = dom.get_xml_desc(sys::VIR_DOMAIN_XML_MIGRATABLE)?;
+        let dest = plan::destination_xml(&xml, vmi.namespace(), vmi.uid(), state);
+        let live = domain::Domain::from_xml(&dom.get_xml_desc(0)?)?;
+        let copy = plan::disks_to_copy(vmi, &live);
+        let dest_name = match &state.target_domain {
+            Some((name, namespace)) => format!("{namespace}_{name}"),
+            None => vmi.domain_name(),
+        };
+        let mut p = MigrateParameters {
+            uri: Some(format!(
+                "unix://{}",
+                plan::proxy_socket(&setup.share_dir, vmi.uid(), plan::DIRECT_MIGRATION_PORT)
+            )),
+            bandwidth: (bandwidth > 0).then_some(bandwidth),
+            dest_xml: Some(dest.clone()),
+            persist_xml: Some(dest),
+            parallel_connections: options
+                .parallel_connections()
+                .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
+            dest_name: Some(dest_name),
+            ..MigrateParameters::default()
+        };
+        if !copy.is_empty() {
+            p.disks_uri = Some(format!(
+                "unix://{}",
+                plan::proxy_socket(&setup.share_dir, vmi.uid(), plan::BLOCK_MIGRATION_PORT)
+            ));
+            p.migrate_disks = copy;
+        }
+        Ok(p)
+    }
+
+    /// KubeVirt's `startMonitor`: every 400 ms (or at once on an error of
+    /// `migrateToURI3`) libvirt's job statistics, the stall and
+    /// completion-budget rules, the outcome into the metadata.
+    fn monitor(
+        &self,
+        vmi: &VirtualMachineInstance,
+        options: &MigrationOptions,
+        state: &MigrationState,
+        errors: &Receiver<String>,
+    ) {
+        let ephemeral = state
+            .block_migration
+            .then(|| dir_bytes(std::path::Path::new(&self.host.paths.ephemeral_disk_dir)));
+        let mut m = Monitor {
+            start: Instant::now(),
+            last_progress: Instant::now(),
+            watermark: 0,
+            remaining: 0,
+            acceptable: options
+                .completion_timeout_per_gib
+                .saturating_mul(plan::migration_data_gb(vmi, ephemeral)),
+        };
+        let name = vmi.domain_name();
+        let mut error: Option<String> = None;
+        let mut completed: Option<i32> = None;
+        let mut ticks = 0u32;
+        loop {
+            match errors.recv_timeout(MONITOR_PERIOD) {
+                Ok(e) if error.is_none() => {
+                    tracing::error!("Received a live migration error. Will check the latest migration status. {e}");
+                    error = Some(e);
+                    continue;
+                }
+                Ok(_) | Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+            }
+            if let Some(e) = &error {
+                let abort_status = if e.contains("canceled by client") {
+                    abort::SUCCEEDED
+                } else {
+                    ""
+                };
+                let _ = self.set_migration_result(
+                    true,
+                    &format!("Live migration failed {e}"),
+                    abort_status,
+                );
+                return;
+            }
+            let stats = match completed {
+                Some(t) => (t, None),
+                None => match self.with_domain(&name, |d| Ok(d.get_job_stats(0)?)) {
+                    Ok(Some(s)) => (s.r#type, s.data_remaining),
+                    Ok(None) => {
+                        // The domain left this daemon: the migration ended;
+                        // migrateToURI3's return records how.
+                        if self.migration_ended() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!("failed to get domain job info, will retry: {e}");
+                        if self.migration_ended() {
+                            return;
+                        }
+                        continue;
+                    }
+                },
+            };
+            if let Some(r) = stats.1 {
+                m.remaining = r;
+            }
+            match u32::try_from(stats.0).unwrap_or(u32::MAX) {
+                sys::VIR_DOMAIN_JOB_UNBOUNDED => {
+                    if let Some((message, status)) = self.in_flight(&name, options, &mut m) {
+                        tracing::error!("Live migration abort detected with reason: {message}");
+                        let _ = self.set_migration_result(true, &message, status);
+                        return;
+                    }
+                    ticks += 1;
+                    if ticks % LOG_EVERY == 0 {
+                        tracing::info!(
+                            migration = %state.migration_uid,
+                            remaining = m.remaining,
+                            elapsed_ms = u64::try_from(m.start.elapsed().as_millis()).unwrap_or(u64::MAX),
+                            "Migration info"
+                        );
+                    }
+                }
+                sys::VIR_DOMAIN_JOB_NONE => {
+                    if self.migration_ended() {
+                        return;
+                    }
+                    completed = self.non_running_status(&name, &m);
+                }
+                sys::VIR_DOMAIN_JOB_CANCELLED => {
+                    tracing::info!("Migration was canceled");
+                    let _ = self.set_migration_result(true, plan::ABORTED, abort::SUCCEEDED);
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether the metadata records the migration's end.
+    fn migration_ended(&self) -> bool {
+        self.metadata
+            .snapshot()
+            .migration
+            .is_none_or(|m| m.end_timestamp.is_some())
+    }
+
+    /// KubeVirt's `determineNonRunningMigrationStatus`: after progress was
+    /// seen, a job that is gone means cancelled (an abort in progress) or
+    /// failed (the domain still runs here); else not started yet.
+    fn non_running_status(&self, name: &str, m: &Monitor) -> Option<i32> {
+        if m.last_progress <= m.start {
+            return None;
+        }
+        let aborting = self
+            .metadata
+            .snapshot()
+            .migration
+            .is_some_and(|x| x.abort_status == abort::IN_PROGRESS);
+        if aborting {
+            return Some(sys::VIR_DOMAIN_JOB_CANCELLED as i32);
+        }
+        match self.with_domain(name, |d| Ok(d.get_state()?.0)) {
+            Ok(Some(sys::VIR_DOMAIN_RUNNING)) => Some(sys::VIR_DOMAIN_JOB_FAILED as i32),
+            _ => None,
+        }
+    }
+
+    /// KubeVirt's `processInflightMigration`: progress, then post-copy or
+    /// pause past the completion budget when disruption is allowed, an
+    /// abort when stalled for longer than the progress timeout or past the
+    /// budget. Some((reason, abort status)) when it aborted.
+    fn in_flight(
+        &self,
+        name: &str,
+        options: &MigrationOptions,
+        m: &mut Monitor,
+    ) -> Option<(String, &'static str)> {
+        let now = Instant::now();
+        if m.watermark == 0 || m.remaining < m.watermark {
+            m.last_progress = now;
+        }
+        m.watermark = m.remaining;
+        let elapsed = now.duration_since(m.start).as_secs();
+        let past_budget =
+            m.acceptable != 0 && i64::try_from(elapsed).unwrap_or(i64::MAX) > m.acceptable;
+        let mode = self.migration_mode();
+        if mode == "PostCopy" {
+            return None;
+        }
+        if past_budget && options.allow_workload_disruption && mode != "Paused" {
+            let r = self.with_domain(name, |d| {
+                if options.allow_post_copy {
+                    tracing::info!("Starting post copy mode for migration");
+                    // SAFETY: `d` is a live domain handle.
+                    if unsafe { sys::virDomainMigrateStartPostCopy(d.as_ptr(), 0) } < 0 {
+                        return Err(last_error());
+                    }
+                } else {
+                    tracing::info!("Pausing the guest to allow migration to complete");
+                    d.suspend()?;
+                }
+                Ok(())
+            });
+            match r {
+                Ok(Some(())) if options.allow_post_copy => self.set_migration_mode("PostCopy"),
+                Ok(Some(())) => {
+                    m.acceptable = m.acceptable.saturating_mul(2);
+                    self.set_user_paused(name, true);
+                    self.set_migration_mode("Paused");
+                }
+                Ok(None) => {}
+                Err(e) => tracing::error!("failed to assist the migration: {e}"),
+            }
+            return None;
+        }
+        let stalled = now.duration_since(m.last_progress).as_secs();
+        let stuck = options.progress_timeout != 0
+            && i64::try_from(stalled).unwrap_or(i64::MAX) > options.progress_timeout;
+        if !stuck && !past_budget {
+            return None;
+        }
+        if stuck {
+            tracing::warn!("Live migration stuck for {stalled} seconds");
+        }
+        if let Err(e) = self.abort_job(name) {
+            tracing::error!("failed to abort migration: {e}");
+            return None;
+        }
+        Some(if stuck {
+            (
+                format!("Live migration stuck for {stalled} seconds and has been aborted"),
+                abort::SUCCEEDED,
+            )
+        } else {
+            (
+                format!(
+                    "Live migration is not completed after {} seconds and has been aborted",
+                    m.acceptable
+                ),
+                abort::SUCCEEDED,
+            )
+        })
+    }
+
+    /// `virDomainAbortJob` on the domain `name`.
+    fn abort_job(&self, name: &str) -> Result<(), ManagerError> {
+        self.with_domain(name, |d| {
+            // SAFETY: `d` is a live domain handle.
+            if unsafe { sys::virDomainAbortJob(d.as_ptr()) } < 0 {
+                return Err(last_error());
+            }
+            Ok(())
+        })?
+        .ok_or_else(super::not_found)
+    }
+
+    /// KubeVirt's CancelVMIMigration: KubeVirt's `failed to cancel
+    /// migration - vmi is not migrating` when no migration runs; success
+    /// when an abort is already under way; else marks the abort
+    /// (`Aborting`) and aborts libvirt's job on a thread of its own.
+    ///
+    /// # Errors
+    /// [`ManagerError::Migration`] with KubeVirt's message.
+    pub fn cancel_migration(
+        self: &Arc<Self>,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<(), ManagerError> {
+        let m = self.metadata.snapshot().migration.unwrap_or_default();
+        if m.end_timestamp.is_some() || m.failed || m.start_timestamp.is_none() {
+            return Err(failed(cmd_not_migrating()));
+        }
+        if self
+            .set_migration_result(false, "", abort::IN_PROGRESS)
+            .is_err()
+        {
+            return Ok(());
+        }
+        let me = Arc::clone(self);
+        let name = vmi.domain_name();
+        std::thread::Builder::new()
+            .name("migration-abort".into())
+            .spawn(move || {
+                let unbounded = me
+                    .with_domain(&name, |d| Ok(d.get_job_stats(0)?.r#type))
+                    .ok()
+                    .flatten()
+                    == Some(sys::VIR_DOMAIN_JOB_UNBOUNDED as i32);
+                if !unbounded {
+                    return;
+                }
+                match me.abort_job(&name) {
+                    Ok(()) => {
+                        let _ = me.set_migration_result(true, plan::ABORTED, abort::SUCCEEDED);
+                        tracing::info!("Live migration abort succeeded");
+                    }
+                    Err(e) => {
+                        tracing::error!("failed to cancel migration: {e}");
+                        let _ = me.set_migration_result(false, "", abort::FAILED);
+                    }
+                }
+            })
+            .map_err(|e| failed(format!("cannot start the abort: {e}")))?;
+        Ok(())
+    }
+
+    /// KubeVirt's PrepareMigrationTarget: the volumes prepared and the VMI
+    /// converted with `inputs` (as for a start), the metadata's UID, grace
+    /// period and migration record (same idempotency as the source), the
+    /// `<share>/migrationproxy` directory where the incoming QEMU listens
+    /// (Unix transport); no define: libvirt makes the domain from the
+    /// incoming migration. A thread then waits for the incoming domain and
+    /// records `Migration.EndTimestamp` once its job is over.
+    ///
+    /// # Errors
+    /// [`ManagerError`] from preparation or conversion; KubeVirt's
+    /// messages for a missing `migrationState` and the blocking test
+    /// annotation; a legacy (TCP) transport is not supported yet.
+    pub fn prepare_migration_target(
+        self: &Arc<Self>,
+        vmi: &VirtualMachineInstance,
+        inputs: &SyncInputs<'_>,
+        share_dir: &str,
+    ) -> Result<(), ManagerError> {
+        let state = MigrationState::of(vmi).map_err(failed)?;
+        {
+            let _modifying = self.modifying();
+            let opts = self.prepare.clone();
+            self.convert(vmi, true, inputs, &opts)?;
+        }
+        self.metadata.update(|m| m.uid = Some(vmi.uid().to_owned()));
+        self.metadata
+            .set_grace_period_seconds(vmi.grace_period_seconds());
+        if self.begin_migration(&state.migration_uid)? {
+            return Ok(());
+        }
+        if vmi
+            .metadata
+            .annotations
+            .contains_key(plan::BLOCK_TARGET_ANNOTATION)
+        {
+            return Err(failed(plan::BLOCKED_TARGET));
+        }
+        if !state.unix_transport {
+            return Err(failed(
+                "status.migrationTransport: only \"Unix\" is supported (the legacy TCP proxies are not supported yet)",
+            ));
+        }
+        let dir = format!("{}/migrationproxy", share_dir.trim_end_matches('/'));
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            failed(format!(
+                "failed to create the migration sockets directory {dir}: {e}"
+            ))
+        })?;
+        let me = Arc::clone(self);
+        let name = vmi.domain_name();
+        std::thread::Builder::new()
+            .name("migration-target".into())
+            .spawn(move || me.watch_incoming(&name))
+            .map_err(|e| failed(format!("cannot start the target's watch: {e}")))?;
+        Ok(())
+    }
+
+    /// Waits for the incoming domain `name`, then for the end of its
+    /// incoming job (KubeVirt polls `GetJobInfo` on the target's resume or
+    /// pause event), and sets `Migration.EndTimestamp`.
+    fn watch_incoming(&self, name: &str) {
+        let mut seen = false;
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let st = self.with_domain(name, |d| {
+                let (state, reason) = d.get_state()?;
+                let job = d.get_job_stats(0).map(|j| j.r#type).unwrap_or(0);
+                Ok((state, reason, job))
+            });
+            match st {
+                Ok(Some((state, reason, job))) => {
+                    seen = true;
+                    let incoming = state == sys::VIR_DOMAIN_PAUSED
+                        && (reason == sys::VIR_DOMAIN_PAUSED_MIGRATION as i32
+                            || reason == sys::VIR_DOMAIN_PAUSED_STARTING_UP as i32);
+                    if !incoming && job == sys::VIR_DOMAIN_JOB_NONE as i32 {
+                        self.metadata.update(|md| {
+                            if let Some(m) = md.migration.as_mut() {
+                                if m.end_timestamp.is_none() {
+                                    m.end_timestamp = Some(now_rfc3339());
+                                }
+                            }
+                        });
+                        tracing::info!(domain = %name, "The target domain is running: migration over");
+                        return;
+                    }
+                }
+                Ok(None) if seen => {
+                    tracing::warn!(domain = %name, "the incoming domain went away");
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// KubeVirt's text for a cancel with nothing migrating.
+fn cmd_not_migrating() -> &'static str {
+    "failed to cancel migration - vmi is not migrating"
+}
+
+/// libvirt's message of `e` (the plain text KubeVirt's `err.Error()`
+/// carries), else its text.
+fn libvirt_message(e: &ManagerError) -> String {
+    match e {
+        ManagerError::Libvirt { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The monitor's progress record.
+struct Monitor {
+    start: Instant,
+    last_progress: Instant,
+    watermark: u64,
+    remaining: u64,
+    /// Seconds the migration may take (0: unbounded).
+    acceptable: i64,
+}
+
+/// Bytes of the regular files below `dir` (KubeVirt's ephemeral disks'
+/// size), not following links; 0 when unreadable. Bounded: at most 10,000
+/// entries are looked at.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > 10_000 {
+                return total;
+            }
+            let Ok(md) = e.metadata() else { continue };
+            if md.is_dir() {
+                stack.push(e.path());
+            } else if md.is_file() {
+                total = total.saturating_add(md.len());
+            }
+        }
+    }
+    total
+}
