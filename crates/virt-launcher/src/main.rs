@@ -49,6 +49,11 @@ enum Command {
     /// netns exec`): the pod a launcher in pod mode expects, for tests and
     /// pods without virt-handler.
     PodNetworkPhase1(Phase1Args),
+    /// Play virt-handler's migration proxies for one migration between two
+    /// launchers on this host (source's `migrationproxy/<uid>-*source.sock`
+    /// to the target's libvirt socket and migration sockets) until SIGTERM;
+    /// then `ctl migrate` moves the VMI.
+    MigrationProxy(virt_launcher::standalone::migration_proxy::ProxyArgs),
 }
 
 /// Prints a command-line error as the launcher's other refusals are
@@ -98,6 +103,7 @@ fn main() -> ExitCode {
         Some(Command::Run(a)) => commands::run::run(a, started),
         Some(Command::Ctl(a)) => ctl::run(a),
         Some(Command::PodNetworkPhase1(a)) => commands::run::phase1(a),
+        Some(Command::MigrationProxy(a)) => virt_launcher::standalone::migration_proxy::run(a),
         None => commands::run::pod(&cli.flags, started),
     };
     match res {

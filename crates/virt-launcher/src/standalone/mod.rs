@@ -13,6 +13,8 @@
 //! - [`container`]: for `--run-as-nonroot`, the compute container's
 //!   credentials (uid/gid 107, only `NET_BIND_SERVICE`) for the launcher
 //!   proper, once the rest is set up;
+//! - [`migration_proxy`]: `virt-launcher migration-proxy`, virt-handler's
+//!   migration proxies between two launchers on one host;
 //! - [`network`]: the pod network (`--setup-pod-network`, or KubeVirt's
 //!   default interface): phase 1 of virt-handler in a network namespace of
 //!   the launcher's own, and `virt-launcher pod-network-phase1`.
@@ -24,6 +26,7 @@
 
 pub mod claims;
 pub mod container;
+pub mod migration_proxy;
 pub mod network;
 pub mod volumes;
 

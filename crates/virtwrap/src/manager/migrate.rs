@@ -325,7 +325,10 @@ impl LibvirtDomainManager {
     }
 
     /// KubeVirt's `startMonitor`: every 400 ms (or at once on an error of
-    /// `migrateToURI3`) libvirt's job statistics, the stall and
+    /// `migrateToURI3`) libvirt's job information (`virDomainGetJobInfo`,
+    /// which carries the job type and the data remaining KubeVirt reads
+    /// from `GetJobStats`; the binding's `get_job_stats` frees libvirt's
+    /// memory with Rust's allocator and is never used), the stall and
     /// completion-budget rules, the outcome into the metadata.
     fn monitor(
         &self,
@@ -374,7 +377,7 @@ impl LibvirtDomainManager {
             }
             let stats = match completed {
                 Some(t) => (t, None),
-                None => match self.with_domain(&name, |d| Ok(d.get_job_stats(0)?)) {
+                None => match self.with_domain(&name, |d| Ok(d.get_job_info()?)) {
                     Ok(Some(s)) => (s.r#type, s.data_remaining),
                     Ok(None) => {
                         // The domain left this daemon: the migration ended;
@@ -574,7 +577,7 @@ impl LibvirtDomainManager {
             .name("migration-abort".into())
             .spawn(move || {
                 let unbounded = me
-                    .with_domain(&name, |d| Ok(d.get_job_stats(0)?.r#type))
+                    .with_domain(&name, |d| Ok(d.get_job_info()?.r#type))
                     .ok()
                     .flatten()
                     == Some(sys::VIR_DOMAIN_JOB_UNBOUNDED as i32);
@@ -662,7 +665,7 @@ impl LibvirtDomainManager {
             std::thread::sleep(Duration::from_millis(100));
             let st = self.with_domain(name, |d| {
                 let (state, reason) = d.get_state()?;
-                let job = d.get_job_stats(0).map(|j| j.r#type).unwrap_or(0);
+                let job = d.get_job_info().map(|j| j.r#type).unwrap_or(0);
                 Ok((state, reason, job))
             });
             match st {
