@@ -701,11 +701,16 @@ fn cmd_not_migrating() -> &'static str {
     "failed to cancel migration - vmi is not migrating"
 }
 
-/// libvirt's message of `e` (the plain text KubeVirt's `err.Error()`
-/// carries), else its text.
+/// `e` as KubeVirt's `err.Error()` reads for a libvirt error (the Go
+/// binding's `virError(Code=.., Domain=.., Message='..')`), the text KubeVirt
+/// records as the failure reason of a failed `MigrateToURI3`; else its text.
 fn libvirt_message(e: &ManagerError) -> String {
     match e {
-        ManagerError::Libvirt { message, .. } => message.clone(),
+        ManagerError::Libvirt {
+            code,
+            domain,
+            message,
+        } => format!("virError(Code={code}, Domain={domain}, Message='{message}')"),
         other => other.to_string(),
     }
 }

@@ -1,0 +1,239 @@
+//! Live migration between two launchers on this host (issue 16), each in
+//! its own private runtime (mount and PID namespaces, its own libvirt
+//! daemon with a host UUID of its own), through `virt-launcher
+//! migration-proxy` (virt-handler's proxies) and `ctl migrate`.
+//!
+//! One guest for everything: the cheap refusals first (the guest must keep
+//! running on the source after each), then the migration itself. Cost:
+//! one guest boot (the target's QEMU is the migrated guest), ~3 s of
+//! migration under TCG.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::harness::{guest_vmi, launcher_bin, nonroot, Launcher, Opts, BOOT_TIMEOUT};
+
+/// The guest's uptime in seconds, read through the guest agent.
+fn uptime(l: &Launcher) -> f64 {
+    let (ok, out, err) = l.ctl(&["exec", "--", "cat", "/proc/uptime"]);
+    assert!(ok, "exec cat /proc/uptime: {err}\n{}", l.log());
+    out.split_whitespace()
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("uptime: {out:?}"))
+}
+
+/// A request sent straight to the launcher's command server: (success,
+/// message) of MigrateVirtualMachine with `vmi_json` and `options`.
+fn migrate_raw(l: &Launcher, vmi_json: &str, options: &[u8]) -> (bool, String) {
+    let socket = l.state.join("share/sockets/launcher-sock");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut c = cmd::client::Client::connect(&socket).await.unwrap().cmd;
+        let r = c
+            .migrate_virtual_machine(cmd::proto::cmd::MigrationRequest {
+                vmi: Some(cmd::proto::cmd::Vmi {
+                    vmi_json: vmi_json.as_bytes().to_vec(),
+                }),
+                options: options.to_vec(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        (r.success, r.message)
+    })
+}
+
+/// The proxy process; stopped (SIGTERM) when dropped.
+struct Proxy(Child);
+
+impl Proxy {
+    fn start(uid: &str, source: &Launcher, target: &Launcher, log: &Path) -> Proxy {
+        let log = std::fs::File::create(log).unwrap();
+        let child = Command::new(launcher_bin())
+            .arg("migration-proxy")
+            .args(["--uid", uid, "--block-migration"])
+            .arg("--source-share")
+            .arg(source.state.join("share"))
+            .arg("--target-share")
+            .arg(target.state.join("share"))
+            .arg("--target-libvirt-socket")
+            .arg(target.state.join("libvirt/run/libvirt-sock"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("spawn migration-proxy");
+        let mut p = Proxy(child);
+        // It prints "ready" once every socket listens.
+        let mut out = p.0.stdout.take().unwrap();
+        let mut buf = [0u8; 6];
+        std::io::Read::read_exact(&mut out, &mut buf).expect("proxy ready");
+        assert_eq!(&buf, b"ready\n");
+        p
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn migrates_between_two_launchers() {
+    assert!(
+        !nonroot(),
+        "live migration of a non-root launcher (qemu+unix:///session) is not supported yet (issue 16)"
+    );
+    let uid = format!("mig-{}", std::process::id());
+    let yaml = guest_vmi("migrating", "virtio");
+    let mut source = Launcher::start(
+        &yaml,
+        &Opts {
+            uid: Some(&uid),
+            ..Opts::default()
+        },
+    );
+    let mut target = Launcher::start(
+        &yaml,
+        &Opts {
+            uid: Some(&uid),
+            args: &["--migration-target"],
+            ..Opts::default()
+        },
+    );
+    source.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let identity =
+        format!(r#"{{"metadata":{{"name":"migrating","namespace":"e2e","uid":"{uid}"}}"#);
+    let with_state = format!(
+        r#"{identity},"status":{{"migrationMethod":"BlockMigration","migrationTransport":"Unix","migrationState":{{"migrationUID":"m-bad"}}}}}}"#
+    );
+
+    // Bad input, in KubeVirt's words; nothing starts.
+    let (ok, msg) = migrate_raw(&source, &with_state, b"{\"ProgressTimeout\": soon}");
+    assert!(!ok);
+    assert!(
+        msg.starts_with("no valid migration options object present in command server request: "),
+        "{msg}"
+    );
+    let (ok, msg) = migrate_raw(&source, &with_state, b"");
+    assert_eq!(
+        (ok, msg.as_str()),
+        (
+            false,
+            "migration options object not present in command server request"
+        )
+    );
+    let (ok, msg) = migrate_raw(&source, &format!("{identity}}}"), b"{}");
+    assert_eq!(
+        (ok, msg.as_str()),
+        (false, "cannot migrate VMI until migrationState is ready")
+    );
+    let (ok, _, err) = source.ctl(&["migrate-cancel"]);
+    assert!(!ok);
+    assert!(
+        err.contains("failed to cancel migration - vmi is not migrating"),
+        "{err}"
+    );
+    // No proxy yet: the source's libvirt finds no socket to the target;
+    // the migration fails with libvirt's reason, the guest runs on.
+    let (ok, _, err) = source.ctl(&["migrate", "--migration-uid", "m-bad", "--wait", "60"]);
+    assert!(!ok, "a migration without a proxy succeeded");
+    // KubeVirt records libvirt's error as its Go binding prints it.
+    assert!(
+        err.contains("virError(Code=")
+            && err.contains(&format!(
+                "Failed to connect socket to '/var/run/kubevirt/migrationproxy/{uid}-source.sock'"
+            )),
+        "{err}"
+    );
+    // The same migration again: KubeVirt's "already executed".
+    let (ok, msg) = migrate_raw(&source, &with_state, b"{}");
+    assert!(!ok);
+    assert!(
+        msg.starts_with("migration job m-bad already executed, finished at ")
+            && msg.contains("failed: true, abortStatus: "),
+        "{msg}"
+    );
+    // The guest still runs on the source (the agent answers).
+    let before = uptime(&source);
+
+    // The migration: data written to the emptyDisk before it, read back on
+    // the target after it (block migration of the local disks).
+    let (ok, _, err) = source.ctl(&[
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "echo migrated-scratch-data > /dev/vdb && sync",
+    ]);
+    assert!(ok, "{err}");
+    let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
+    let (ok, out, err) = source.ctl(&[
+        "migrate",
+        "--migration-uid",
+        "m-1",
+        "--target-socket",
+        target
+            .state
+            .join("share/sockets/launcher-sock")
+            .to_str()
+            .unwrap(),
+        "--wait",
+        "180",
+    ]);
+    assert!(
+        ok,
+        "migration failed: {err}\n--- source ---\n{}\n--- target ---\n{}",
+        source.log(),
+        target.log()
+    );
+    let record: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(record["UID"], "m-1");
+    assert_eq!(record["Failed"], false);
+    assert_eq!(record["Mode"], "PreCopy");
+    assert!(record["StartTimestamp"].is_string() && record["EndTimestamp"].is_string());
+
+    // The source is done: its QEMU left with the Migrated reason.
+    source.wait_success(Duration::from_secs(60));
+    let log = source.log();
+    assert!(
+        log.contains(r#""reason":"Migrated""#) && log.contains("the domain migrated away"),
+        "{log}"
+    );
+    let left = source.processes_left();
+    assert!(left.is_empty(), "left by the source: {left:?}");
+
+    // The guest runs on the target, never restarted.
+    let after = uptime(&target);
+    assert!(
+        after > before,
+        "uptime {after} on the target, {before} on the source: the guest restarted"
+    );
+    let (ok, out, err) = target.ctl(&["exec", "--", "head", "-c", "21", "/dev/vdb"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "migrated-scratch-data");
+    let (ok, out, err) = target.ctl(&["-o", "json", "domain"]);
+    assert!(ok, "{err}");
+    let dom: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(dom["Status"]["Status"], "Running", "{dom}");
+    let m = &dom["Spec"]["Metadata"]["KubeVirt"]["Migration"];
+    assert_eq!(m["UID"], "m-1", "{dom}");
+    assert!(m["EndTimestamp"].is_string(), "{dom}");
+    let (ok, out, err) = target.ctl(&["-o", "json", "guestinfo"]);
+    assert!(ok, "{err}");
+    let info: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(info["guestAgentVersion"].is_string(), "{info}");
+
+    drop(proxy);
+    target.stop_and_check(Duration::from_secs(90));
+}
