@@ -320,10 +320,48 @@ pub fn prepare(
     })
 }
 
+/// A random UUID (version 4 form) for this launcher's libvirt daemon
+/// (`host_uuid`, see [`Pod::host_uuid`]), from `/dev/urandom`.
+///
+/// # Errors
+/// [`LauncherError`] when `/dev/urandom` cannot be read.
+fn random_host_uuid() -> Result<String, LauncherError> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| LauncherError::runtime(format!("reading /dev/urandom: {e}")))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    /// Each standalone launcher's libvirt gets a host UUID of its own, in
+    /// the form libvirt's `host_uuid` takes.
+    #[test]
+    fn host_uuids_differ() {
+        let (a, b) = (random_host_uuid().unwrap(), random_host_uuid().unwrap());
+        assert_ne!(a, b);
+        for u in [&a, &b] {
+            let parts: Vec<usize> = u.split('-').map(str::len).collect();
+            assert_eq!(parts, [8, 4, 4, 4, 12], "{u}");
+            assert!(u.chars().all(|c| c == '-' || c.is_ascii_hexdigit()), "{u}");
+            assert_eq!(&u[14..15], "4", "version 4: {u}");
+        }
+    }
 
     #[derive(Parser)]
     struct Cli {
@@ -409,28 +447,4 @@ mod tests {
         // With the stand-in playing it (KubeVirt's default interface too).
         claims(&mut v, &StandaloneArgs::default(), true).unwrap();
     }
-}
-
-/// A random UUID (version 4 form) for this launcher's libvirt daemon
-/// (`host_uuid`, see [`Pod::host_uuid`]), from `/dev/urandom`.
-///
-/// # Errors
-/// [`LauncherError`] when `/dev/urandom` cannot be read.
-fn random_host_uuid() -> Result<String, LauncherError> {
-    use std::io::Read;
-    let mut b = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| LauncherError::runtime(format!("reading /dev/urandom: {e}")))?;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    ))
 }

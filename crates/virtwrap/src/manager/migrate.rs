@@ -407,7 +407,7 @@ impl LibvirtDomainManager {
                         return;
                     }
                     ticks += 1;
-                    if ticks % LOG_EVERY == 0 {
+                    if ticks.is_multiple_of(LOG_EVERY) {
                         tracing::info!(
                             migration = %state.migration_uid,
                             remaining = m.remaining,
