@@ -745,7 +745,7 @@ impl Launcher {
             .expect("signal launcher");
     }
 
-    fn try_exit(&mut self) -> Option<ExitStatus> {
+    pub fn try_exit(&mut self) -> Option<ExitStatus> {
         if self.exit.is_none() {
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(st)) = c.try_wait() {

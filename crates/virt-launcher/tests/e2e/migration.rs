@@ -4,9 +4,11 @@
 //! migration-proxy` (virt-handler's proxies) and `ctl migrate`.
 //!
 //! One guest for everything: the cheap refusals first (the guest must keep
-//! running on the source after each), then the migration itself. Cost:
-//! one guest boot (the target's QEMU is the migrated guest), ~3 s of
-//! migration under TCG.
+//! running on the source after each), a migration cancelled mid-way and
+//! one aborted past its completion budget (each with a target launcher of
+//! its own, which must then end cleanly), then the migration itself.
+//! Cost: one guest boot (the targets' QEMUs are incoming guests), three
+//! target launchers without a boot, ~3 s of migration under TCG.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -46,6 +48,78 @@ fn migrate_raw(l: &Launcher, vmi_json: &str, options: &[u8]) -> (bool, String) {
             .into_inner();
         (r.success, r.message)
     })
+}
+
+/// A target launcher for `yaml` (`run --migration-target`), its command
+/// server answering.
+fn start_target(yaml: &str, uid: &str) -> Launcher {
+    let mut t = Launcher::start(
+        yaml,
+        &Opts {
+            uid: Some(uid),
+            args: &["--migration-target"],
+            ..Opts::default()
+        },
+    );
+    let start = std::time::Instant::now();
+    while !t.ctl(&["ping"]).0 {
+        if let Some(st) = t.try_exit() {
+            panic!("target exited ({st})\n{}", t.log());
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "target not ready\n{}",
+            t.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t
+}
+
+/// `ctl migrate` from `source` to `target` with `options`: (success,
+/// stdout, stderr); `wait` seconds for the end, or none.
+fn ctl_migrate(
+    source: &Launcher,
+    target: &Launcher,
+    migration_uid: &str,
+    options: &str,
+    wait: Option<&str>,
+) -> (bool, String, String) {
+    let socket = target.state.join("share/sockets/launcher-sock");
+    let mut args = vec![
+        "migrate",
+        "--migration-uid",
+        migration_uid,
+        "--options",
+        options,
+        "--target-socket",
+        socket.to_str().unwrap(),
+    ];
+    if let Some(w) = wait {
+        args.extend(["--wait", w]);
+    }
+    source.ctl(&args)
+}
+
+/// The source's migration record (`Spec.Metadata.KubeVirt.Migration`)
+/// once it has an end, within 60 s.
+fn ended_record(source: &Launcher, migration_uid: &str) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        let (ok, out, err) = source.ctl(&["-o", "json", "domain"]);
+        assert!(ok, "{err}");
+        let dom: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let m = dom["Spec"]["Metadata"]["KubeVirt"]["Migration"].clone();
+        if m["UID"] == migration_uid && m["EndTimestamp"].is_string() {
+            return m;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "migration {migration_uid} did not end: {m}\n{}",
+            source.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// The proxy process; stopped (SIGTERM) when dropped.
@@ -103,14 +177,6 @@ fn migrates_between_two_launchers() {
             ..Opts::default()
         },
     );
-    let mut target = Launcher::start(
-        &yaml,
-        &Opts {
-            uid: Some(&uid),
-            args: &["--migration-target"],
-            ..Opts::default()
-        },
-    );
     source.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let identity =
         format!(r#"{{"metadata":{{"name":"migrating","namespace":"e2e","uid":"{uid}"}}"#);
@@ -165,6 +231,62 @@ fn migrates_between_two_launchers() {
         "{msg}"
     );
     // The guest still runs on the source (the agent answers).
+    uptime(&source);
+
+    // Cancelled mid-way (1 MiB/s: minutes to go): KubeVirt's abort; the
+    // guest runs on at the source, the target's launcher ends cleanly.
+    let slow = r#"{"Bandwidth":"1Mi","ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#;
+    let mut target = start_target(&yaml, &uid);
+    let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
+    let (ok, _, err) = ctl_migrate(&source, &target, "m-cancel", slow, None);
+    assert!(ok, "{err}");
+    let start = std::time::Instant::now();
+    while !source
+        .virsh(&["domjobinfo", &source.domain])
+        .1
+        .contains("Unbounded")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no migration job\n{}",
+            source.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (ok, _, err) = source.ctl(&["migrate-cancel"]);
+    assert!(ok, "{err}");
+    let m = ended_record(&source, "m-cancel");
+    assert_eq!(
+        (&m["Failed"], &m["AbortStatus"]),
+        (&true.into(), &"Succeeded".into()),
+        "{m}"
+    );
+    let reason = m["FailureReason"].as_str().unwrap_or("");
+    // Whichever of the abort and libvirt's answer lands first (as in KubeVirt).
+    assert!(
+        reason == "Live migration aborted " || reason.contains("canceled by client"),
+        "{m}"
+    );
+    target.wait_success(Duration::from_secs(60));
+    assert!(target.processes_left().is_empty(), "{}", target.log());
+    drop(proxy);
+    uptime(&source);
+
+    // Past the completion budget (1 s per GB, 1 MiB/s): KubeVirt's abort.
+    let mut target = start_target(&yaml, &uid);
+    let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
+    let budget = r#"{"Bandwidth":"1Mi","ProgressTimeout":150,"CompletionTimeoutPerGiB":1}"#;
+    let (ok, _, err) = ctl_migrate(&source, &target, "m-slow", budget, Some("60"));
+    assert!(!ok, "a 1 MiB/s migration kept its 1 s budget");
+    assert!(
+        err.contains("Live migration is not completed after 1 seconds and has been aborted"),
+        "{err}"
+    );
+    let m = ended_record(&source, "m-slow");
+    assert_eq!(m["AbortStatus"], "Succeeded", "{m}");
+    target.wait_success(Duration::from_secs(60));
+    assert!(target.processes_left().is_empty(), "{}", target.log());
+    drop(proxy);
     let before = uptime(&source);
 
     // The migration: data written to the emptyDisk before it, read back on
@@ -177,20 +299,10 @@ fn migrates_between_two_launchers() {
         "echo migrated-scratch-data > /dev/vdb && sync",
     ]);
     assert!(ok, "{err}");
+    let mut target = start_target(&yaml, &uid);
     let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
-    let (ok, out, err) = source.ctl(&[
-        "migrate",
-        "--migration-uid",
-        "m-1",
-        "--target-socket",
-        target
-            .state
-            .join("share/sockets/launcher-sock")
-            .to_str()
-            .unwrap(),
-        "--wait",
-        "180",
-    ]);
+    let defaults = r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#;
+    let (ok, out, err) = ctl_migrate(&source, &target, "m-1", defaults, Some("180"));
     assert!(
         ok,
         "migration failed: {err}\n--- source ---\n{}\n--- target ---\n{}",
