@@ -89,6 +89,20 @@ impl LibvirtDomainManager {
                 "spec.domain.cpu.dedicatedCpuPlacement: migrating dedicated CPUs is not supported yet",
             ));
         }
+        if let Some(i) = vmi
+            .spec
+            .domain
+            .devices
+            .interfaces
+            .iter()
+            .position(|i| i.sriov.is_some())
+        {
+            // KubeVirt detaches SR-IOV host devices first and re-attaches
+            // them on failure (kubevirt-facts §8.6).
+            return Err(failed(format!(
+                "spec.domain.devices.interfaces[{i}].sriov: migrating SR-IOV interfaces (detach and re-attach) is not supported yet"
+            )));
+        }
         options.bandwidth_mib().map_err(failed)?;
         if self.begin_migration(&state.migration_uid)? {
             return Ok(());
