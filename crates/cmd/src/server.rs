@@ -33,236 +33,7 @@ pub const SUPPORTED_CMD_VERSIONS: [u32; 1] = [1];
 pub const MAX_MESSAGE_BYTES: usize = 4 << 20;
 pub use crate::error::{CommandError, NOT_MIGRATING, NO_VALID_VMI};
 
-/// Settings virt-handler sends with SyncVirtualMachine
-/// (`VirtualMachineOptions`), the parts the launcher uses today.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SyncOptions {
-    /// SMBIOS system fields (manufacturer, family, product, sku, version).
-    pub smbios: Option<[String; 5]>,
-    /// Balloon statistics period in seconds.
-    pub mem_balloon_stats_period: u32,
-    /// Volumes that are preallocated (no discard).
-    pub preallocated_volumes: Vec<String>,
-    /// Cluster: free page reporting disabled.
-    pub free_page_reporting_disabled: bool,
-    /// Cluster: serial console log disabled.
-    pub serial_console_log_disabled: bool,
-    /// Cluster: EFI guests get the Bochs display
-    /// (`ClusterConfig.BochsDisplayForEFIGuests`; false without a
-    /// ClusterConfig, as KubeVirt's launcher reads it).
-    pub bochs_display_for_efi_guests: bool,
-    /// Cluster: the ExpandDisks feature gate (`ClusterConfig.ExpandDisksEnabled`,
-    /// or the deprecated top-level `ExpandDisksEnabled` of older handlers).
-    pub expand_disks_enabled: bool,
-}
-
-/// What the server asks of the launcher. Errors are [`CommandError`]s,
-/// whose text virt-handler sees in `Response.message` (libvirt's as
-/// `LibvirtError(Code=.., Domain=.., Message='..')`). Methods block; the
-/// server calls them on tokio's blocking pool.
-pub trait Handler: Send + Sync + 'static {
-    /// UID of the VMI this launcher runs (requests for another are refused).
-    fn vmi_uid(&self) -> String;
-    /// SyncVMI: prepare, convert, define, start (idempotent).
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn sync(&self, vmi: &VirtualMachineInstance, opts: &SyncOptions) -> Result<(), CommandError>;
-    /// Pause.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Unpause.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn unpause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Hard reset.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn reset(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Guest-cooperative reboot (ACPI until the guest agent is used).
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn soft_reboot(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Graceful shutdown request (SignalShutdownVMI).
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn shutdown(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Immediate power-off.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn kill(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// Undefine.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError>;
-    /// The domain as KubeVirt's api.Domain JSON, `None` when there is none.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn domain_json(&self) -> Result<Option<String>, CommandError>;
-    /// [`Handler::domain_json`] when it can be answered without blocking
-    /// (from memory); `None` sends GetDomain to [`Handler::domain_json`]
-    /// on a blocking thread.
-    fn cached_domain_json(&self) -> Option<Option<String>> {
-        None
-    }
-    /// KubeVirt's DomainStats JSON, `None` when no domain runs.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn domain_stats_json(&self) -> Result<Option<String>, CommandError>;
-    /// `QEMU <major>.<minor>.<micro>`.
-    ///
-    /// # Errors
-    /// [`CommandError`].
-    fn qemu_version(&self) -> Result<String, CommandError>;
-    /// GetGuestInfo: KubeVirt's `VirtualMachineInstanceGuestAgentInfo` JSON.
-    /// Called on the gRPC runtime: answer from memory, never block (this
-    /// and the two below).
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn guest_info_json(&self) -> Result<String, CommandError> {
-        Err(CommandError::not_supported("guest agent information"))
-    }
-    /// GetUsers: a JSON array of `VirtualMachineInstanceGuestOSUser`.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn users_json(&self) -> Result<String, CommandError> {
-        Err(CommandError::not_supported("guest agent users"))
-    }
-    /// GetFilesystems: a JSON array of `VirtualMachineInstanceFileSystem`.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn filesystems_json(&self) -> Result<String, CommandError> {
-        Err(CommandError::not_supported("guest agent file systems"))
-    }
-    /// Exec: runs `command args` in the guest of domain `domain` through
-    /// the agent, waiting up to `timeout`; (exit code, stdout).
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn exec(
-        &self,
-        domain: &str,
-        command: &str,
-        args: &[String],
-        timeout: std::time::Duration,
-    ) -> Result<(i32, String), CommandError> {
-        let _ = (domain, command, args, timeout);
-        Err(CommandError::not_supported("guest exec (guest agent)"))
-    }
-    /// GuestPing: `guest-ping` to domain `domain`'s agent within `timeout`.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn guest_ping(&self, domain: &str, timeout: std::time::Duration) -> Result<(), CommandError> {
-        let _ = (domain, timeout);
-        Err(CommandError::not_supported("guest ping (guest agent)"))
-    }
-    /// Freeze the guest's file systems; thaw them by itself after
-    /// `unfreeze_timeout` unless it is zero.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn freeze(
-        &self,
-        vmi: &VirtualMachineInstance,
-        unfreeze_timeout: std::time::Duration,
-    ) -> Result<(), CommandError> {
-        let _ = (vmi, unfreeze_timeout);
-        Err(CommandError::not_supported(
-            "file system freeze (guest agent)",
-        ))
-    }
-    /// Thaw the guest's file systems.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn unfreeze(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
-        let _ = vmi;
-        Err(CommandError::not_supported(
-            "file system thaw (guest agent)",
-        ))
-    }
-    /// VirtualMachineMemoryDump: starts a memory-only core dump of the
-    /// guest into `dump_path` (virt-handler's
-    /// `/var/run/kubevirt/hotplug-disks/<volume>/<file>`) and returns at
-    /// once; the dump runs in the background and its progress appears in
-    /// the domain's `Spec.Metadata.KubeVirt.MemoryDump` (KubeVirt
-    /// `MemoryDump`, kubevirt-facts §8.5). A request while a dump runs, or
-    /// for the file name already recorded, succeeds and does nothing.
-    ///
-    /// # Errors
-    /// A bad `dump_path` (one line naming `dumpPath`), or the dump could
-    /// not be started (by default: not supported yet).
-    fn memory_dump(
-        &self,
-        vmi: &VirtualMachineInstance,
-        dump_path: &str,
-    ) -> Result<(), CommandError> {
-        let _ = (vmi, dump_path);
-        Err(CommandError::not_supported("memory dump"))
-    }
-    /// GetDomainDirtyRateStats: the guest's memory dirty rate in MiB/s
-    /// (`dirtyRateMbs`) from KubeVirt's 1 s page-sampling calculation,
-    /// cached 3 s. Blocks for up to about 2 s (the calculation and its
-    /// re-reads); the server calls it on the blocking pool.
-    ///
-    /// # Errors
-    /// The failure message, e.g. KubeVirt's `Dirty rate
-    /// MegabytesPerSecondSet is false` (by default: not supported yet).
-    fn dirty_rate_mbs(&self) -> Result<i64, CommandError> {
-        Err(CommandError::not_supported("dirty rate statistics"))
-    }
-    /// MigrateVirtualMachine: starts the live migration of `vmi` (its
-    /// `status.migrationState`) with virt-handler's `MigrationOptions`
-    /// JSON `options` (never empty: the server answers KubeVirt's
-    /// `migration options object not present in command server request`
-    /// itself) and returns at once; the outcome is in the domain's
-    /// `Spec.Metadata.KubeVirt.Migration`.
-    ///
-    /// # Errors
-    /// KubeVirt's messages (`no valid migration options object present in
-    /// command server request: ...`, `cannot migrate VMI until
-    /// migrationState is ready`, ...; by default: not supported yet).
-    fn migrate(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
-        let _ = (vmi, options);
-        Err(CommandError::not_supported("live migration"))
-    }
-    /// SyncMigrationTarget: prepares this launcher for `vmi`'s incoming
-    /// migration (KubeVirt's PrepareMigrationTarget), with the cluster's
-    /// settings `opts`.
-    ///
-    /// # Errors
-    /// The failure message (by default: not supported yet).
-    fn sync_migration_target(
-        &self,
-        vmi: &VirtualMachineInstance,
-        opts: &SyncOptions,
-    ) -> Result<(), CommandError> {
-        let _ = (vmi, opts);
-        Err(CommandError::not_supported("live migration (target)"))
-    }
-    /// CancelVirtualMachineMigration.
-    ///
-    /// # Errors
-    /// KubeVirt's [`NOT_MIGRATING`] when no migration runs (the default).
-    fn cancel_migration(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
-        let _ = vmi;
-        Err(CommandError::NotMigrating)
-    }
-}
+pub use crate::handler::{Handler, SyncOptions};
 
 fn ok() -> Response {
     Response {
@@ -388,6 +159,11 @@ fn sync_options(req: &VmiRequest) -> SyncOptions {
             Some(c) => c.expand_disks_enabled,
             None => o.expand_disks_enabled,
         },
+        interface_migration: o
+            .interface_migration
+            .iter()
+            .map(|(k, v)| (k.clone(), v.method.clone()))
+            .collect(),
     }
 }
 
@@ -506,12 +282,23 @@ impl<H: Handler> Cmd for CmdService<H> {
                 .await,
         )
     }
-    async fn signal_target_pod_cleanup(&self, _r: Request<VmiRequest>) -> R<Response> {
-        // KubeVirt always succeeds; this launcher is never a migration target yet.
-        reply(ok())
+    async fn signal_target_pod_cleanup(&self, r: Request<VmiRequest>) -> R<Response> {
+        // KubeVirt answers success whatever the VMI's migration says.
+        reply(
+            self.with_vmi(&r.into_inner(), |h, v| {
+                h.signal_target_pod_cleanup(v);
+                Ok(())
+            })
+            .await,
+        )
     }
-    async fn finalize_virtual_machine_migration(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("live migration (finalize)"))
+    async fn finalize_virtual_machine_migration(&self, r: Request<VmiRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let opts = sync_options(&req);
+        reply(
+            self.with_vmi(&req, move |h, v| h.finalize_migration(v, &opts))
+                .await,
+        )
     }
     async fn hotplug_host_devices(&self, _r: Request<VmiRequest>) -> R<Response> {
         reply(unsupported(

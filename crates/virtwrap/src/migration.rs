@@ -488,6 +488,51 @@ pub fn migration_data_gb(vmi: &VirtualMachineInstance, ephemeral_bytes: Option<u
     i64::try_from(bytes.div_ceil(1_000_000_000)).unwrap_or(i64::MAX)
 }
 
+/// The `<interface>` elements of a domain XML whose alias is `ua-<name>`
+/// for a name in `names`: (name, element text as libvirt wrote it).
+pub fn interfaces_by_alias<'x>(
+    xml: &'x str,
+    names: &std::collections::BTreeSet<String>,
+) -> Vec<(String, &'x str)> {
+    let mut out = Vec::new();
+    let mut rest = xml;
+    let mut offset = 0;
+    while let Some(i) = rest.find("<interface ") {
+        let start = offset + i;
+        let Some(len) = xml[start..].find("</interface>") else {
+            break;
+        };
+        let end = start + len + "</interface>".len();
+        let el = &xml[start..end];
+        for q in ['\'', '"'] {
+            let pat = format!("<alias name={q}ua-");
+            if let Some(a) = el.find(&pat) {
+                let v = &el[a + pat.len()..];
+                if let Some(e) = v.find(q) {
+                    if names.contains(&v[..e]) {
+                        out.push((v[..e].to_owned(), el));
+                    }
+                }
+            }
+        }
+        offset = end;
+        rest = &xml[end..];
+    }
+    out
+}
+
+/// `iface` (an `<interface>` element) with its link down: an existing
+/// `<link .../>` replaced, else one added before `</interface>`.
+pub fn link_down(iface: &str) -> String {
+    if let Some(i) = iface.find("<link ") {
+        if let Some(e) = iface[i..].find("/>") {
+            return format!("{}<link state='down'/>{}", &iface[..i], &iface[i + e + 2..]);
+        }
+    }
+    let at = iface.rfind("</interface>").unwrap_or(iface.len());
+    format!("{}<link state='down'/>\n{}", &iface[..at], &iface[at..])
+}
+
 #[cfg(test)]
 #[path = "migration_tests.rs"]
 mod tests;

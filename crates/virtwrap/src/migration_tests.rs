@@ -223,3 +223,25 @@ fn data_size_counts_started_gigabytes() {
     );
     assert_eq!(migration_data_gb(&v, None), 2);
 }
+
+/// The link refresh finds interfaces by their `ua-` alias and sets their
+/// link down, replacing an existing `<link>`.
+#[test]
+fn link_refresh_rewrites_the_named_interfaces() {
+    let xml = "<domain><devices>\n<interface type='ethernet'><mac address='02:00:00:00:00:01'/><alias name='ua-red'/></interface>\n<interface type=\"ethernet\"><link state=\"up\"/><alias name=\"ua-blue\"/></interface>\n<interface type='ethernet'><alias name='ua-green'/></interface></devices></domain>";
+    let names: BTreeSet<String> = ["red".to_owned(), "blue".to_owned()].into();
+    let found = interfaces_by_alias(xml, &names);
+    assert_eq!(
+        found.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["red", "blue"]
+    );
+    assert_eq!(
+        link_down(found[0].1),
+        "<interface type='ethernet'><mac address='02:00:00:00:00:01'/><alias name='ua-red'/><link state='down'/>\n</interface>"
+    );
+    assert_eq!(
+        link_down(found[1].1),
+        "<interface type=\"ethernet\"><link state='down'/><alias name=\"ua-blue\"/></interface>"
+    );
+    assert!(interfaces_by_alias(xml, &BTreeSet::new()).is_empty());
+}

@@ -337,6 +337,40 @@ impl Handler for LauncherHandler {
         self.manager.cancel_migration(vmi).map_err(command_error)
     }
 
+    fn finalize_migration(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        // KubeVirt's interfacesToReconnect: the `link-refresh` ones.
+        let refresh = opts
+            .interface_migration
+            .iter()
+            .filter(|(_, method)| method.as_str() == "link-refresh")
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.cache.invalidate();
+        self.manager
+            .finalize_migration_target(vmi, &refresh)
+            .map_err(command_error)
+    }
+
+    /// KubeVirt: only the pod named `POD_NAME` that is the migration's
+    /// `targetPod` takes the signal; its monitor then stops waiting for the
+    /// domain and the launcher exits.
+    fn signal_target_pod_cleanup(&self, vmi: &VirtualMachineInstance) {
+        let me = std::env::var("POD_NAME").unwrap_or_default();
+        let target = vmi
+            .status
+            .as_ref()
+            .and_then(|s| s["migrationState"]["targetPod"].as_str())
+            .unwrap_or_default();
+        if !me.is_empty() && me == target {
+            crate::monitor::signal_early_exit();
+            tracing::info!("Signaled target pod {me} to cleanup");
+        }
+    }
+
     fn domain_json(&self) -> Result<Option<String>, CommandError> {
         let generation = match self.cache.get() {
             Ok(cached) => return Ok(cached),
@@ -479,6 +513,7 @@ mod tests {
             serial_console_log_disabled: true,
             bochs_display_for_efi_guests: true,
             expand_disks_enabled: true,
+            interface_migration: std::collections::BTreeMap::new(),
         };
         let c = cluster_options(&opts);
         assert_eq!(c.smbios.manufacturer, "M");

@@ -50,6 +50,34 @@ fn migrate_raw(l: &Launcher, vmi_json: &str, options: &[u8]) -> (bool, String) {
     })
 }
 
+/// A VMIRequest command sent straight to the launcher: (success, message)
+/// of FinalizeVirtualMachineMigration (`finalize`) or SignalTargetPodCleanup
+/// (`cleanup`) for `vmi_json`.
+fn vmi_command(l: &Launcher, command: &str, vmi_json: &str) -> (bool, String) {
+    let socket = l.state.join("share/sockets/launcher-sock");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut c = cmd::client::Client::connect(&socket).await.unwrap().cmd;
+        let req = cmd::proto::cmd::VmiRequest {
+            vmi: Some(cmd::proto::cmd::Vmi {
+                vmi_json: vmi_json.as_bytes().to_vec(),
+            }),
+            options: None,
+        };
+        let r = match command {
+            "finalize" => c.finalize_virtual_machine_migration(req).await,
+            "cleanup" => c.signal_target_pod_cleanup(req).await,
+            other => panic!("no command {other}"),
+        }
+        .unwrap()
+        .into_inner();
+        (r.success, r.message)
+    })
+}
+
 /// A target launcher for `yaml` (`run --migration-target`), its command
 /// server answering.
 fn start_target(yaml: &str, uid: &str) -> Launcher {
@@ -58,6 +86,8 @@ fn start_target(yaml: &str, uid: &str) -> Launcher {
         &Opts {
             uid: Some(uid),
             args: &["--migration-target"],
+            // The pod name SignalTargetPodCleanup compares.
+            env: &[("POD_NAME", std::ffi::OsStr::new("target-pod"))],
             ..Opts::default()
         },
     );
@@ -346,6 +376,42 @@ fn migrates_between_two_launchers() {
     let info: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(info["guestAgentVersion"].is_string(), "{info}");
 
+    // FinalizeVirtualMachineMigration: the guest's clock set from the host
+    // through the agent (KubeVirt's setGuestTime, in the background).
+    let m1 = format!(
+        r#"{identity},"status":{{"migrationState":{{"migrationUID":"m-1","targetPod":"target-pod"}}}}}}"#
+    );
+    let (ok, msg) = vmi_command(&target, "finalize", &m1);
+    assert!(ok, "{msg}");
+    let start = std::time::Instant::now();
+    while !target
+        .log()
+        .contains("guest VM time sync finished successfully")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no guest time sync\n{}",
+            target.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     drop(proxy);
-    target.stop_and_check(Duration::from_secs(90));
+    // SignalTargetPodCleanup: another pod's name changes nothing; this
+    // pod's (POD_NAME) ends the target's wait: the launcher stops.
+    let other = m1.replace("target-pod", "another-pod");
+    let (ok, msg) = vmi_command(&target, "cleanup", &other);
+    assert!(ok, "{msg}");
+    std::thread::sleep(Duration::from_millis(500));
+    uptime(&target);
+    let (ok, msg) = vmi_command(&target, "cleanup", &m1);
+    assert!(ok, "{msg}");
+    target.wait_success(Duration::from_secs(90));
+    assert!(
+        target
+            .log()
+            .contains("received early exit signal - stop waiting for e2e_migrating"),
+        "{}",
+        target.log()
+    );
+    target.assert_nothing_left();
 }

@@ -1,10 +1,9 @@
-//! Live migration on libvirt (KubeVirt v1.6.6 `live-migration-source.go`
-//! and `live-migration-target.go`, kubevirt-facts §8.7-8.8): the source's
-//! MigrateVMI (peer-to-peer `migrateToURI3` over virt-handler's proxy
-//! sockets, watched by KubeVirt's 400 ms monitor) and CancelVMIMigration,
-//! the target's PrepareMigrationTarget (everything but the define:
-//! libvirt makes the domain from the incoming stream). The migration's
-//! state lives in the runtime metadata (`Spec.Metadata.KubeVirt.Migration`),
+//! Live migration on libvirt, the source's side (KubeVirt v1.6.6
+//! `live-migration-source.go`, kubevirt-facts §8.7): MigrateVMI
+//! (peer-to-peer `migrateToURI3` over virt-handler's proxy sockets, watched
+//! by KubeVirt's 400 ms monitor) and CancelVMIMigration; the target's side
+//! is `migrate_target`. The migration's state lives in the runtime
+//! metadata (`Spec.Metadata.KubeVirt.Migration`),
 //! whose every change reaches virt-handler as a MODIFIED domain.
 //!
 //! Unsafe: `virDomainAbortJob` and `virDomainMigrateStartPostCopy`, which
@@ -20,7 +19,7 @@ use virt::domain::{Domain as VirtDomain, MigrateParameters};
 use virt::sys;
 use wire::api_domain::MigrationMetadata;
 
-use super::{LibvirtDomainManager, ManagerError, SyncInputs};
+use super::{LibvirtDomainManager, ManagerError};
 use crate::metadata::now_rfc3339;
 use crate::migration::{self as plan, MigrationOptions, MigrationState};
 
@@ -46,7 +45,7 @@ mod abort {
     pub const FAILED: &str = "Failed";
 }
 
-fn failed(message: impl Into<String>) -> ManagerError {
+pub(super) fn failed(message: impl Into<String>) -> ManagerError {
     ManagerError::Migration(message.into())
 }
 
@@ -118,7 +117,7 @@ impl LibvirtDomainManager {
 
     /// KubeVirt's `initializeMigrationMetadata`: true when migration `uid`
     /// runs already.
-    fn begin_migration(&self, uid: &str) -> Result<bool, ManagerError> {
+    pub(super) fn begin_migration(&self, uid: &str) -> Result<bool, ManagerError> {
         if let Some(m) = self.metadata.snapshot().migration {
             if m.uid == uid {
                 return match &m.end_timestamp {
@@ -612,102 +611,6 @@ impl LibvirtDomainManager {
             .map_err(|e| failed(format!("cannot start the abort: {e}")))?;
         Ok(())
     }
-
-    /// KubeVirt's PrepareMigrationTarget: the volumes prepared and the VMI
-    /// converted with `inputs` (as for a start), the metadata's UID, grace
-    /// period and migration record (same idempotency as the source), the
-    /// `<share>/migrationproxy` directory where the incoming QEMU listens
-    /// (Unix transport); no define: libvirt makes the domain from the
-    /// incoming migration. A thread then waits for the incoming domain and
-    /// records `Migration.EndTimestamp` once its job is over.
-    ///
-    /// # Errors
-    /// [`ManagerError`] from preparation or conversion; KubeVirt's
-    /// messages for a missing `migrationState` and the blocking test
-    /// annotation; a legacy (TCP) transport is not supported yet.
-    pub fn prepare_migration_target(
-        self: &Arc<Self>,
-        vmi: &VirtualMachineInstance,
-        inputs: &SyncInputs<'_>,
-        share_dir: &str,
-    ) -> Result<(), ManagerError> {
-        let state = MigrationState::of(vmi).map_err(failed)?;
-        {
-            let _modifying = self.modifying();
-            let opts = self.prepare.clone();
-            self.convert(vmi, true, inputs, &opts)?;
-        }
-        self.metadata.update(|m| m.uid = Some(vmi.uid().to_owned()));
-        self.metadata
-            .set_grace_period_seconds(vmi.grace_period_seconds());
-        if self.begin_migration(&state.migration_uid)? {
-            return Ok(());
-        }
-        if vmi
-            .metadata
-            .annotations
-            .contains_key(plan::BLOCK_TARGET_ANNOTATION)
-        {
-            return Err(failed(plan::BLOCKED_TARGET));
-        }
-        if !state.unix_transport {
-            return Err(failed(
-                "status.migrationTransport: only \"Unix\" is supported (the legacy TCP proxies are not supported yet)",
-            ));
-        }
-        let dir = format!("{}/migrationproxy", share_dir.trim_end_matches('/'));
-        std::fs::create_dir_all(&dir).map_err(|e| {
-            failed(format!(
-                "failed to create the migration sockets directory {dir}: {e}"
-            ))
-        })?;
-        let me = Arc::clone(self);
-        let name = vmi.domain_name();
-        std::thread::Builder::new()
-            .name("migration-target".into())
-            .spawn(move || me.watch_incoming(&name))
-            .map_err(|e| failed(format!("cannot start the target's watch: {e}")))?;
-        Ok(())
-    }
-
-    /// Waits for the incoming domain `name`, then for the end of its
-    /// incoming job (KubeVirt polls `GetJobInfo` on the target's resume or
-    /// pause event), and sets `Migration.EndTimestamp`.
-    fn watch_incoming(&self, name: &str) {
-        let mut seen = false;
-        loop {
-            std::thread::sleep(Duration::from_millis(100));
-            let st = self.with_domain(name, |d| {
-                let (state, reason) = d.get_state()?;
-                let job = d.get_job_info().map(|j| j.r#type).unwrap_or(0);
-                Ok((state, reason, job))
-            });
-            match st {
-                Ok(Some((state, reason, job))) => {
-                    seen = true;
-                    let incoming = state == sys::VIR_DOMAIN_PAUSED
-                        && (reason == sys::VIR_DOMAIN_PAUSED_MIGRATION as i32
-                            || reason == sys::VIR_DOMAIN_PAUSED_STARTING_UP as i32);
-                    if !incoming && job == sys::VIR_DOMAIN_JOB_NONE as i32 {
-                        self.metadata.update(|md| {
-                            if let Some(m) = md.migration.as_mut() {
-                                if m.end_timestamp.is_none() {
-                                    m.end_timestamp = Some(now_rfc3339());
-                                }
-                            }
-                        });
-                        tracing::info!(domain = %name, "The target domain is running: migration over");
-                        return;
-                    }
-                }
-                Ok(None) if seen => {
-                    tracing::warn!(domain = %name, "the incoming domain went away");
-                    return;
-                }
-                _ => {}
-            }
-        }
-    }
 }
 
 /// KubeVirt's text for a cancel with nothing migrating.
@@ -718,7 +621,7 @@ fn cmd_not_migrating() -> &'static str {
 /// `e` as KubeVirt's `err.Error()` reads for a libvirt error (the Go
 /// binding's `virError(Code=.., Domain=.., Message='..')`), the text KubeVirt
 /// records as the failure reason of a failed `MigrateToURI3`; else its text.
-fn libvirt_message(e: &ManagerError) -> String {
+pub(super) fn libvirt_message(e: &ManagerError) -> String {
     match e {
         ManagerError::Libvirt {
             code,

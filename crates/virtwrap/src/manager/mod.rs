@@ -10,8 +10,9 @@
 //! - `lifecycle`: kill, delete and undefine, the shutdown request,
 //!   pause, unpause, reset, soft reboot, listing;
 //! - `dump`: the memory dump, the dirty rate, the QEMU version.
-//! - `migrate`: live migration, source (MigrateVMI, the monitor,
-//!   CancelVMIMigration) and target (PrepareMigrationTarget).
+//! - `migrate`: live migration's source (MigrateVMI, the monitor,
+//!   CancelVMIMigration); `migrate_target`: its target
+//!   (PrepareMigrationTarget, FinalizeVirtualMachineMigration).
 //!
 //! The manager holds no conversion settings of its own: the host's facts
 //! ([`converter::HostFacts`]) are fixed when it is made, and everything
@@ -20,6 +21,7 @@
 mod dump;
 mod lifecycle;
 mod migrate;
+mod migrate_target;
 mod sync;
 
 pub use migrate::MigrationSetup;
@@ -235,6 +237,8 @@ pub struct LibvirtDomainManager {
     ended: Mutex<Option<(&'static str, &'static str)>>,
     /// The collected hook sidecars (none unless `--hook-sidecars`).
     hooks: std::sync::Arc<hooks::Manager>,
+    /// The guest time sync after a migration ran (KubeVirt's `setTimeOnce`).
+    time_synced: std::sync::atomic::AtomicBool,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -282,6 +286,7 @@ impl LibvirtDomainManager {
             qemu_version,
             ended: Mutex::new(None),
             hooks: std::sync::Arc::new(hooks::Manager::new(hooks::HOOK_SOCKETS_DIR)),
+            time_synced: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
