@@ -4,11 +4,13 @@
 //! migration-proxy` (virt-handler's proxies) and `ctl migrate`.
 //!
 //! One guest for everything: the cheap refusals first (the guest must keep
-//! running on the source after each), a migration cancelled mid-way and
-//! one aborted past its completion budget (each with a target launcher of
-//! its own, which must then end cleanly), then the migration itself.
-//! Cost: one guest boot (the targets' QEMUs are incoming guests), three
-//! target launchers without a boot, ~3 s of migration under TCG.
+//! running on the source after each), a migration cancelled mid-way, one
+//! whose target launcher is killed mid-way and one aborted past its
+//! completion budget (each with a target launcher of its own, which must
+//! then end cleanly, or leave nothing behind when killed), then the
+//! migration itself. Cost: one guest boot (the targets' QEMUs are incoming
+//! guests), four target launchers without a boot, ~3 s of migration under
+//! TCG: about 55-60 s of test time.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -301,6 +303,44 @@ fn migrates_between_two_launchers() {
     assert!(target.processes_left().is_empty(), "{}", target.log());
     drop(proxy);
     uptime(&source);
+
+    // The target's launcher killed mid-way: the source records the failure
+    // and the guest runs on there.
+    let mut target = start_target(&yaml, &uid);
+    let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
+    let (ok, _, err) = ctl_migrate(&source, &target, "m-kill", slow, None);
+    assert!(ok, "{err}");
+    let start = std::time::Instant::now();
+    while !source
+        .virsh(&["domjobinfo", &source.domain])
+        .1
+        .contains("Unbounded")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no migration job\n{}",
+            source.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    target.signal(nix::sys::signal::Signal::SIGKILL);
+    let st = target.wait_exit(Duration::from_secs(30));
+    assert!(!st.success());
+    let m = ended_record(&source, "m-kill");
+    assert_eq!(m["Failed"], true, "{m}");
+    assert!(
+        m["FailureReason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{m}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        target.processes_left().is_empty(),
+        "left by the killed target"
+    );
+    drop(proxy);
+    uptime(&source);
+    let (ok, out, err) = source.ctl(&["domain"]);
+    assert!(ok && out.contains("Running"), "{out}{err}");
 
     // Past the completion budget (1 s per GB, 1 MiB/s): KubeVirt's abort.
     let mut target = start_target(&yaml, &uid);
