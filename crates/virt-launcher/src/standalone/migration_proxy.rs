@@ -17,6 +17,10 @@
 //!   each connection is forwarded to its TCP port, and from there to the
 //!   target's Unix file, bytes both ways until either side closes.
 //!
+//! The source sockets (and the `migrationproxy` directory when the proxy
+//! makes it) belong to the owner of the source's share directory, so a
+//! non-root launcher's QEMU (uid 107) can connect.
+//!
 //! virt-handler's hop between the nodes is TCP with TLS; here both ends
 //! are on one host and the hop is plain TCP on the loopback address
 //! (virt-handler's `DisableTLS` form). It runs until SIGTERM or SIGINT and
@@ -154,6 +158,12 @@ pub fn run(args: &ProxyArgs) -> Result<(), LauncherError> {
         routes.push((src_port, port));
     }
     // Source side.
+    let owner = {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(&args.source_share)
+            .map_err(|e| LauncherError::input_at("--source-share", e.to_string()))?;
+        (m.uid(), m.gid())
+    };
     let mut made = Vec::new();
     let dir = args.source_share.join("migrationproxy");
     match std::fs::symlink_metadata(&dir) {
@@ -165,7 +175,9 @@ pub fn run(args: &ProxyArgs) -> Result<(), LauncherError> {
             ))
         }
         Err(_) => {
-            std::fs::create_dir(&dir).map_err(|e| err(format!("mkdir {}: {e}", dir.display())))?
+            std::fs::create_dir(&dir).map_err(|e| err(format!("mkdir {}: {e}", dir.display())))?;
+            std::os::unix::fs::lchown(&dir, Some(owner.0), Some(owner.1))
+                .map_err(|e| err(format!("chown {}: {e}", dir.display())))?;
         }
     }
     for (src_port, tcp_port) in routes {
@@ -182,6 +194,11 @@ pub fn run(args: &ProxyArgs) -> Result<(), LauncherError> {
         }
         let l = UnixListener::bind(&path)
             .map_err(|e| err(format!("listen {}: {e}", path.display())))?;
+        // A non-root launcher's QEMU (uid 107) must be able to connect: the
+        // socket is the share directory's owner's, as virt-handler gives a
+        // non-root VMI's sockets to the qemu user.
+        std::os::unix::fs::lchown(&path, Some(owner.0), Some(owner.1))
+            .map_err(|e| err(format!("chown {}: {e}", path.display())))?;
         tracing::info!(socket = %path.display(), port = tcp_port, "proxy created on source");
         made.push(path);
         spawn_accept("source", move || {

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::harness::{guest_vmi, launcher_bin, nonroot, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{guest_vmi, launcher_bin, Launcher, Opts, BOOT_TIMEOUT};
 
 /// The guest's uptime in seconds, read through the guest agent.
 fn uptime(l: &Launcher) -> f64 {
@@ -196,10 +196,6 @@ impl Drop for Proxy {
 
 #[test]
 fn migrates_between_two_launchers() {
-    assert!(
-        !nonroot(),
-        "live migration of a non-root launcher (qemu+unix:///session) is not supported yet (issue 16)"
-    );
     let uid = format!("mig-{}", std::process::id());
     let yaml = guest_vmi("migrating", "virtio");
     let mut source = Launcher::start(
