@@ -533,6 +533,87 @@ pub fn link_down(iface: &str) -> String {
     format!("{}<link state='down'/>\n{}", &iface[..at], &iface[at..])
 }
 
+/// What the monitor does at one look at a running migration (KubeVirt's
+/// `processInflightMigration`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing: it progresses, or it is in post-copy (whose abort would
+    /// lose the guest).
+    Wait,
+    /// Past the completion budget with workload disruption allowed and
+    /// post-copy allowed: switch to post-copy.
+    StartPostCopy,
+    /// Likewise without post-copy: pause the guest (the budget doubles).
+    Pause,
+    /// No progress for longer than the progress timeout: abort, `Live
+    /// migration stuck for <seconds> seconds and has been aborted`.
+    AbortStuck(u64),
+    /// Past the completion budget (no disruption allowed, or already
+    /// paused): abort, `Live migration is not completed after <budget>
+    /// seconds and has been aborted`.
+    AbortTimeout(i64),
+}
+
+/// The monitor's record of a migration's progress (KubeVirt's
+/// `migrationMonitor`): progress is the data remaining going down.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// When the monitor started.
+    pub start: std::time::Instant,
+    /// When the remaining data last went down.
+    pub last_progress: std::time::Instant,
+    /// The remaining data at the previous look (0: none yet).
+    pub watermark: u64,
+    /// The remaining data now (libvirt's `dataRemaining`, bytes).
+    pub remaining: u64,
+    /// Seconds the migration may take (0: unbounded).
+    pub acceptable: i64,
+}
+
+impl Progress {
+    /// A record started at `start` with a budget of `acceptable` seconds.
+    pub fn new(start: std::time::Instant, acceptable: i64) -> Self {
+        Progress {
+            start,
+            last_progress: start,
+            watermark: 0,
+            remaining: 0,
+            acceptable,
+        }
+    }
+
+    /// The step at `now` for a migration in `mode` (`PreCopy`,
+    /// `PostCopy`, `Paused`), the data remaining already recorded in
+    /// [`Progress::remaining`]; a [`Step::Pause`] doubles the budget.
+    pub fn step(&mut self, now: std::time::Instant, mode: &str, o: &MigrationOptions) -> Step {
+        if self.watermark == 0 || self.remaining < self.watermark {
+            self.last_progress = now;
+        }
+        self.watermark = self.remaining;
+        let secs = |d: std::time::Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+        let past_budget =
+            self.acceptable != 0 && secs(now.duration_since(self.start)) > self.acceptable;
+        if mode == "PostCopy" {
+            return Step::Wait;
+        }
+        if past_budget && o.allow_workload_disruption && mode != "Paused" {
+            if o.allow_post_copy {
+                return Step::StartPostCopy;
+            }
+            self.acceptable = self.acceptable.saturating_mul(2);
+            return Step::Pause;
+        }
+        let stalled = now.duration_since(self.last_progress);
+        if o.progress_timeout != 0 && secs(stalled) > o.progress_timeout {
+            return Step::AbortStuck(stalled.as_secs());
+        }
+        if past_budget {
+            return Step::AbortTimeout(self.acceptable);
+        }
+        Step::Wait
+    }
+}
+
 #[cfg(test)]
 #[path = "migration_tests.rs"]
 mod tests;

@@ -245,3 +245,65 @@ fn link_refresh_rewrites_the_named_interfaces() {
     );
     assert!(interfaces_by_alias(xml, &BTreeSet::new()).is_empty());
 }
+
+/// KubeVirt's in-flight rules, by the clock: progress resets the stall
+/// timer; no progress for longer than the progress timeout aborts as
+/// stuck; past the budget it aborts, or, with disruption allowed, switches
+/// to post-copy or pauses (doubling the budget) first; post-copy is never
+/// aborted.
+#[test]
+fn monitor_steps_follow_kubevirts_rules() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    let opts = MigrationOptions {
+        progress_timeout: 5,
+        ..MigrationOptions::default()
+    };
+    // Progressing: remaining goes down every look.
+    let mut p = Progress::new(t0, 0);
+    for (s, rem) in [(1, 100), (3, 90), (6, 80), (9, 70)] {
+        p.remaining = rem;
+        assert_eq!(p.step(at(s), "PreCopy", &opts), Step::Wait, "at {s}s");
+    }
+    // Stalled from 9 s: more than 5 s without progress aborts as stuck.
+    p.remaining = 70;
+    assert_eq!(p.step(at(14), "PreCopy", &opts), Step::Wait);
+    p.remaining = 75;
+    assert_eq!(p.step(at(15), "PreCopy", &opts), Step::AbortStuck(6));
+    // Post-copy: never aborted.
+    assert_eq!(p.step(at(60), "PostCopy", &opts), Step::Wait);
+
+    // A 10 s budget: aborted past it without disruption.
+    let budget = MigrationOptions {
+        progress_timeout: 0,
+        ..MigrationOptions::default()
+    };
+    let mut p = Progress::new(t0, 10);
+    p.remaining = 100;
+    assert_eq!(p.step(at(10), "PreCopy", &budget), Step::Wait);
+    p.remaining = 99;
+    assert_eq!(p.step(at(11), "PreCopy", &budget), Step::AbortTimeout(10));
+    // With disruption: post-copy when allowed ...
+    let post = MigrationOptions {
+        allow_workload_disruption: true,
+        allow_post_copy: true,
+        ..budget.clone()
+    };
+    let mut p = Progress::new(t0, 10);
+    p.remaining = 100;
+    assert_eq!(p.step(at(11), "PreCopy", &post), Step::StartPostCopy);
+    // ... else a pause, which doubles the budget; past that, an abort.
+    let pause = MigrationOptions {
+        allow_workload_disruption: true,
+        ..budget
+    };
+    let mut p = Progress::new(t0, 10);
+    p.remaining = 100;
+    assert_eq!(p.step(at(11), "PreCopy", &pause), Step::Pause);
+    assert_eq!(p.acceptable, 20);
+    p.remaining = 50;
+    assert_eq!(p.step(at(20), "Paused", &pause), Step::Wait);
+    p.remaining = 40;
+    assert_eq!(p.step(at(21), "Paused", &pause), Step::AbortTimeout(20));
+}

@@ -21,7 +21,7 @@ use wire::api_domain::MigrationMetadata;
 
 use super::{LibvirtDomainManager, ManagerError};
 use crate::metadata::now_rfc3339;
-use crate::migration::{self as plan, MigrationOptions, MigrationState};
+use crate::migration::{self as plan, MigrationOptions, MigrationState, Progress, Step};
 
 /// KubeVirt's monitor period (`monitorSleepPeriodMS`).
 const MONITOR_PERIOD: Duration = Duration::from_millis(400);
@@ -353,15 +353,12 @@ impl LibvirtDomainManager {
         let ephemeral = state
             .block_migration
             .then(|| dir_bytes(std::path::Path::new(&self.host.paths.ephemeral_disk_dir)));
-        let mut m = Monitor {
-            start: Instant::now(),
-            last_progress: Instant::now(),
-            watermark: 0,
-            remaining: 0,
-            acceptable: options
+        let mut m = Progress::new(
+            Instant::now(),
+            options
                 .completion_timeout_per_gib
                 .saturating_mul(plan::migration_data_gb(vmi, ephemeral)),
-        };
+        );
         let name = vmi.domain_name();
         let mut error: Option<String> = None;
         let mut completed: Option<i32> = None;
@@ -456,7 +453,7 @@ impl LibvirtDomainManager {
     /// KubeVirt's `determineNonRunningMigrationStatus`: after progress was
     /// seen, a job that is gone means cancelled (an abort in progress) or
     /// failed (the domain still runs here); else not started yet.
-    fn non_running_status(&self, name: &str, m: &Monitor) -> Option<i32> {
+    fn non_running_status(&self, name: &str, m: &Progress) -> Option<i32> {
         if m.last_progress <= m.start {
             return None;
         }
@@ -474,81 +471,58 @@ impl LibvirtDomainManager {
         }
     }
 
-    /// KubeVirt's `processInflightMigration`: progress, then post-copy or
-    /// pause past the completion budget when disruption is allowed, an
-    /// abort when stalled for longer than the progress timeout or past the
-    /// budget. Some((reason, abort status)) when it aborted.
+    /// KubeVirt's `processInflightMigration`: [`Progress::step`], then
+    /// what it asks of libvirt (post-copy, pause, abort). Some((reason,
+    /// abort status)) when it aborted.
     fn in_flight(
         &self,
         name: &str,
         options: &MigrationOptions,
-        m: &mut Monitor,
+        m: &mut Progress,
     ) -> Option<(String, &'static str)> {
-        let now = Instant::now();
-        if m.watermark == 0 || m.remaining < m.watermark {
-            m.last_progress = now;
-        }
-        m.watermark = m.remaining;
-        let elapsed = now.duration_since(m.start).as_secs();
-        let past_budget =
-            m.acceptable != 0 && i64::try_from(elapsed).unwrap_or(i64::MAX) > m.acceptable;
-        let mode = self.migration_mode();
-        if mode == "PostCopy" {
-            return None;
-        }
-        if past_budget && options.allow_workload_disruption && mode != "Paused" {
-            let r = self.with_domain(name, |d| {
-                if options.allow_post_copy {
-                    tracing::info!("Starting post copy mode for migration");
-                    // SAFETY: `d` is a live domain handle.
-                    if unsafe { sys::virDomainMigrateStartPostCopy(d.as_ptr(), 0) } < 0 {
-                        return Err(last_error());
+        let step = m.step(Instant::now(), &self.migration_mode(), options);
+        let message = match step {
+            Step::Wait => return None,
+            Step::StartPostCopy | Step::Pause => {
+                let r = self.with_domain(name, |d| {
+                    if step == Step::StartPostCopy {
+                        tracing::info!("Starting post copy mode for migration");
+                        // SAFETY: `d` is a live domain handle.
+                        if unsafe { sys::virDomainMigrateStartPostCopy(d.as_ptr(), 0) } < 0 {
+                            return Err(last_error());
+                        }
+                    } else {
+                        tracing::info!("Pausing the guest to allow migration to complete");
+                        d.suspend()?;
                     }
-                } else {
-                    tracing::info!("Pausing the guest to allow migration to complete");
-                    d.suspend()?;
+                    Ok(())
+                });
+                match r {
+                    Ok(Some(())) if step == Step::StartPostCopy => {
+                        self.set_migration_mode("PostCopy");
+                    }
+                    Ok(Some(())) => {
+                        self.set_user_paused(name, true);
+                        self.set_migration_mode("Paused");
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::error!("failed to assist the migration: {e}"),
                 }
-                Ok(())
-            });
-            match r {
-                Ok(Some(())) if options.allow_post_copy => self.set_migration_mode("PostCopy"),
-                Ok(Some(())) => {
-                    m.acceptable = m.acceptable.saturating_mul(2);
-                    self.set_user_paused(name, true);
-                    self.set_migration_mode("Paused");
-                }
-                Ok(None) => {}
-                Err(e) => tracing::error!("failed to assist the migration: {e}"),
+                return None;
             }
-            return None;
-        }
-        let stalled = now.duration_since(m.last_progress).as_secs();
-        let stuck = options.progress_timeout != 0
-            && i64::try_from(stalled).unwrap_or(i64::MAX) > options.progress_timeout;
-        if !stuck && !past_budget {
-            return None;
-        }
-        if stuck {
-            tracing::warn!("Live migration stuck for {stalled} seconds");
-        }
+            Step::AbortStuck(secs) => {
+                tracing::warn!("Live migration stuck for {secs} seconds");
+                format!("Live migration stuck for {secs} seconds and has been aborted")
+            }
+            Step::AbortTimeout(budget) => format!(
+                "Live migration is not completed after {budget} seconds and has been aborted"
+            ),
+        };
         if let Err(e) = self.abort_job(name) {
             tracing::error!("failed to abort migration: {e}");
             return None;
         }
-        Some(if stuck {
-            (
-                format!("Live migration stuck for {stalled} seconds and has been aborted"),
-                abort::SUCCEEDED,
-            )
-        } else {
-            (
-                format!(
-                    "Live migration is not completed after {} seconds and has been aborted",
-                    m.acceptable
-                ),
-                abort::SUCCEEDED,
-            )
-        })
+        Some((message, abort::SUCCEEDED))
     }
 
     /// `virDomainAbortJob` on the domain `name`.
@@ -630,16 +604,6 @@ pub(super) fn libvirt_message(e: &ManagerError) -> String {
         } => format!("virError(Code={code}, Domain={domain}, Message='{message}')"),
         other => other.to_string(),
     }
-}
-
-/// The monitor's progress record.
-struct Monitor {
-    start: Instant,
-    last_progress: Instant,
-    watermark: u64,
-    remaining: u64,
-    /// Seconds the migration may take (0: unbounded).
-    acceptable: i64,
 }
 
 /// Bytes of the regular files below `dir` (KubeVirt's ephemeral disks'
