@@ -26,6 +26,8 @@
 #   grpc_requests   a command-socket request → protobuf decoding (prost)
 #                   → VMI JSON (api::load::from_command_json) → defaults,
 #                   validation → converter
+#   migration_options  MigrateVirtualMachine's options JSON and a VMI's
+#                   migrationState → virtwrap::migration's plan
 # After the timed runs, each corpus of vmi_bytes and vmi_structured is
 # replayed with FUZZ_VALIDATE=1, so every domain the converter accepts is
 # also checked by `virt-xml-validate FILE domain` (at most VALIDATE_SECONDS
@@ -74,7 +76,7 @@ timeout_s=${FUZZ_TIMEOUT:-10}
 rss_mb=${FUZZ_RSS_MB:-1024}
 malloc_mb=${FUZZ_MALLOC_MB:-256}
 sanitizer=${FUZZ_SANITIZER:-none}
-all_targets=(vmi_bytes vmi_structured agent_replies dhcpv4 dhcpv6 network_cache grpc_requests)
+all_targets=(vmi_bytes vmi_structured agent_replies dhcpv4 dhcpv6 network_cache grpc_requests migration_options)
 root=$(cd "$(dirname "$0")/.." && pwd)
 # --inputs takes paths relative to where it was called.
 here=$PWD

@@ -1,5 +1,6 @@
 //! What the command server asks of the launcher ([`Handler`]) and the
-//! settings of a SyncVirtualMachine ([`SyncOptions`]).
+//! settings virt-handler sends with a sync ([`SyncOptions`]); the server
+//! is [`crate::server`].
 
 use api::VirtualMachineInstance;
 
@@ -26,6 +27,9 @@ pub struct SyncOptions {
     /// Cluster: the ExpandDisks feature gate (`ClusterConfig.ExpandDisksEnabled`,
     /// or the deprecated top-level `ExpandDisksEnabled` of older handlers).
     pub expand_disks_enabled: bool,
+    /// `interfaceMigration`: each binding plugin interface's migration
+    /// method (e.g. `link-refresh`), by interface name.
+    pub interface_migration: std::collections::BTreeMap<String, String>,
 }
 
 /// What the server asks of the launcher. Errors are [`CommandError`]s,
@@ -272,6 +276,63 @@ pub trait Handler: Send + Sync + 'static {
     ) -> Result<(), CommandError> {
         let _ = (vmi, header, secret);
         Err(CommandError::not_supported("SEV launch secret"))
+    }
+    /// MigrateVirtualMachine: starts the live migration of `vmi` (its
+    /// `status.migrationState`) with virt-handler's `MigrationOptions`
+    /// JSON `options` (never empty: the server answers KubeVirt's
+    /// `migration options object not present in command server request`
+    /// itself) and returns at once; the outcome is in the domain's
+    /// `Spec.Metadata.KubeVirt.Migration`.
+    ///
+    /// # Errors
+    /// KubeVirt's messages (`no valid migration options object present in
+    /// command server request: ...`, `cannot migrate VMI until
+    /// migrationState is ready`, ...; by default: not supported yet).
+    fn migrate(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
+        let _ = (vmi, options);
+        Err(CommandError::not_supported("live migration"))
+    }
+    /// SyncMigrationTarget: prepares this launcher for `vmi`'s incoming
+    /// migration (KubeVirt's PrepareMigrationTarget), with the cluster's
+    /// settings `opts`.
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn sync_migration_target(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        let _ = (vmi, opts);
+        Err(CommandError::not_supported("live migration (target)"))
+    }
+    /// CancelVirtualMachineMigration.
+    ///
+    /// # Errors
+    /// KubeVirt's [`crate::error::NOT_MIGRATING`] when no migration runs (the default).
+    fn cancel_migration(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
+        let _ = vmi;
+        Err(CommandError::NotMigrating)
+    }
+    /// FinalizeVirtualMachineMigration on the target: the link refresh of
+    /// the interfaces whose migration method asks for it (`opts`'
+    /// `interface_migration`), then the guest time sync.
+    ///
+    /// # Errors
+    /// The failure message (by default: not supported yet).
+    fn finalize_migration(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        let _ = (vmi, opts);
+        Err(CommandError::not_supported("live migration (finalize)"))
+    }
+    /// SignalTargetPodCleanup: KubeVirt always succeeds; a target pod
+    /// named by `status.migrationState.targetPod` (`POD_NAME`) stops
+    /// waiting for its domain (by default: nothing).
+    fn signal_target_pod_cleanup(&self, vmi: &VirtualMachineInstance) {
+        let _ = vmi;
     }
 }
 

@@ -4,7 +4,7 @@
 //! - [`proto`]: the generated messages and services (`kubevirt.cmd.v1`,
 //!   `kubevirt.cmd.info`, `kubevirt.notify.v1`, `kubevirt.notify.info`);
 //! - [`server`]: the command server on `<share>/sockets/launcher-init-sock`,
-//!   [`handler`]: what it asks of the launcher,
+//!   calling the launcher's [`handler::Handler`],
 //!   and [`error`]: why a command failed, in KubeVirt's words;
 //! - [`notify`]: the client that reports domain events to virt-handler;
 //! - [`client`]: a small client on the same protocol (tests, `virt-launcher ctl`).

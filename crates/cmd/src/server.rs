@@ -196,6 +196,11 @@ fn sync_options(req: &VmiRequest) -> SyncOptions {
             Some(c) => c.expand_disks_enabled,
             None => o.expand_disks_enabled,
         },
+        interface_migration: o
+            .interface_migration
+            .iter()
+            .map(|(k, v)| (k.clone(), v.method.clone()))
+            .collect(),
     }
 }
 
@@ -280,32 +285,57 @@ impl<H: Handler> Cmd for CmdService<H> {
     }
     async fn migrate_virtual_machine(&self, r: Request<MigrationRequest>) -> R<Response> {
         let req = r.into_inner();
-        if let Err(resp) = self
+        let vmi = match self
             .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
             .await
         {
-            return reply(resp);
-        }
+            Ok(v) => v,
+            Err(r) => return reply(r),
+        };
         if req.options.is_empty() {
             return reply(fail(&CommandError::BadRequest(
                 "migration options object not present in command server request".into(),
             )));
         }
-        reply(unsupported("live migration"))
+        let h = Arc::clone(&self.handler);
+        let options = req.options;
+        let res = tokio::task::spawn_blocking(move || h.migrate(&vmi, &options)).await;
+        reply(match joined(res) {
+            Ok(()) => ok(),
+            Err(e) => fail(&e),
+        })
     }
-    async fn sync_migration_target(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("live migration (target)"))
+    async fn sync_migration_target(&self, r: Request<VmiRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let opts = sync_options(&req);
+        reply(
+            self.with_vmi(&req, move |h, v| h.sync_migration_target(v, &opts))
+                .await,
+        )
     }
-    async fn cancel_virtual_machine_migration(&self, _r: Request<VmiRequest>) -> R<Response> {
-        // Nothing ever migrates yet: the answer KubeVirt gives then.
-        reply(fail(&CommandError::NotMigrating))
+    async fn cancel_virtual_machine_migration(&self, r: Request<VmiRequest>) -> R<Response> {
+        reply(
+            self.with_vmi(&r.into_inner(), |h, v| h.cancel_migration(v))
+                .await,
+        )
     }
-    async fn signal_target_pod_cleanup(&self, _r: Request<VmiRequest>) -> R<Response> {
-        // KubeVirt always succeeds; this launcher is never a migration target yet.
-        reply(ok())
+    async fn signal_target_pod_cleanup(&self, r: Request<VmiRequest>) -> R<Response> {
+        // KubeVirt answers success whatever the VMI's migration says.
+        reply(
+            self.with_vmi(&r.into_inner(), |h, v| {
+                h.signal_target_pod_cleanup(v);
+                Ok(())
+            })
+            .await,
+        )
     }
-    async fn finalize_virtual_machine_migration(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("live migration (finalize)"))
+    async fn finalize_virtual_machine_migration(&self, r: Request<VmiRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let opts = sync_options(&req);
+        reply(
+            self.with_vmi(&req, move |h, v| h.finalize_migration(v, &opts))
+                .await,
+        )
     }
     async fn hotplug_host_devices(&self, _r: Request<VmiRequest>) -> R<Response> {
         reply(unsupported(

@@ -28,6 +28,8 @@ struct Fake {
     dirty: Mutex<Option<std::sync::mpsc::Receiver<Result<i64, String>>>>,
     /// Dirty-rate calls that reached the handler.
     dirty_calls: AtomicUsize,
+    /// Migration commands that reached the handler, as text.
+    migration: Mutex<Vec<String>>,
 }
 
 impl Handler for Fake {
@@ -90,6 +92,44 @@ impl Handler for Fake {
             .unwrap()
             .push(format!("{} {dump_path}", vmi.uid()));
         Ok(())
+    }
+    fn migrate(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
+        self.migration.lock().unwrap().push(format!(
+            "migrate {} {}",
+            vmi.uid(),
+            String::from_utf8_lossy(options)
+        ));
+        Ok(())
+    }
+    fn sync_migration_target(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        self.migration.lock().unwrap().push(format!(
+            "target {} {:?}",
+            vmi.uid(),
+            opts.interface_migration
+        ));
+        Ok(())
+    }
+    fn finalize_migration(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        self.migration.lock().unwrap().push(format!(
+            "finalize {} {:?}",
+            vmi.uid(),
+            opts.interface_migration
+        ));
+        Err(CommandError::Failed("failed to update network red".into()))
+    }
+    fn signal_target_pod_cleanup(&self, vmi: &VirtualMachineInstance) {
+        self.migration
+            .lock()
+            .unwrap()
+            .push(format!("cleanup {}", vmi.uid()));
     }
     fn dirty_rate_mbs(&self) -> Result<i64, CommandError> {
         self.dirty_calls.fetch_add(1, Ordering::SeqCst);
@@ -444,6 +484,97 @@ async fn answers_like_kubevirts_server() {
 /// handler (the test runs the server on one thread, as the launcher does;
 /// a handler run on that thread would hold the ping back until the fake
 /// gives up after 10 s, and the checks below would fail).
+/// The migration commands reach the handler with their VMI, options bytes
+/// and `interfaceMigration` (field 9); the VMI is checked first, the
+/// missing options answered by the server in KubeVirt's words.
+#[tokio::test]
+async fn migration_commands_reach_the_handler() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fake, _stop) = start(dir.path()).await;
+    let mut c = cmd::client::Client::connect(&server::init_socket(dir.path()))
+        .await
+        .unwrap()
+        .cmd;
+    let r = c
+        .migrate_virtual_machine(MigrationRequest {
+            vmi: vmi("uid-1"),
+            options: br#"{"ProgressTimeout":150}"#.to_vec(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.success, "{}", r.message);
+    let r = c
+        .migrate_virtual_machine(MigrationRequest {
+            vmi: vmi("uid-2"),
+            options: b"{}".to_vec(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!r.success && r.message.contains("is not the VMI this launcher runs"));
+    let r = c
+        .migrate_virtual_machine(MigrationRequest {
+            vmi: None,
+            options: Vec::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.message, server::NO_VALID_VMI);
+    let options = || {
+        Some(VirtualMachineOptions {
+            interface_migration: [(
+                "red".to_owned(),
+                cmd::proto::cmd::InterfaceBindingMigration {
+                    method: "link-refresh".into(),
+                },
+            )]
+            .into(),
+            ..VirtualMachineOptions::default()
+        })
+    };
+    let r = c
+        .sync_migration_target(VmiRequest {
+            vmi: vmi("uid-1"),
+            options: options(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.success, "{}", r.message);
+    let r = c
+        .finalize_virtual_machine_migration(VmiRequest {
+            vmi: vmi("uid-1"),
+            options: options(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (r.success, r.message.as_str()),
+        (false, "failed to update network red")
+    );
+    let r = c
+        .signal_target_pod_cleanup(VmiRequest {
+            vmi: vmi("uid-1"),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.success);
+    assert_eq!(
+        *fake.migration.lock().unwrap(),
+        [
+            r#"migrate uid-1 {"ProgressTimeout":150}"#,
+            r#"target uid-1 {"red": "link-refresh"}"#,
+            r#"finalize uid-1 {"red": "link-refresh"}"#,
+            "cleanup uid-1",
+        ]
+    );
+}
+
 #[tokio::test]
 async fn dirty_rate_is_answered_off_the_runtime() {
     let dir = tempfile::tempdir().unwrap();

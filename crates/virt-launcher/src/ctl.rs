@@ -72,6 +72,14 @@ pub enum Action {
     /// hot-plugged or unplugged to match (SyncVirtualMachineCPUs, as
     /// virt-handler sends it after a LiveUpdate of the VM's CPU).
     Cpus,
+    /// Live-migrate the guest to the launcher of `--target-socket` (started
+    /// with `run --migration-target`), through `virt-launcher
+    /// migration-proxy`: SyncMigrationTarget there, then
+    /// MigrateVirtualMachine here, as virt-handler does (`--wait SECONDS`
+    /// waits for the end and prints the migration record).
+    Migrate,
+    /// Cancel the running migration (CancelVirtualMachineMigration).
+    MigrateCancel,
 }
 
 /// `ctl` arguments.
@@ -106,9 +114,27 @@ pub struct CtlArgs {
     /// its record (`Spec.Metadata.KubeVirt.MemoryDump`) and fail when the
     /// dump failed. Without it the command returns once the dump started.
     /// Either way it fails at once when the request was dropped because
-    /// another dump runs (one at a time, as KubeVirt).
+    /// another dump runs (one at a time, as KubeVirt). Migrate: likewise
+    /// for the migration (`Spec.Metadata.KubeVirt.Migration`).
     #[arg(long)]
     pub wait: Option<u64>,
+    /// Migrate: the target launcher's command socket.
+    #[arg(long)]
+    pub target_socket: Option<PathBuf>,
+    /// Migrate: the migration's UID (`status.migrationState.migrationUID`;
+    /// default: one made from the time).
+    #[arg(long)]
+    pub migration_uid: Option<String>,
+    /// Migrate: KubeVirt's `MigrationOptions` JSON (Go field names), by
+    /// default the cluster's defaults:
+    /// `{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}`.
+    #[arg(long)]
+    pub options: Option<String>,
+    /// Migrate: `status.migrationMethod`, `BlockMigration` (default: the
+    /// local disks are copied, as standalone launchers share no storage)
+    /// or `LiveMigration`.
+    #[arg(long, default_value = "BlockMigration")]
+    pub migration_method: String,
     /// Exec and guestping: seconds to wait for the guest.
     #[arg(long, default_value_t = 10)]
     pub timeout: i32,
@@ -356,6 +382,22 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             Action::Vmstats => crate::ctl_vmstats::ask(&mut c, &args.items).await?,
             Action::Addvolume | Action::Removevolume => volume(&mut c, args).await?,
             Action::Cpus => cpus(&mut c, args).await?,
+            Action::Migrate | Action::MigrateCancel => {
+                let dom = current_domain(&mut c).await?;
+                if args.action == Action::MigrateCancel {
+                    let r = c
+                        .cancel_virtual_machine_migration(VmiRequest {
+                            vmi: Some(vmi_of(&dom)),
+                            options: None,
+                        })
+                        .await
+                        .map_err(err)?
+                        .into_inner();
+                    check(Some(r))?;
+                    return Ok(json!({"ok": true}));
+                }
+                migrate(&mut c, &dom, args).await?
+            }
             Action::Pause
             | Action::Unpause
             | Action::Shutdown
@@ -409,7 +451,10 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Softreboot
             | Action::Guestping
             | Action::Freeze
-            | Action::Unfreeze => "ok\n".to_owned(),
+            | Action::Unfreeze
+            | Action::MigrateCancel => "ok\n".to_owned(),
+            Action::Migrate if args.wait.is_none() => "ok\n".to_owned(),
+            Action::Migrate => pretty(),
             Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),
             Action::Memorydump if args.wait.is_none() => "ok\n".to_owned(),
             Action::Screenshot => format!(
@@ -619,6 +664,122 @@ fn vmi_of(dom: &Value) -> Vmi {
     });
     Vmi {
         vmi_json: vmi.to_string().into_bytes(),
+    }
+}
+
+/// `ctl migrate`: what virt-handler does for a migration between two
+/// launchers, with the VMI's identity from the source's domain and a
+/// `status` carrying the migration (`migrationState.migrationUID`,
+/// `migrationMethod`, `migrationTransport: Unix`): SyncMigrationTarget on
+/// the target (when `--target-socket` is given), then
+/// MigrateVirtualMachine on the source; with `--wait`, polls the source's
+/// migration record until it ends.
+///
+/// # Errors
+/// A launcher could not be asked or said no; the migration failed (its
+/// `FailureReason`) or did not end in time.
+async fn migrate(
+    c: &mut cmd::client::CmdChannel,
+    dom: &Value,
+    args: &CtlArgs,
+) -> Result<Value, LauncherError> {
+    if !matches!(
+        args.migration_method.as_str(),
+        "BlockMigration" | "LiveMigration"
+    ) {
+        return Err(LauncherError::input_at(
+            "--migration-method",
+            format!(
+                "{}: use BlockMigration or LiveMigration",
+                api::text::cut(&args.migration_method, 64)
+            ),
+        ));
+    }
+    let uid = args.migration_uid.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("ctl-migration-{}-{}", t.as_secs(), t.subsec_nanos())
+    });
+    let mut vmi: Value = serde_json::from_slice(&vmi_of(dom).vmi_json).map_err(err)?;
+    vmi["status"] = json!({
+        "migrationMethod": args.migration_method,
+        "migrationTransport": "Unix",
+        "migrationState": {"migrationUID": uid},
+    });
+    let vmi = Vmi {
+        vmi_json: vmi.to_string().into_bytes(),
+    };
+    let mut target_channel = None;
+    if let Some(target) = &args.target_socket {
+        let t = target_channel.insert(
+            cmd::client::Client::connect(target)
+                .await
+                .map_err(|e| err(format!("target {}: {e}", target.display())))?
+                .cmd,
+        );
+        let r = t
+            .sync_migration_target(VmiRequest {
+                vmi: Some(vmi.clone()),
+                options: None,
+            })
+            .await
+            .map_err(err)?
+            .into_inner();
+        check(Some(r)).map_err(|e| err(format!("target: {e}")))?;
+    }
+    let options = args
+        .options
+        .clone()
+        .unwrap_or_else(|| r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#.into());
+    let r = c
+        .migrate_virtual_machine(cmd::proto::cmd::MigrationRequest {
+            vmi: Some(vmi),
+            options: options.into_bytes(),
+        })
+        .await
+        .map_err(err)?
+        .into_inner();
+    check(Some(r))?;
+    let Some(timeout) = args.wait.map(std::time::Duration::from_secs) else {
+        return Ok(json!({"ok": true}));
+    };
+    let start = std::time::Instant::now();
+    // The source launcher exits once the domain has left; the target's
+    // record of the same migration then tells the end.
+    let mut source_gone = false;
+    loop {
+        let asked = if source_gone {
+            None
+        } else {
+            c.get_domain(EmptyRequest {}).await.ok()
+        };
+        let d = match (asked, target_channel.as_mut()) {
+            (Some(d), _) => d.into_inner(),
+            (None, Some(t)) => {
+                source_gone = true;
+                t.get_domain(EmptyRequest {})
+                    .await
+                    .map_err(|e| err(format!("target: {e}")))?
+                    .into_inner()
+            }
+            (None, None) => return Err(err("the source launcher went away during the migration")),
+        };
+        let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
+        let m = &dom["Spec"]["Metadata"]["KubeVirt"]["Migration"];
+        if m["UID"] == uid.as_str() && !m["EndTimestamp"].is_null() {
+            if m["Failed"] == true {
+                return Err(err(m["FailureReason"].as_str().unwrap_or("").to_owned()));
+            }
+            return Ok(m.clone());
+        }
+        if start.elapsed() >= timeout {
+            return Err(err(format!(
+                "migration {uid} did not end within {} s",
+                timeout.as_secs()
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
 

@@ -41,7 +41,7 @@ enum Command {
     /// Run one VMI without Kubernetes until it stops (Ctrl-C shuts it down).
     Run(Box<RunArgs>),
     /// Talk to a running launcher over its command socket.
-    Ctl(ctl::CtlArgs),
+    Ctl(Box<ctl::CtlArgs>),
     /// Build virt-handler's network phase 1 for a VMI's interfaces (pod
     /// links eth0 and pod<hash>; masquerade: bridge k6t-eth0, tap0,
     /// nftables NAT; bridge with --cache-dir: k6t-<name>, tap<name>, the
@@ -55,6 +55,11 @@ enum Command {
     /// files are recorded with the hashes and facts the launcher checks
     /// before it seeds libvirt's cache from them in a pod.
     CapabilitiesCache(CapsCacheArgs),
+    /// Play virt-handler's migration proxies for one migration between two
+    /// launchers on this host (source's `migrationproxy/<uid>-*source.sock`
+    /// to the target's libvirt socket and migration sockets) until SIGTERM;
+    /// then `ctl migrate` moves the VMI.
+    MigrationProxy(virt_launcher::standalone::migration_proxy::ProxyArgs),
 }
 
 /// Prints a command-line error as the launcher's other refusals are
@@ -105,6 +110,7 @@ fn main() -> ExitCode {
         Some(Command::Ctl(a)) => ctl::run(a),
         Some(Command::PodNetworkPhase1(a)) => commands::run::phase1(a),
         Some(Command::CapabilitiesCache(a)) => commands::capscache::capabilities_cache(a),
+        Some(Command::MigrationProxy(a)) => virt_launcher::standalone::migration_proxy::run(a),
         None => commands::run::pod(&cli.flags, started),
     };
     match res {

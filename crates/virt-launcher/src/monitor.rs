@@ -40,6 +40,15 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// SignalTargetPodCleanup reached this launcher (KubeVirt's
+/// `VIRT_LAUNCHER_TARGET_POD_EXIT_SIGNAL`): the monitor stops waiting.
+static EARLY_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records SignalTargetPodCleanup's early exit signal for [`watch`].
+pub fn signal_early_exit() {
+    EARLY_EXIT.store(true, Ordering::SeqCst);
+}
+
 fn to_pid(pid: u32) -> Pid {
     Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX))
 }
@@ -125,6 +134,13 @@ fn watch_with<'s>(
                 "{} could not be kept running: {}",
                 f.name, f.message
             )));
+        }
+        if EARLY_EXIT.load(Ordering::SeqCst) {
+            tracing::info!(
+                "received early exit signal - stop waiting for {}",
+                vmi.domain_name()
+            );
+            return Ok(());
         }
         let sig = signals.load(Ordering::SeqCst);
         if sig != 0 && shutdown_at.is_none() {
@@ -234,6 +250,9 @@ fn finished(
         thread::sleep(Duration::from_millis(50));
     }
     tracing::info!(state = last.0, reason = last.1, "QEMU exited");
+    if last == ("Shutoff", "Migrated") {
+        tracing::info!(domain = %vmi.domain_name(), "the domain migrated away: this launcher is done");
+    }
     match last.1 {
         "Crashed" | "Failed" | "Panicked" if !requested => Err(LauncherError::runtime(format!(
             "the guest ended abnormally: {} ({})",

@@ -125,6 +125,13 @@ pub struct Pod {
     pub mounts: Vec<PodMount>,
     /// How the pod's network comes about.
     pub network: PodNetworkSetup,
+    /// libvirt's `host_uuid` (libvirtd.conf / virtqemud.conf). `None` in
+    /// a pod: as in KubeVirt, libvirt takes the node's (SMBIOS) UUID, which
+    /// differs between the nodes a migration goes between. Standalone
+    /// launchers share one host, and libvirt refuses to migrate a domain
+    /// to a daemon with its own host UUID ("Attempt to migrate guest to
+    /// the same host"): each gets a random one.
+    pub host_uuid: Option<String>,
 }
 
 impl Pod {
@@ -137,6 +144,7 @@ impl Pod {
             block_volumes: None,
             mounts: Vec::new(),
             network: PodNetworkSetup::Given,
+            host_uuid: None,
         }
     }
 }

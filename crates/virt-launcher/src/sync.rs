@@ -70,3 +70,37 @@ impl VmiSync {
         Ok(self.manager.sync_vmi(vmi, &inputs)?)
     }
 }
+
+impl VmiSync {
+    /// KubeVirt's PrepareMigrationTarget for `vmi`: the pod's network for
+    /// a domain about to start (phase 2 serves it on this side), then the
+    /// domain manager's preparation without a define (see
+    /// [`LibvirtDomainManager::prepare_migration_target`]); `share_dir` is
+    /// where the `migrationproxy` directory goes.
+    ///
+    /// # Errors
+    /// [`SyncError`].
+    pub fn prepare_target(
+        &self,
+        vmi: &VirtualMachineInstance,
+        cluster: &ClusterOptions,
+        share_dir: &str,
+    ) -> Result<(), SyncError> {
+        let interfaces = self
+            .network
+            .interfaces(vmi, true)
+            .map_err(SyncError::Network)?;
+        let sriov_pci = self
+            .network
+            .sriov_addresses(vmi)
+            .map_err(SyncError::Network)?;
+        let inputs = SyncInputs {
+            cluster,
+            interfaces: &interfaces,
+            sriov_pci: &sriov_pci,
+        };
+        Ok(self
+            .manager
+            .prepare_migration_target(vmi, &inputs, share_dir)?)
+    }
+}

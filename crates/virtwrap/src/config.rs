@@ -88,6 +88,10 @@ pub struct DaemonConfig {
     /// between hosts (KubeVirt: `SHARED_FILESYSTEM_PATHS`, see
     /// [`shared_filesystems_from_env`]); `None` writes no line.
     pub shared_filesystems: Option<Vec<String>>,
+    /// `host_uuid`: the daemon's host UUID (libvirt refuses a migration
+    /// between two daemons with the same one); `None` writes no line
+    /// (libvirt reads the host's SMBIOS UUID, as in KubeVirt's pods).
+    pub host_uuid: Option<String>,
 }
 
 /// KubeVirt's `EXT_LOG_VERBOSITY_THRESHOLD`: from this launcher verbosity
@@ -152,6 +156,7 @@ impl Default for DaemonConfig {
             hugetlbfs_mount: None,
             virtiofsd_debug: false,
             shared_filesystems: None,
+            host_uuid: None,
         }
     }
 }
@@ -202,6 +207,9 @@ pub fn daemon_conf(kind: &DaemonKind, cfg: &DaemonConfig) -> String {
     }
     let _ = writeln!(s, "auth_unix_rw = \"none\"\nauth_unix_ro = \"none\"");
     let _ = writeln!(s, "unix_sock_rw_perms = \"0700\"");
+    if let Some(u) = &cfg.host_uuid {
+        let _ = writeln!(s, "host_uuid = \"{}\"", quote(u));
+    }
     match &cfg.log_filters {
         // The filters choose what is logged; the output takes every level.
         Some(f) => {
@@ -346,6 +354,16 @@ mod tests {
             &DaemonConfig::default(),
         );
         assert!(!s.contains("listen_tcp"));
+        assert!(!s.contains("host_uuid"), "KubeVirt writes none: {s}");
+        let own = DaemonConfig {
+            host_uuid: Some("0b4d52b6-5b0e-4b8e-9a51-0c3c1c0e7a11".into()),
+            ..DaemonConfig::default()
+        };
+        let s = daemon_conf(&DaemonKind::Virtqemud("x".into()), &own);
+        assert!(
+            s.contains("host_uuid = \"0b4d52b6-5b0e-4b8e-9a51-0c3c1c0e7a11\"\n"),
+            "{s}"
+        );
         let dir = tempfile::tempdir().unwrap();
         write_all(
             dir.path(),

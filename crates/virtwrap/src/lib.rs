@@ -14,6 +14,7 @@ pub mod events;
 pub mod manager;
 pub mod memory_dump;
 pub mod metadata;
+pub mod migration;
 pub mod screenshot;
 pub mod state;
 pub mod stats;

@@ -31,6 +31,12 @@ pub struct RunArgs {
     /// (see `convert --help`): LiveUpdate (default) or Stage.
     #[arg(long, default_value = "LiveUpdate", value_parser = super::parse_rollout_strategy)]
     pub vm_rollout_strategy: VmRolloutStrategy,
+    /// Be the target of a live migration: prepare everything but start
+    /// nothing, and wait (up to `--qemu-timeout`) for the domain to arrive
+    /// from a launcher that `ctl migrate` moves it from (through
+    /// `virt-launcher migration-proxy`); then run it as if started here.
+    #[arg(long)]
+    pub migration_target: bool,
     /// What a pod would give the launcher.
     #[command(flatten)]
     pub standalone: StandaloneArgs,
@@ -92,7 +98,14 @@ pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
         args: &args.standalone,
         default_interface: applied.default_pod_interface,
     };
-    startup::run_vmi(vmi, true, &args.flags, arch, source, started)
+    startup::run_vmi(
+        vmi,
+        !args.migration_target,
+        &args.flags,
+        arch,
+        source,
+        started,
+    )
 }
 
 /// `virt-launcher pod-network-phase1`: see

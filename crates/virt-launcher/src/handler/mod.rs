@@ -77,6 +77,8 @@ pub struct LauncherHandler {
     vm_stats_collector: bool,
     /// The VMI last synced (virt-handler's, with its full spec).
     pub current: Mutex<Option<VirtualMachineInstance>>,
+    /// Where the migration proxy's sockets are, and who runs QEMU.
+    migration: virtwrap::manager::MigrationSetup,
 }
 
 impl LauncherHandler {
@@ -104,6 +106,53 @@ impl LauncherHandler {
             dump_policy,
             vm_stats_collector: false,
             current: Mutex::new(None),
+            migration: virtwrap::manager::MigrationSetup {
+                share_dir: "/var/run/kubevirt".into(),
+                non_root: false,
+            },
+        }
+    }
+
+    /// The same handler, its migrations through the proxy sockets of
+    /// `setup`.
+    #[must_use]
+    pub fn with_migration(mut self, setup: virtwrap::manager::MigrationSetup) -> Self {
+        self.migration = setup;
+        self
+    }
+
+    /// The same handler, knowing `vmi` as synced (a standalone launcher
+    /// synced its manifest itself).
+    #[must_use]
+    pub fn with_current(self, vmi: Option<VirtualMachineInstance>) -> Self {
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = vmi;
+        self
+    }
+
+    /// The VMI a migration command is about: the request's, or, when it
+    /// carries no spec (`ctl migrate` sends identity and status only), the
+    /// last synced VMI's spec with the request's metadata and status.
+    fn migration_vmi(&self, vmi: &VirtualMachineInstance) -> VirtualMachineInstance {
+        if vmi.spec != api::vmi::VmiSpec::default() {
+            return vmi.clone();
+        }
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match current {
+            Some(mut c) => {
+                c.status.clone_from(&vmi.status);
+                for (k, v) in &vmi.metadata.annotations {
+                    c.metadata.annotations.insert(k.clone(), v.clone());
+                }
+                c
+            }
+            None => vmi.clone(),
         }
     }
 
@@ -267,6 +316,82 @@ impl Handler for LauncherHandler {
     fn delete(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
         self.manager.delete_vmi(vmi).map_err(command_error)
+    }
+
+    fn migrate(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
+        let options = virtwrap::migration::MigrationOptions::parse(options)
+            .map_err(CommandError::BadRequest)?;
+        let vmi = self.migration_vmi(vmi);
+        self.cache.invalidate();
+        self.manager
+            .migrate_vmi(&vmi, options, self.migration.clone())
+            .map_err(command_error)
+    }
+
+    fn sync_migration_target(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        let vmi = self.migration_vmi(vmi);
+        if vmi.metadata.name != self.id.name || vmi.namespace() != self.id.namespace {
+            return Err(CommandError::OtherVmi {
+                namespace: vmi.namespace().to_owned(),
+                name: vmi.metadata.name.clone(),
+                ours_namespace: self.id.namespace.clone(),
+                ours_name: self.id.name.clone(),
+            });
+        }
+        let vmi =
+            crate::input::admit_synced(&vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
+        self.cache.invalidate();
+        self.sync
+            .prepare_target(&vmi, &cluster_options(opts), &self.migration.share_dir)
+            .map_err(sync_command_error)?;
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(vmi);
+        Ok(())
+    }
+
+    fn cancel_migration(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
+        self.cache.invalidate();
+        self.manager.cancel_migration(vmi).map_err(command_error)
+    }
+
+    fn finalize_migration(
+        &self,
+        vmi: &VirtualMachineInstance,
+        opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        // KubeVirt's interfacesToReconnect: the `link-refresh` ones.
+        let refresh = opts
+            .interface_migration
+            .iter()
+            .filter(|(_, method)| method.as_str() == "link-refresh")
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.cache.invalidate();
+        self.manager
+            .finalize_migration_target(vmi, &refresh)
+            .map_err(command_error)
+    }
+
+    /// KubeVirt: only the pod named `POD_NAME` that is the migration's
+    /// `targetPod` takes the signal; its monitor then stops waiting for the
+    /// domain and the launcher exits.
+    fn signal_target_pod_cleanup(&self, vmi: &VirtualMachineInstance) {
+        let me = std::env::var("POD_NAME").unwrap_or_default();
+        let target = vmi
+            .status
+            .as_ref()
+            .and_then(|s| s["migrationState"]["targetPod"].as_str())
+            .unwrap_or_default();
+        if !me.is_empty() && me == target {
+            crate::monitor::signal_early_exit();
+            tracing::info!("Signaled target pod {me} to cleanup");
+        }
     }
 
     fn domain_json(&self) -> Result<Option<String>, CommandError> {
@@ -464,6 +589,7 @@ mod tests {
             serial_console_log_disabled: true,
             bochs_display_for_efi_guests: true,
             expand_disks_enabled: true,
+            interface_migration: std::collections::BTreeMap::new(),
         };
         let c = cluster_options(&opts);
         assert_eq!(c.smbios.manufacturer, "M");

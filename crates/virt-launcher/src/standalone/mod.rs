@@ -13,6 +13,8 @@
 //! - [`container`]: for `--run-as-nonroot`, the compute container's
 //!   credentials (uid/gid 107, only `NET_BIND_SERVICE`) for the launcher
 //!   proper, once the rest is set up;
+//! - [`migration_proxy`]: `virt-launcher migration-proxy`, virt-handler's
+//!   migration proxies between two launchers on one host;
 //! - [`network`]: the pod network (`--setup-pod-network`, or KubeVirt's
 //!   default interface): phase 1 of virt-handler in a network namespace of
 //!   the launcher's own, and `virt-launcher pod-network-phase1`.
@@ -25,6 +27,7 @@
 pub mod claims;
 pub mod container;
 pub mod hotplug;
+pub mod migration_proxy;
 pub mod network;
 pub mod volumes;
 
@@ -314,13 +317,52 @@ pub fn prepare(
         } else {
             PodNetworkSetup::Given
         },
+        host_uuid: Some(random_host_uuid()?),
     })
+}
+
+/// A random UUID (version 4 form) for this launcher's libvirt daemon
+/// (`host_uuid`, see [`Pod::host_uuid`]), from `/dev/urandom`.
+///
+/// # Errors
+/// [`LauncherError`] when `/dev/urandom` cannot be read.
+fn random_host_uuid() -> Result<String, LauncherError> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| LauncherError::runtime(format!("reading /dev/urandom: {e}")))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    /// Each standalone launcher's libvirt gets a host UUID of its own, in
+    /// the form libvirt's `host_uuid` takes.
+    #[test]
+    fn host_uuids_differ() {
+        let (a, b) = (random_host_uuid().unwrap(), random_host_uuid().unwrap());
+        assert_ne!(a, b);
+        for u in [&a, &b] {
+            let parts: Vec<usize> = u.split('-').map(str::len).collect();
+            assert_eq!(parts, [8, 4, 4, 4, 12], "{u}");
+            assert!(u.chars().all(|c| c == '-' || c.is_ascii_hexdigit()), "{u}");
+            assert_eq!(&u[14..15], "4", "version 4: {u}");
+        }
+    }
 
     #[derive(Parser)]
     struct Cli {

@@ -192,6 +192,11 @@ impl Services {
                 dump_policy,
             )
             .with_vm_stats_collector(flags.vm_stats_collector)
+            .with_migration(virtwrap::manager::MigrationSetup {
+                share_dir: flags.kubevirt_share_dir.clone(),
+                non_root: launch.user.is_non_root(),
+            })
+            .with_current(Some(launch.vmi.clone()))
         })?;
         tracing::info!(ms = ms(launch.started), "command socket ready");
         let stop_events = Arc::new(AtomicBool::new(false));
@@ -368,7 +373,13 @@ pub(crate) fn run_domain(
     if let Err(e) = hooks.shutdown() {
         tracing::error!("Failed to run Shutdown: {e}");
     }
-    services.stop(vmi, launch.user, !launch.sync);
+    // Only virt-handler deletes the domain itself (a standalone migration
+    // target is not synced at start either, and nobody else will).
+    services.stop(
+        vmi,
+        launch.user,
+        !launch.sync && launch.pod.mode == Mode::Pod,
+    );
     outcome
 }
 

@@ -220,6 +220,7 @@ pub(crate) fn run_in_runtime(
         tracing::info!("Enabling libvirt log filters: {f}");
     }
     cfg.virtiofsd_debug = env("VIRTIOFSD_DEBUG_LOGS").as_deref() == Some("1");
+    cfg.host_uuid.clone_from(&launch.pod.host_uuid);
     cfg.shared_filesystems =
         virtwrap::config::shared_filesystems_from_env(env("SHARED_FILESYSTEM_PATHS").as_deref());
     if Path::new("/dev/hugepages").is_dir() {

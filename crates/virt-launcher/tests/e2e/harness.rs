@@ -150,6 +150,9 @@ pub struct Opts<'a> {
     /// Extra environment for the launcher (and so its libvirt daemon and
     /// the helpers libvirt runs by name, e.g. `PATH` for `passt`).
     pub env: &'a [(&'a str, &'a std::ffi::OsStr)],
+    /// The VMI's UID (`--uid`), instead of one of its own per launcher:
+    /// the two ends of a migration run one VMI.
+    pub uid: Option<&'a str>,
 }
 
 impl Default for Opts<'_> {
@@ -162,6 +165,7 @@ impl Default for Opts<'_> {
             pod_mounts: &[],
             pod_mounts_rw: &[],
             env: &[],
+            uid: None,
         }
     }
 }
@@ -399,7 +403,9 @@ impl Launcher {
         let vmi_path = dir.path().join("vmi.yaml");
         fs::write(&vmi_path, yaml).expect("write vmi");
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let uid = format!("e2e-{}-{n}", std::process::id());
+        let uid = opts
+            .uid
+            .map_or_else(|| format!("e2e-{}-{n}", std::process::id()), str::to_owned);
         let state = reuse.unwrap_or(dir.path()).join("state");
         let log_path = dir.path().join("launcher.log");
         let log = fs::File::create(&log_path).expect("log file");

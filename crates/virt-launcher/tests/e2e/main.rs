@@ -26,6 +26,7 @@ mod inputs;
 mod lifecycle;
 mod manager;
 mod memory_dump;
+mod migration;
 mod monitor;
 mod names;
 mod network;

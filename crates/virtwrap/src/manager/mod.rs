@@ -11,7 +11,10 @@
 //!   pause, unpause, reset, soft reboot, listing;
 //! - `dump`: the memory dump, the dirty rate, the QEMU version;
 //! - `screen`: GetScreenshot; [`sev`]: KubeVirt's SEV answers;
-//! - `time_sync`: the guest's clock set after a resume.
+//! - `time_sync`: the guest's clock set after a resume or a migration;
+//! - `migrate`: live migration's source (MigrateVMI, the monitor,
+//!   CancelVMIMigration); `migrate_target`: its target
+//!   (PrepareMigrationTarget, FinalizeVirtualMachineMigration).
 //!
 //! The manager holds no conversion settings of its own: the host's facts
 //! ([`converter::HostFacts`]) are fixed when it is made, and everything
@@ -20,11 +23,15 @@
 mod dump;
 pub mod hotplug;
 mod lifecycle;
+mod migrate;
+mod migrate_target;
 mod screen;
 pub mod sev;
 mod sync;
 mod time_sync;
 pub mod vcpus;
+
+pub use migrate::MigrationSetup;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
@@ -82,6 +89,10 @@ pub enum ManagerError {
     /// A screen dump could not be answered as a PNG.
     #[error(transparent)]
     Screenshot(#[from] crate::screenshot::ScreenshotError),
+    /// A migration request or preparation was refused, or the migration
+    /// failed: KubeVirt's message (kubevirt-facts §8.7-8.8).
+    #[error("{0}")]
+    Migration(String),
 }
 
 impl From<virt::error::Error> for ManagerError {
@@ -249,7 +260,7 @@ pub struct LibvirtDomainManager {
     /// The collected hook sidecars (none unless `--hook-sidecars`).
     hooks: std::sync::Arc<hooks::Manager>,
     /// KubeVirt's `setTimeOnce`: the guest's clock is set after the first
-    /// resume only (`time_sync`).
+    /// resume or migration only (`time_sync`).
     set_time_once: std::sync::Once,
 }
 

@@ -199,7 +199,7 @@ impl LibvirtDomainManager {
     /// [`ManagerError::Storage`] or [`ManagerError::Convert`]; a live pod
     /// interface without host facts in `inputs` (nothing prepared its pod
     /// network) is refused by field.
-    fn convert(
+    pub(super) fn convert(
         &self,
         vmi: &VirtualMachineInstance,
         start: bool,

@@ -1,0 +1,278 @@
+#![allow(clippy::unwrap_used)]
+use super::*;
+
+fn vmi(json: &str) -> VirtualMachineInstance {
+    serde_json::from_str(json).unwrap()
+}
+
+/// virt-handler's JSON (Go field names, the quantity as a string) decodes
+/// field by field; Go's decoder is case-insensitive and ignores unknown
+/// keys, and so is this one.
+#[test]
+fn options_decode_as_go_does() {
+    let o = MigrationOptions::parse(
+        br#"{"Bandwidth":"64Mi","ProgressTimeout":150,"CompletionTimeoutPerGiB":800,
+            "UnsafeMigration":false,"AllowAutoConverge":true,"AllowPostCopy":false,
+            "ParallelMigrationThreads":4,"AllowWorkloadDisruption":true,"Unknown":1}"#,
+    )
+    .unwrap();
+    assert_eq!(o.bandwidth_mib().unwrap(), 64);
+    assert_eq!(o.progress_timeout, 150);
+    assert_eq!(o.completion_timeout_per_gib, 800);
+    assert!(o.allow_auto_converge && o.allow_workload_disruption && !o.unsafe_migration);
+    assert_eq!(o.parallel_connections(), Some(4));
+    let lower = MigrationOptions::parse(br#"{"progresstimeout":5,"bandwidth":"0"}"#).unwrap();
+    assert_eq!(lower.progress_timeout, 5);
+    assert_eq!(lower.bandwidth_mib().unwrap(), 0);
+    assert_eq!(
+        MigrationOptions::parse(b"{}").unwrap(),
+        MigrationOptions::default()
+    );
+}
+
+#[test]
+fn options_errors_are_kubevirts_words() {
+    assert_eq!(MigrationOptions::parse(b"").unwrap_err(), NO_OPTIONS);
+    let e = MigrationOptions::parse(b"{not json").unwrap_err();
+    assert!(e.starts_with(&format!("{BAD_OPTIONS}: ")), "{e}");
+    let e = MigrationOptions::parse(br#"{"ProgressTimeout":"soon"}"#).unwrap_err();
+    assert!(
+        e.contains("ProgressTimeout: \"soon\" is not an int64"),
+        "{e}"
+    );
+    let e = MigrationOptions::parse(br#"{"Bandwidth":"12XB"}"#).unwrap_err();
+    assert!(e.contains("Bandwidth: "), "{e}");
+    let e = MigrationOptions::parse(br#"{"ParallelMigrationThreads":-1}"#).unwrap_err();
+    assert!(e.contains("ParallelMigrationThreads"), "{e}");
+    let e = MigrationOptions::parse(b"[1]").unwrap_err();
+    assert!(e.ends_with("a JSON array, not an object"), "{e}");
+    let neg = MigrationOptions::parse(br#"{"Bandwidth":"-1Mi"}"#).unwrap();
+    assert!(neg
+        .bandwidth_mib()
+        .unwrap_err()
+        .contains("greater than or equal to 0"));
+}
+
+/// KubeVirt's QuantityToMebiByte: 0 stays 0, below 1 MiB is 1, else MiB
+/// rounded half up.
+#[test]
+fn bandwidth_rounds_as_kubevirt() {
+    let mib = |s: &str| {
+        MigrationOptions::parse(format!(r#"{{"Bandwidth":"{s}"}}"#).as_bytes())
+            .unwrap()
+            .bandwidth_mib()
+            .unwrap()
+    };
+    assert_eq!(mib("0"), 0);
+    assert_eq!(mib("1"), 1);
+    assert_eq!(mib("1Mi"), 1);
+    assert_eq!(mib("1572863"), 1); // 1.4999 MiB
+    assert_eq!(mib("1572864"), 2); // 1.5 MiB
+    assert_eq!(mib("1G"), 954);
+}
+
+#[test]
+fn proxy_paths_are_virt_handlers() {
+    assert_eq!(
+        proxy_socket("/var/run/kubevirt", "u1", 0),
+        "/var/run/kubevirt/migrationproxy/u1-source.sock"
+    );
+    assert_eq!(
+        proxy_socket("/var/run/kubevirt/", "u1", DIRECT_MIGRATION_PORT),
+        "/var/run/kubevirt/migrationproxy/u1-49152-source.sock"
+    );
+    assert_eq!(
+        destination_uri("/var/run/kubevirt", "u1", false),
+        "qemu+unix:///system?socket=/var/run/kubevirt/migrationproxy/u1-source.sock"
+    );
+    assert_eq!(
+        destination_uri("/var/run/kubevirt", "u1", true),
+        "qemu+unix:///session?socket=/var/run/kubevirt/migrationproxy/u1-source.sock"
+    );
+}
+
+#[test]
+fn migration_state_reads_kubevirts_fields() {
+    let v = vmi(r#"{"metadata":{"name":"a","uid":"u1"},"status":{}}"#);
+    assert_eq!(MigrationState::of(&v).unwrap_err(), NO_MIGRATION_STATE);
+    let v = vmi(r#"{"metadata":{"name":"a"}}"#);
+    assert_eq!(MigrationState::of(&v).unwrap_err(), NO_MIGRATION_STATE);
+    let v = vmi(
+        r#"{"metadata":{"name":"a","uid":"u1"},"status":{"migrationMethod":"BlockMigration",
+        "migrationTransport":"Unix","migrationState":{"migrationUID":"m1","targetPod":"p2",
+        "targetState":{"virtualMachineInstanceUID":"u2","domainName":"b","domainNamespace":"ns2"}}}}"#,
+    );
+    let s = MigrationState::of(&v).unwrap();
+    assert_eq!(s.migration_uid, "m1");
+    assert_eq!(s.target_vmi_uid.as_deref(), Some("u2"));
+    assert_eq!(s.target_domain, Some(("b".into(), "ns2".into())));
+    assert_eq!(s.target_pod.as_deref(), Some("p2"));
+    assert!(s.block_migration && s.unix_transport && !s.migrated_volumes);
+    // The source state's migration UID wins (decentralized migration).
+    let v = vmi(
+        r#"{"metadata":{"name":"a"},"status":{"migrationState":{"migrationUID":"m1",
+        "sourceState":{"migrationUID":"m0"}}}}"#,
+    );
+    assert_eq!(MigrationState::of(&v).unwrap().migration_uid, "m0");
+    let v = vmi(r#"{"metadata":{"name":"a"},"status":{"migrationState":{"migrationUID":7}}}"#);
+    assert!(MigrationState::of(&v)
+        .unwrap_err()
+        .contains("status.migrationState.migrationUID"));
+}
+
+const DOMAIN: &str = r#"<domain type='qemu'><name>ns1_a</name><memory unit='b'>134217728</memory><vcpu placement='static'>1</vcpu><os><type arch='x86_64' machine='q35'>hvm</type></os>
+<devices>
+<disk type='file' device='disk'><source file='/var/run/kubevirt-ephemeral-disks/disk-data/containerdisk/disk.qcow2'/><target dev='vda' bus='virtio'/><alias name='ua-containerdisk'/></disk>
+<disk type='file' device='disk'><source file='/var/run/kubevirt-private/vmi-disks/claim/disk.img'/><target dev='vdb' bus='virtio'/><alias name='ua-claim'/></disk>
+<disk type='file' device='disk'><source file='/var/run/kubevirt-ephemeral-disks/cloud-init-data/ns1/a/noCloud.iso'/><target dev='vdc' bus='virtio'/><readonly/><alias name='ua-cloudinit'/></disk>
+<disk type='file' device='disk'><source file='/var/run/kubevirt-private/secret-disks/ro.iso'/><target dev='vdd' bus='virtio'/><readonly/><alias name='ua-hostro'/></disk>
+<disk type='file' device='cdrom'><source file='/x.iso'/><target dev='sda' bus='sata'/><readonly/><alias name='ua-cd'/></disk>
+<disk type='file' device='disk'><source file='/var/run/kubevirt-private/empty/disk.qcow2'/><target dev='vde' bus='virtio'/><alias name='ua-scratch'/></disk>
+</devices><uuid>u1</uuid><sysinfo type='smbios'><system><entry name='uuid'>u1</entry></system></sysinfo></domain>"#;
+
+/// KubeVirt's getDiskTargetsForMigration: the container disk and the
+/// cloud-init disk (generated, even read-only) and a local scratch disk;
+/// not the claim (shared), not another read-only disk, not a cdrom.
+#[test]
+fn disks_to_copy_as_kubevirt() {
+    let v = vmi(
+        r#"{"metadata":{"name":"a","namespace":"ns1"},"spec":{"domain":{"devices":{}},"volumes":[
+        {"name":"containerdisk","containerDisk":{"image":"x"}},
+        {"name":"claim","persistentVolumeClaim":{"claimName":"c"}},
+        {"name":"cloudinit","cloudInitNoCloud":{"userData":"x"}},
+        {"name":"hostro","hostDisk":{"path":"/p","type":"Disk"}},
+        {"name":"cd","hostDisk":{"path":"/q","type":"Disk"}},
+        {"name":"scratch","emptyDisk":{"capacity":"1Gi"}}]}}"#,
+    );
+    let dom = domain::Domain::from_xml(DOMAIN).unwrap();
+    assert_eq!(disks_to_copy(&v, &dom), ["vda", "vdc", "vde"]);
+    let (shared, generated) = classify_volumes(&v);
+    assert_eq!(shared.into_iter().collect::<Vec<_>>(), ["claim"]);
+    assert_eq!(
+        generated.into_iter().collect::<Vec<_>>(),
+        ["cloudinit", "containerdisk"]
+    );
+}
+
+/// The namespace in disk paths (first occurrence, disks only) and then
+/// every occurrence of the UID change for the target; nothing else does.
+#[test]
+fn destination_xml_rewrites_namespace_and_uid() {
+    let state = MigrationState {
+        target_vmi_uid: Some("u2".into()),
+        target_namespace: Some("ns2".into()),
+        ..MigrationState::default()
+    };
+    let out = destination_xml(DOMAIN, "ns1", "u1", &state);
+    assert!(out.contains("cloud-init-data/ns2/a/noCloud.iso"), "{out}");
+    assert!(
+        out.contains("<name>ns1_a</name>"),
+        "the name is DestName's: {out}"
+    );
+    assert!(
+        out.contains("<uuid>u2</uuid>") && !out.contains("u1"),
+        "{out}"
+    );
+    // Without a target state the XML is libvirt's, unchanged.
+    assert_eq!(
+        destination_xml(DOMAIN, "ns1", "u1", &MigrationState::default()),
+        DOMAIN
+    );
+}
+
+#[test]
+fn data_size_counts_started_gigabytes() {
+    let v = vmi(
+        r#"{"metadata":{"name":"a"},"spec":{"domain":{"devices":{},"resources":{"requests":{"memory":"128Mi"}}}}}"#,
+    );
+    assert_eq!(migration_data_gb(&v, None), 1);
+    assert_eq!(migration_data_gb(&v, Some(2_000_000_000)), 3);
+    let v = vmi(
+        r#"{"metadata":{"name":"a"},"spec":{"domain":{"devices":{},"memory":{"guest":"2G"},"resources":{"requests":{"memory":"128Mi"}}}}}"#,
+    );
+    assert_eq!(migration_data_gb(&v, None), 2);
+}
+
+/// The link refresh finds interfaces by their `ua-` alias and sets their
+/// link down, replacing an existing `<link>`.
+#[test]
+fn link_refresh_rewrites_the_named_interfaces() {
+    let xml = "<domain><devices>\n<interface type='ethernet'><mac address='02:00:00:00:00:01'/><alias name='ua-red'/></interface>\n<interface type=\"ethernet\"><link state=\"up\"/><alias name=\"ua-blue\"/></interface>\n<interface type='ethernet'><alias name='ua-green'/></interface></devices></domain>";
+    let names: BTreeSet<String> = ["red".to_owned(), "blue".to_owned()].into();
+    let found = interfaces_by_alias(xml, &names);
+    assert_eq!(
+        found.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["red", "blue"]
+    );
+    assert_eq!(
+        link_down(found[0].1),
+        "<interface type='ethernet'><mac address='02:00:00:00:00:01'/><alias name='ua-red'/><link state='down'/>\n</interface>"
+    );
+    assert_eq!(
+        link_down(found[1].1),
+        "<interface type=\"ethernet\"><link state='down'/><alias name=\"ua-blue\"/></interface>"
+    );
+    assert!(interfaces_by_alias(xml, &BTreeSet::new()).is_empty());
+}
+
+/// KubeVirt's in-flight rules, by the clock: progress resets the stall
+/// timer; no progress for longer than the progress timeout aborts as
+/// stuck; past the budget it aborts, or, with disruption allowed, switches
+/// to post-copy or pauses (doubling the budget) first; post-copy is never
+/// aborted.
+#[test]
+fn monitor_steps_follow_kubevirts_rules() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    let opts = MigrationOptions {
+        progress_timeout: 5,
+        ..MigrationOptions::default()
+    };
+    // Progressing: remaining goes down every look.
+    let mut p = Progress::new(t0, 0);
+    for (s, rem) in [(1, 100), (3, 90), (6, 80), (9, 70)] {
+        p.remaining = rem;
+        assert_eq!(p.step(at(s), "PreCopy", &opts), Step::Wait, "at {s}s");
+    }
+    // Stalled from 9 s: more than 5 s without progress aborts as stuck.
+    p.remaining = 70;
+    assert_eq!(p.step(at(14), "PreCopy", &opts), Step::Wait);
+    p.remaining = 75;
+    assert_eq!(p.step(at(15), "PreCopy", &opts), Step::AbortStuck(6));
+    // Post-copy: never aborted.
+    assert_eq!(p.step(at(60), "PostCopy", &opts), Step::Wait);
+
+    // A 10 s budget: aborted past it without disruption.
+    let budget = MigrationOptions {
+        progress_timeout: 0,
+        ..MigrationOptions::default()
+    };
+    let mut p = Progress::new(t0, 10);
+    p.remaining = 100;
+    assert_eq!(p.step(at(10), "PreCopy", &budget), Step::Wait);
+    p.remaining = 99;
+    assert_eq!(p.step(at(11), "PreCopy", &budget), Step::AbortTimeout(10));
+    // With disruption: post-copy when allowed ...
+    let post = MigrationOptions {
+        allow_workload_disruption: true,
+        allow_post_copy: true,
+        ..budget.clone()
+    };
+    let mut p = Progress::new(t0, 10);
+    p.remaining = 100;
+    assert_eq!(p.step(at(11), "PreCopy", &post), Step::StartPostCopy);
+    // ... else a pause, which doubles the budget; past that, an abort.
+    let pause = MigrationOptions {
+        allow_workload_disruption: true,
+        ..budget
+    };
+    let mut p = Progress::new(t0, 10);
+    p.remaining = 100;
+    assert_eq!(p.step(at(11), "PreCopy", &pause), Step::Pause);
+    assert_eq!(p.acceptable, 20);
+    p.remaining = 50;
+    assert_eq!(p.step(at(20), "Paused", &pause), Step::Wait);
+    p.remaining = 40;
+    assert_eq!(p.step(at(21), "Paused", &pause), Step::AbortTimeout(20));
+}
