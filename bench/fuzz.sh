@@ -4,7 +4,7 @@
 #
 #   bench/fuzz.sh [SECONDS]        # every target, 60 s each by default,
 #                                  # then the virt-xml-validate replay
-#   bench/fuzz.sh --ci [SECONDS]   # what test.sh runs: 20 s each, two at a
+#   bench/fuzz.sh --ci [SECONDS]   # what test.sh runs: 12 s each, two at a
 #                                  # time, a 10 s replay, then issue 19's
 #                                  # inputs (FUZZ_ISSUE19=1 adds them to a
 #                                  # run without --ci)
@@ -167,7 +167,7 @@ if [ "$inputs" = 1 ]; then
 	exit
 fi
 
-secs=${1:-$([ "$ci" = 1 ] && echo 20 || echo 60)}
+secs=${1:-$([ "$ci" = 1 ] && echo 12 || echo 60)}
 validate_secs=${VALIDATE_SECONDS:-$([ "$ci" = 1 ] && echo 10 || echo "$secs")}
 jobs=${FUZZ_JOBS:-$([ "$ci" = 1 ] && echo 2 || echo 1)}
 read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
