@@ -274,6 +274,19 @@ pub fn clock(vmi: &VirtualMachineInstance) -> Result<Option<Clock>, ConvertError
                     format!("{p:?} is not one of {}", TickPolicy::choices()),
                 ));
             }
+            // KubeVirt's KVMTimer and HypervTimer carry `present` only, and
+            // libvirt's schema allows no tickpolicy on kvmclock or
+            // hypervclock (found by the vmi_structured fuzz target's
+            // virt-xml-validate replay).
+            if let (Some(p), "kvm" | "hyperv") = (tickpolicy, field) {
+                return Err(ConvertError::invalid(
+                    format!("{path}.tickPolicy"),
+                    format!(
+                        "{:?} is not valid here (the {field} timer has only present)",
+                        p.as_str()
+                    ),
+                ));
+            }
             let track = spec.track.as_ref().filter(|t| **t != TimerTrack::Unset);
             if let Some(tr) = track {
                 if field != "rtc" || matches!(tr, TimerTrack::Other(_)) {

@@ -399,9 +399,21 @@ pub fn destination_xml(xml: &str, namespace: &str, uid: &str, state: &MigrationS
 }
 
 /// `xml` with the `file` attribute of every `<source>` inside a `<disk>`
-/// changed by `f` (None keeps it). Attribute values are matched as libvirt
-/// writes them (`file='...'`, escaped); `f` sees the escaped text, which
-/// is fine for the plain names it replaces.
+/// changed by `f` (None keeps it).
+///
+/// Why a scan of our own rather than a parse: the input is libvirt's own
+/// migratable XML of the running domain, and everything in it but these
+/// attribute values must reach the target as libvirt wrote it. Our
+/// `domain` model does not carry every element libvirt writes, so a round
+/// trip through it would drop some. quick-xml's streaming reader and
+/// writer would serve as well (unchanged events pass through); the scan
+/// is kept because it is small, replaces only quoted values inside
+/// `<disk>…</disk>`, runs in one pass bounded by the input's length, and is
+/// checked against libvirt's real XML by the migration e2e test.
+///
+/// Attribute values are matched as libvirt writes them (`file='...'`,
+/// escaped); `f` sees the escaped text, which is fine for the plain names
+/// it replaces.
 fn rewrite_disk_files(xml: &str, f: impl Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(xml.len());
     let mut rest = xml;

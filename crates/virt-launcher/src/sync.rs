@@ -54,6 +54,21 @@ impl VmiSync {
         cluster: &ClusterOptions,
     ) -> Result<domain::Domain, SyncError> {
         let starting = !self.manager.is_active(vmi)?;
+        self.with_inputs(vmi, cluster, starting, |inputs| {
+            Ok(self.manager.sync_vmi(vmi, inputs)?)
+        })
+    }
+
+    /// Runs `f` with this sync's inputs for `vmi`: the pod's interfaces
+    /// (phase 2 run first when `starting`) and the SR-IOV addresses, under
+    /// `cluster`'s settings.
+    fn with_inputs<T>(
+        &self,
+        vmi: &VirtualMachineInstance,
+        cluster: &ClusterOptions,
+        starting: bool,
+        f: impl FnOnce(&SyncInputs<'_>) -> Result<T, SyncError>,
+    ) -> Result<T, SyncError> {
         let interfaces = self
             .network
             .interfaces(vmi, starting)
@@ -62,12 +77,11 @@ impl VmiSync {
             .network
             .sriov_addresses(vmi)
             .map_err(SyncError::Network)?;
-        let inputs = SyncInputs {
+        f(&SyncInputs {
             cluster,
             interfaces: &interfaces,
             sriov_pci: &sriov_pci,
-        };
-        Ok(self.manager.sync_vmi(vmi, &inputs)?)
+        })
     }
 }
 
@@ -86,21 +100,10 @@ impl VmiSync {
         cluster: &ClusterOptions,
         share_dir: &str,
     ) -> Result<(), SyncError> {
-        let interfaces = self
-            .network
-            .interfaces(vmi, true)
-            .map_err(SyncError::Network)?;
-        let sriov_pci = self
-            .network
-            .sriov_addresses(vmi)
-            .map_err(SyncError::Network)?;
-        let inputs = SyncInputs {
-            cluster,
-            interfaces: &interfaces,
-            sriov_pci: &sriov_pci,
-        };
-        Ok(self
-            .manager
-            .prepare_migration_target(vmi, &inputs, share_dir)?)
+        self.with_inputs(vmi, cluster, true, |inputs| {
+            Ok(self
+                .manager
+                .prepare_migration_target(vmi, inputs, share_dir)?)
+        })
     }
 }

@@ -455,6 +455,14 @@ fn unknown_values_of_named_string_fields_keep_their_field_errors() {
             "spec.domain.clock.timer.rtc.track: \"host\" is not valid here (rtc only: guest or wall)",
         ),
         (
+            "    clock: {utc: {}, timer: {kvm: {tickPolicy: merge}}}\n".to_owned(),
+            "spec.domain.clock.timer.kvm.tickPolicy: \"merge\" is not valid here (the kvm timer has only present)",
+        ),
+        (
+            "    clock: {utc: {}, timer: {hyperv: {tickPolicy: delay}}}\n".to_owned(),
+            "spec.domain.clock.timer.hyperv.tickPolicy: \"delay\" is not valid here (the hyperv timer has only present)",
+        ),
+        (
             "    cpu: {model: Haswell, features: [{name: vmx, policy: maybe}]}\n".to_owned(),
             "spec.domain.cpu.features[0].policy: \"maybe\" is not one of force, require, optional, disable, forbid",
         ),
