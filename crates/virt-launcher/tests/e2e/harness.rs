@@ -1035,3 +1035,32 @@ spec:
 "
     )
 }
+
+/// A loop device over a file (`losetup --find --show`), detached when
+/// dropped, its node given back to root first (a test may have given it to
+/// the QEMU user).
+pub(crate) struct LoopDevice(pub(crate) String);
+
+impl LoopDevice {
+    /// Attaches `file`; panics with losetup's words when it cannot.
+    pub(crate) fn on(file: &Path) -> LoopDevice {
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(file)
+            .output()
+            .expect("losetup (util-linux) is needed");
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        LoopDevice(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = std::os::unix::fs::lchown(&self.0, Some(0), Some(0));
+        let _ = Command::new("losetup").args(["--detach", &self.0]).status();
+    }
+}

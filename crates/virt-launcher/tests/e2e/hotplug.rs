@@ -6,38 +6,11 @@
 //! 2 (`ctl cpus`, SyncVirtualMachineCPUs). One guest for all.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{give_to_qemu_user, guest_vmi, Launcher, Opts, BOOT_TIMEOUT};
-
-/// A loop device on a file, detached when dropped.
-struct Loop(String);
-
-impl Loop {
-    fn on(file: &Path) -> Loop {
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(file)
-            .output()
-            .expect("losetup (util-linux) is needed");
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Loop(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = std::os::unix::fs::lchown(&self.0, Some(0), Some(0));
-        let _ = Command::new("losetup").args(["-d", &self.0]).status();
-    }
-}
+use crate::harness::{give_to_qemu_user, guest_vmi, Launcher, LoopDevice, Opts, BOOT_TIMEOUT};
 
 fn sparse(path: &Path, bytes: u64) {
     std::fs::File::create(path).unwrap().set_len(bytes).unwrap();
@@ -123,7 +96,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     sparse(&file, 8 << 20);
     let backing = dir.path().join("block.img");
     sparse(&backing, 8 << 20);
-    let lo = Loop::on(&backing);
+    let lo = LoopDevice::on(&backing);
     // Non-root, QEMU (uid 107) opens them: given to 107 as virt-handler
     // does (the device node back to root when the loop device goes).
     give_to_qemu_user(&file);

@@ -598,33 +598,6 @@ fn filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows() {
     assert_eq!(fs::metadata(&img).unwrap().len(), 96 << 20);
 }
 
-/// A loop device over `file`, detached when dropped.
-struct Loop(String);
-
-impl Loop {
-    fn new(file: &std::path::Path) -> Loop {
-        let out = std::process::Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(file)
-            .output()
-            .expect("losetup (util-linux) is needed for the block claim test");
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Loop(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("losetup")
-            .args(["--detach", &self.0])
-            .status();
-    }
-}
-
 #[test]
 fn block_mode_claim_on_a_loop_device_is_read_and_written_by_the_guest() {
     let dir = tempfile::tempdir().unwrap();
@@ -632,7 +605,7 @@ fn block_mode_claim_on_a_loop_device_is_read_and_written_by_the_guest() {
     let mut content = b"BLOCK-CLAIM-ORIG".to_vec();
     content.resize(16 << 20, 0);
     fs::write(&backing, &content).unwrap();
-    let dev = Loop::new(&backing);
+    let dev = crate::harness::LoopDevice::on(&backing);
     let body = "echo \"BLK-READ $(head -c 16 $d) sectors=$(cat /sys/block/$(basename $d)/size)\"\nprintf BLOCK-GUEST-WROTE | dd of=$d bs=512 seek=2048 conv=notrunc,fsync 2>/dev/null\necho \"BLK-READBACK $(dd if=$d bs=512 skip=2048 count=1 2>/dev/null | head -c 17)\"";
     let y = disk_vmi(
         "pvcblock",
@@ -859,7 +832,7 @@ fn a_block_device_the_host_has_mounted_is_refused_as_a_claim() {
     let dir = tempfile::tempdir().unwrap();
     let backing = dir.path().join("mounted.img");
     fs::write(&backing, vec![0u8; 8 << 20]).unwrap();
-    let dev = Loop::new(&backing);
+    let dev = crate::harness::LoopDevice::on(&backing);
     let mkfs = std::process::Command::new("mkfs.ext4")
         .args(["-q", "-F"])
         .arg(&dev.0)
