@@ -29,7 +29,6 @@
 pub mod bridge;
 pub mod commands;
 pub mod ctl;
-pub mod ctl_vmstats;
 pub mod error;
 pub mod flags;
 pub mod handler;

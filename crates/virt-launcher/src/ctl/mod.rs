@@ -9,6 +9,11 @@ use serde_json::{json, Value};
 
 use crate::error::LauncherError;
 
+mod hotplug;
+mod memorydump;
+mod migrate;
+mod vmstats;
+
 /// What to ask the launcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Action {
@@ -358,7 +363,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                     .into_inner();
                 check(Some(r))?;
                 let wait = args.wait.map(std::time::Duration::from_secs);
-                wait_for_dump(&mut c, &path, wait).await?
+                memorydump::wait_for_dump(&mut c, &path, wait).await?
             }
             Action::Screenshot => {
                 let Some(file) = &args.file else {
@@ -379,9 +384,9 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 write_file_or_stdout(file, &r.data)?;
                 json!({"mime": r.mime, "bytes": r.data.len(), "file": file})
             }
-            Action::Vmstats => crate::ctl_vmstats::ask(&mut c, &args.items).await?,
-            Action::Addvolume | Action::Removevolume => volume(&mut c, args).await?,
-            Action::Cpus => cpus(&mut c, args).await?,
+            Action::Vmstats => vmstats::ask(&mut c, &args.items).await?,
+            Action::Addvolume | Action::Removevolume => hotplug::volume(&mut c, args).await?,
+            Action::Cpus => hotplug::cpus(&mut c, args).await?,
             Action::Migrate | Action::MigrateCancel => {
                 let dom = current_domain(&mut c).await?;
                 if args.action == Action::MigrateCancel {
@@ -396,7 +401,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                     check(Some(r))?;
                     return Ok(json!({"ok": true}));
                 }
-                migrate(&mut c, &dom, args).await?
+                migrate::migrate(&mut c, &dom, args).await?
             }
             Action::Pause
             | Action::Unpause
@@ -499,159 +504,6 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     Ok(())
 }
 
-/// `addvolume` / `removevolume` (see [`crate::standalone::hotplug`]):
-/// changes the stored VMI, mounts (or, after the detach, unmounts) the
-/// image in the launcher, sends SyncVirtualMachine and checks the domain.
-/// Returns `{"target": ...}` of an added volume.
-///
-/// # Errors
-/// virt-api's refusals (input), or the launcher's answer; nothing is left
-/// mounted and the stored VMI is unchanged when it fails.
-async fn volume(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
-    let verb = if args.action == Action::Addvolume {
-        "addvolume"
-    } else {
-        "removevolume"
-    };
-    let name = args
-        .path
-        .as_deref()
-        .and_then(std::path::Path::to_str)
-        .ok_or_else(|| {
-            LauncherError::input(format!("{verb}: give the volume's name: {verb} NAME"))
-        })?
-        .to_owned();
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    let sync = |vmi: &Value| VmiRequest {
-        vmi: Some(Vmi {
-            vmi_json: vmi.to_string().into_bytes(),
-        }),
-        options: None,
-    };
-    if args.action == Action::Addvolume {
-        let Some(image) = &args.image else {
-            return Err(LauncherError::input(
-                "addvolume: give the image: --image FILE",
-            ));
-        };
-        hotplug::add_volume(&mut vmi, &name, &args.bus, args.serial.as_deref())?;
-        let image_path = image;
-        let image = hotplug::Image::open(image_path)?;
-        let uid = u32::try_from(vmi["status"]["runtimeUser"].as_u64().unwrap_or(0)).unwrap_or(0);
-        image.check_user(image_path, &name, uid)?;
-        let pid = hotplug::server_pid(&args.socket)?;
-        hotplug::mount(pid, &state, &name, &image)?;
-        let undo = |e: LauncherError| {
-            if let Err(u) = hotplug::unmount(pid, &state, &image.pod_path(&name)) {
-                tracing::warn!("{u}");
-            }
-            e
-        };
-        let r = c.sync_virtual_machine(sync(&vmi)).await.map_err(err);
-        check(Some(r.map_err(undo)?.into_inner())).map_err(undo)?;
-        let Some(target) = domain_disk(c, &name, true).await.map_err(undo)? else {
-            return Err(undo(LauncherError::runtime(format!(
-                "volume {name} was not attached (the launcher's log says why)"
-            ))));
-        };
-        hotplug::mark_ready(&mut vmi, &name, &target);
-        hotplug::write_store(&state, &vmi)?;
-        Ok(json!({ "target": target }))
-    } else {
-        hotplug::remove_volume(&mut vmi, &name)?;
-        check(Some(
-            c.sync_virtual_machine(sync(&vmi))
-                .await
-                .map_err(err)?
-                .into_inner(),
-        ))?;
-        if domain_disk(c, &name, false).await?.is_some() {
-            return Err(LauncherError::runtime(format!(
-                "volume {name} is still attached (the launcher's log says why)"
-            )));
-        }
-        if let Some(p) = hotplug::mounted_path(&state, &name) {
-            hotplug::unmount(hotplug::server_pid(&args.socket)?, &state, &p)?;
-        }
-        hotplug::forget_volume(&mut vmi, &name);
-        hotplug::write_store(&state, &vmi)?;
-        Ok(json!({ "ok": true }))
-    }
-}
-
-/// `cpus SOCKETS` (see [`crate::standalone::hotplug::set_sockets`]):
-/// changes the stored VMI's sockets and sends SyncVirtualMachineCPUs; the
-/// stored VMI changes only when the launcher accepted.
-///
-/// # Errors
-/// virt-api's refusal (input), or the launcher's answer.
-async fn cpus(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
-    let sockets = args
-        .path
-        .as_deref()
-        .and_then(std::path::Path::to_str)
-        .and_then(|s| s.parse::<u32>().ok())
-        .ok_or_else(|| LauncherError::input("cpus: give the number of sockets: cpus SOCKETS"))?;
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    hotplug::set_sockets(&mut vmi, sockets)?;
-    // virt-handler re-enqueues the VMI after a failed sync and sends it
-    // again: libvirt gives up waiting for the guest to eject an unplugged
-    // vCPU after 5 s ("vcpu unplug request timed out"), and the next call
-    // finds the guest done (or asks again).
-    let start = std::time::Instant::now();
-    loop {
-        let r = c
-            .sync_virtual_machine_cp_us(VmiRequest {
-                vmi: Some(Vmi {
-                    vmi_json: vmi.to_string().into_bytes(),
-                }),
-                options: None,
-            })
-            .await
-            .map_err(err)?
-            .into_inner();
-        match check(Some(r)) {
-            Err(e)
-                if e.to_string().contains("unplug request timed out")
-                    && start.elapsed() < DEVICE_WAIT =>
-            {
-                tracing::info!("{e}; asking again");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            other => break other?,
-        }
-    }
-    hotplug::write_store(&state, &vmi)?;
-    Ok(json!({ "ok": true }))
-}
-
-/// The target of volume `name`'s disk in the domain, polled up to
-/// [`DEVICE_WAIT`] until it is `present` (or not): libvirt's device
-/// removal ends when the guest has released the device, and the domain
-/// the launcher answers with follows libvirt's events.
-async fn domain_disk(
-    c: &mut cmd::client::CmdChannel,
-    name: &str,
-    present: bool,
-) -> Result<Option<String>, LauncherError> {
-    let start = std::time::Instant::now();
-    loop {
-        let dom = current_domain(c).await?;
-        let target = crate::standalone::hotplug::domain_target(&dom, name);
-        if target.is_some() == present || start.elapsed() >= DEVICE_WAIT {
-            return Ok(target);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
-}
-
-/// How long a hot-plug or unplug may take to show in the domain.
-const DEVICE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// The VMI a command carries, from the domain: its name, namespace and
 /// UID (the launcher checks the UID). Without `kind` and `apiVersion`, as
 /// virt-handler sends the VMIs of its informer (kubevirt-facts §11.1).
@@ -664,192 +516,6 @@ fn vmi_of(dom: &Value) -> Vmi {
     });
     Vmi {
         vmi_json: vmi.to_string().into_bytes(),
-    }
-}
-
-/// `ctl migrate`: what virt-handler does for a migration between two
-/// launchers, with the VMI's identity from the source's domain and a
-/// `status` carrying the migration (`migrationState.migrationUID`,
-/// `migrationMethod`, `migrationTransport: Unix`): SyncMigrationTarget on
-/// the target (when `--target-socket` is given), then
-/// MigrateVirtualMachine on the source; with `--wait`, polls the source's
-/// migration record until it ends.
-///
-/// # Errors
-/// A launcher could not be asked or said no; the migration failed (its
-/// `FailureReason`) or did not end in time.
-async fn migrate(
-    c: &mut cmd::client::CmdChannel,
-    dom: &Value,
-    args: &CtlArgs,
-) -> Result<Value, LauncherError> {
-    if !matches!(
-        args.migration_method.as_str(),
-        "BlockMigration" | "LiveMigration"
-    ) {
-        return Err(LauncherError::input_at(
-            "--migration-method",
-            format!(
-                "{}: use BlockMigration or LiveMigration",
-                api::text::cut(&args.migration_method, 64)
-            ),
-        ));
-    }
-    let uid = args.migration_uid.clone().unwrap_or_else(|| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        format!("ctl-migration-{}-{}", t.as_secs(), t.subsec_nanos())
-    });
-    let mut vmi: Value = serde_json::from_slice(&vmi_of(dom).vmi_json).map_err(err)?;
-    vmi["status"] = json!({
-        "migrationMethod": args.migration_method,
-        "migrationTransport": "Unix",
-        "migrationState": {"migrationUID": uid},
-    });
-    let vmi = Vmi {
-        vmi_json: vmi.to_string().into_bytes(),
-    };
-    let mut target_channel = None;
-    if let Some(target) = &args.target_socket {
-        let t = target_channel.insert(
-            cmd::client::Client::connect(target)
-                .await
-                .map_err(|e| err(format!("target {}: {e}", target.display())))?
-                .cmd,
-        );
-        let r = t
-            .sync_migration_target(VmiRequest {
-                vmi: Some(vmi.clone()),
-                options: None,
-            })
-            .await
-            .map_err(err)?
-            .into_inner();
-        check(Some(r)).map_err(|e| err(format!("target: {e}")))?;
-    }
-    let options = args
-        .options
-        .clone()
-        .unwrap_or_else(|| r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#.into());
-    let r = c
-        .migrate_virtual_machine(cmd::proto::cmd::MigrationRequest {
-            vmi: Some(vmi),
-            options: options.into_bytes(),
-        })
-        .await
-        .map_err(err)?
-        .into_inner();
-    check(Some(r))?;
-    let Some(timeout) = args.wait.map(std::time::Duration::from_secs) else {
-        return Ok(json!({"ok": true}));
-    };
-    let start = std::time::Instant::now();
-    // The source launcher exits once the domain has left; the target's
-    // record of the same migration then tells the end.
-    let mut source_gone = false;
-    loop {
-        let asked = if source_gone {
-            None
-        } else {
-            c.get_domain(EmptyRequest {}).await.ok()
-        };
-        let d = match (asked, target_channel.as_mut()) {
-            (Some(d), _) => d.into_inner(),
-            (None, Some(t)) => {
-                source_gone = true;
-                t.get_domain(EmptyRequest {})
-                    .await
-                    .map_err(|e| err(format!("target: {e}")))?
-                    .into_inner()
-            }
-            (None, None) => return Err(err("the source launcher went away during the migration")),
-        };
-        let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
-        let m = &dom["Spec"]["Metadata"]["KubeVirt"]["Migration"];
-        if m["UID"] == uid.as_str() && !m["EndTimestamp"].is_null() {
-            if m["Failed"] == true {
-                return Err(err(m["FailureReason"].as_str().unwrap_or("").to_owned()));
-            }
-            return Ok(m.clone());
-        }
-        if start.elapsed() >= timeout {
-            return Err(err(format!(
-                "migration {uid} did not end within {} s",
-                timeout.as_secs()
-            )));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
-}
-
-/// Polls GetDomain until `Spec.Metadata.KubeVirt.MemoryDump` records the
-/// file name of `path` as completed; returns that record. Without a
-/// `timeout` (no `--wait`), polls once and returns `{"ok": true}`.
-///
-/// The launcher sets the record of a dump it starts before the request
-/// returns; so when the first poll finds another file's dump still running,
-/// this request was dropped (one dump at a time, as KubeVirt), and that
-/// is said at once instead of waiting for a dump that never comes. (The
-/// record has the file name only: the same name in another directory
-/// cannot be told apart and is waited for.)
-///
-/// # Errors
-/// The request was dropped while another dump runs, the record was
-/// replaced by another dump's, the dump failed (its `FailureReason`), did
-/// not end within `timeout`, or the launcher could not be asked.
-async fn wait_for_dump(
-    c: &mut cmd::client::CmdChannel,
-    path: &std::path::Path,
-    timeout: Option<std::time::Duration>,
-) -> Result<Value, LauncherError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let start = std::time::Instant::now();
-    let mut first = true;
-    loop {
-        let d = c
-            .get_domain(EmptyRequest {})
-            .await
-            .map_err(err)?
-            .into_inner();
-        let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
-        let m = &dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"];
-        if let Some(other) = m["FileName"].as_str().filter(|f| *f != name) {
-            return Err(LauncherError::runtime(if first && m["Completed"] != true {
-                format!(
-                    "the memory dump to {} was dropped: the dump of {other} is running (one at a time, as KubeVirt)",
-                    path.display()
-                )
-            } else {
-                format!(
-                    "the memory dump record of {} was replaced by the dump of {other}",
-                    path.display()
-                )
-            }));
-        }
-        let Some(timeout) = timeout else {
-            return Ok(json!({"ok": true}));
-        };
-        first = false;
-        if m["FileName"] == name.as_str() && m["Completed"] == true {
-            if m["Failed"] == true {
-                return Err(LauncherError::runtime(
-                    m["FailureReason"].as_str().unwrap_or("").to_owned(),
-                ));
-            }
-            return Ok(m.clone());
-        }
-        if start.elapsed() >= timeout {
-            return Err(LauncherError::runtime(format!(
-                "the memory dump to {} did not end within {} s",
-                path.display(),
-                timeout.as_secs()
-            )));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
 

@@ -1,0 +1,123 @@
+//! `ctl migrate`: virt-handler's side of a migration between two launchers.
+
+use cmd::proto::cmd::{EmptyRequest, Vmi, VmiRequest};
+use serde_json::{json, Value};
+
+use super::{check, err, CtlArgs};
+use crate::error::LauncherError;
+
+/// `ctl migrate`: what virt-handler does for a migration between two
+/// launchers, with the VMI's identity from the source's domain and a
+/// `status` carrying the migration (`migrationState.migrationUID`,
+/// `migrationMethod`, `migrationTransport: Unix`): SyncMigrationTarget on
+/// the target (when `--target-socket` is given), then
+/// MigrateVirtualMachine on the source; with `--wait`, polls the source's
+/// migration record until it ends.
+///
+/// # Errors
+/// A launcher could not be asked or said no; the migration failed (its
+/// `FailureReason`) or did not end in time.
+pub(super) async fn migrate(
+    c: &mut cmd::client::CmdChannel,
+    dom: &Value,
+    args: &CtlArgs,
+) -> Result<Value, LauncherError> {
+    if !matches!(
+        args.migration_method.as_str(),
+        "BlockMigration" | "LiveMigration"
+    ) {
+        return Err(LauncherError::input_at(
+            "--migration-method",
+            format!(
+                "{}: use BlockMigration or LiveMigration",
+                api::text::cut(&args.migration_method, 64)
+            ),
+        ));
+    }
+    let uid = args.migration_uid.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("ctl-migration-{}-{}", t.as_secs(), t.subsec_nanos())
+    });
+    let mut vmi: Value = serde_json::from_slice(&super::vmi_of(dom).vmi_json).map_err(err)?;
+    vmi["status"] = json!({
+        "migrationMethod": args.migration_method,
+        "migrationTransport": "Unix",
+        "migrationState": {"migrationUID": uid},
+    });
+    let vmi = Vmi {
+        vmi_json: vmi.to_string().into_bytes(),
+    };
+    let mut target_channel = None;
+    if let Some(target) = &args.target_socket {
+        let t = target_channel.insert(
+            cmd::client::Client::connect(target)
+                .await
+                .map_err(|e| err(format!("target {}: {e}", target.display())))?
+                .cmd,
+        );
+        let r = t
+            .sync_migration_target(VmiRequest {
+                vmi: Some(vmi.clone()),
+                options: None,
+            })
+            .await
+            .map_err(err)?
+            .into_inner();
+        check(Some(r)).map_err(|e| err(format!("target: {e}")))?;
+    }
+    let options = args
+        .options
+        .clone()
+        .unwrap_or_else(|| r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#.into());
+    let r = c
+        .migrate_virtual_machine(cmd::proto::cmd::MigrationRequest {
+            vmi: Some(vmi),
+            options: options.into_bytes(),
+        })
+        .await
+        .map_err(err)?
+        .into_inner();
+    check(Some(r))?;
+    let Some(timeout) = args.wait.map(std::time::Duration::from_secs) else {
+        return Ok(json!({"ok": true}));
+    };
+    let start = std::time::Instant::now();
+    // The source launcher exits once the domain has left; the target's
+    // record of the same migration then tells the end.
+    let mut source_gone = false;
+    loop {
+        let asked = if source_gone {
+            None
+        } else {
+            c.get_domain(EmptyRequest {}).await.ok()
+        };
+        let d = match (asked, target_channel.as_mut()) {
+            (Some(d), _) => d.into_inner(),
+            (None, Some(t)) => {
+                source_gone = true;
+                t.get_domain(EmptyRequest {})
+                    .await
+                    .map_err(|e| err(format!("target: {e}")))?
+                    .into_inner()
+            }
+            (None, None) => return Err(err("the source launcher went away during the migration")),
+        };
+        let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
+        let m = &dom["Spec"]["Metadata"]["KubeVirt"]["Migration"];
+        if m["UID"] == uid.as_str() && !m["EndTimestamp"].is_null() {
+            if m["Failed"] == true {
+                return Err(err(m["FailureReason"].as_str().unwrap_or("").to_owned()));
+            }
+            return Ok(m.clone());
+        }
+        if start.elapsed() >= timeout {
+            return Err(err(format!(
+                "migration {uid} did not end within {} s",
+                timeout.as_secs()
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
