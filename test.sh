@@ -23,23 +23,15 @@ tests/wire/check
 step "test guest"
 tests/guest/build
 
-step "tests (unit, converter corpus, end-to-end)"
-if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run --workspace --locked --no-fail-fast
-else
-    cargo test --workspace --locked --no-fail-fast
-fi
-
-# KubeVirt's default mode, non-root (uid 107, only NET_BIND_SERVICE, session
-# libvirt): the end-to-end tests whose code paths differ from root's run again
-# with the harness in non-root mode (the rest of each suite is mode-blind).
-# Cost: 13 tests, 150-225 s with nextest on the 2-core machine (shared with other
-# builds when measured): at most ~4 min on top of the rest; the pod-in-a-box
-# pair and the verbosity test add ~75 s of test time here (35 + 25 + 15 s,
-# measured one at a time), about 40-75 s on the wall clock with nextest; in the
-# root pass they add ~25 s each (~80 s of test time).
-step "end-to-end tests in non-root mode (VIRT_LAUNCHER_E2E_NONROOT=1)"
-nonroot_tests=(
+# KubeVirt's default mode is non-root (uid 107, only NET_BIND_SERVICE, session
+# libvirt). The end-to-end suites of the VM's life run whole in that mode:
+# NONROOT_SUITES below, with the harness in non-root mode
+# (VIRT_LAUNCHER_E2E_NONROOT=1). Their tests whose code paths differ between
+# the modes (BOTH_MODES) run as root too; the rest of the workspace runs as
+# root. Every test runs once, those of BOTH_MODES twice: the same cost as
+# running the whole workspace as root plus BOTH_MODES non-root.
+NONROOT_SUITES=(lifecycle volumes network agent memory_dump graceful dirtyrate hotplug podbox)
+BOTH_MODES=(
     lifecycle::boots_the_test_guest_and_shuts_it_down_on_sigterm
     lifecycle::pod_mode_runs_the_vmi_from_standalone_vmi
     lifecycle::persistent_efi_variables_and_tpm_state_live_on_backend_storage
@@ -55,18 +47,28 @@ nonroot_tests=(
     graceful::sigterm_marks_the_domain_for_graceful_shutdown_and_virt_handler_shuts_it_down
     podbox::pod_in_a_box_runs_a_vmi_under_virt_handler
     podbox::pod_in_a_box_with_a_hook_sidecar_the_guest_reads_its_smbios_vendor
-    firmware::verbosity_six_logs_seabios_and_sets_libvirt_log_filters
 )
-if cargo nextest --version >/dev/null 2>&1; then
-    # --workspace, as the pass above: the same feature unification, so the
-    # test binary is not rebuilt (with -p virt-launcher a fresh clone rebuilt
-    # 30 crates here, 57 s).
-    VIRT_LAUNCHER_E2E_NONROOT=1 cargo nextest run --workspace --locked --no-fail-fast \
-        -E "binary(e2e) & ($(printf 'test(=%s) | ' "${nonroot_tests[@]}" | sed 's/ | $//'))"
-else
-    VIRT_LAUNCHER_E2E_NONROOT=1 cargo test -p virt-launcher --test e2e --locked --no-fail-fast -- \
-        --exact "${nonroot_tests[@]}"
+# ... and these tests of other suites run in both modes too.
+BOTH_MODES+=(firmware::verbosity_six_logs_seabios_and_sets_libvirt_log_filters)
+
+suites_expr=$(printf 'test(/^%s::/) | ' "${NONROOT_SUITES[@]}" | sed 's/ | $//')
+both_expr=$(printf 'test(=%s) | ' "${BOTH_MODES[@]}" | sed 's/ | $//')
+root_expr="all() - (binary(e2e) & ($suites_expr) - ($both_expr))"
+nonroot_expr="binary(e2e) & ($suites_expr | $both_expr)"
+
+if ! cargo nextest --version >/dev/null 2>&1; then
+    echo "test.sh: cargo-nextest is needed (.ci/install installs it)" >&2
+    exit 1
 fi
+
+step "tests as root (unit, converter corpus, end-to-end but the non-root suites)"
+cargo nextest run --workspace --locked --no-fail-fast -E "$root_expr"
+
+# --workspace, as the pass above: the same feature unification, so the test
+# binary is not rebuilt (with -p virt-launcher a fresh clone rebuilt 30
+# crates here, 57 s).
+step "end-to-end suites in non-root mode (VIRT_LAUNCHER_E2E_NONROOT=1): ${NONROOT_SUITES[*]}"
+VIRT_LAUNCHER_E2E_NONROOT=1 cargo nextest run --workspace --locked --no-fail-fast -E "$nonroot_expr"
 
 step "fuzz (every parser of outside input, a short run each under per-input time and memory limits)"
 # bench/fuzz.sh --ci: stable cargo, no sanitizer; the build is kept outside

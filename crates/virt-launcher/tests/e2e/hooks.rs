@@ -42,7 +42,17 @@ impl Sidecar {
         fs::create_dir_all(&dir).unwrap();
         let ready = hooks.join(format!("ready-{i}"));
         let log = hooks.join(format!("sidecar-{i}.log"));
-        let mut cmd = Command::new(repo_root().join("tests/hooks/hook-sidecar"));
+        let script = repo_root().join("tests/hooks/hook-sidecar");
+        // As 107, Debian's python3 (.ci/install gives it grpcio): a
+        // python3 found first on root's PATH may live under /root, which
+        // 107 cannot reach.
+        let mut cmd = if as_qemu {
+            let mut c = Command::new("/usr/bin/python3");
+            c.arg(&script);
+            c
+        } else {
+            Command::new(&script)
+        };
         if as_qemu {
             crate::harness::give_to_qemu_user(hooks);
             crate::harness::give_to_qemu_user(&dir);
