@@ -34,9 +34,27 @@ pub async fn unix_channel_tracked(
     path: &Path,
     spinner: std::sync::Arc<crate::spin::Spinner>,
 ) -> Result<Channel, tonic::transport::Error> {
+    unix_channel_with(path, spinner, None).await
+}
+
+/// [`unix_channel_tracked`]; with `request_timeout`, every request on the
+/// channel fails (tonic's `Cancelled`, `Timeout expired`) when its answer
+/// takes longer (a
+/// server that accepts but never answers cannot hold the caller).
+///
+/// # Errors
+/// The transport error (no socket, refused, timeout).
+pub async fn unix_channel_with(
+    path: &Path,
+    spinner: std::sync::Arc<crate::spin::Spinner>,
+    request_timeout: Option<Duration>,
+) -> Result<Channel, tonic::transport::Error> {
     let path: PathBuf = path.to_owned();
-    Endpoint::from_static("http://localhost")
-        .connect_timeout(CONNECT_TIMEOUT)
+    let mut endpoint = Endpoint::from_static("http://localhost").connect_timeout(CONNECT_TIMEOUT);
+    if let Some(t) = request_timeout {
+        endpoint = endpoint.timeout(t);
+    }
+    endpoint
         .connect_with_connector(service_fn(move |_: Uri| {
             let path = path.clone();
             let spinner = std::sync::Arc::clone(&spinner);
@@ -136,7 +154,29 @@ impl Client {
         path: &Path,
         spinner: std::sync::Arc<crate::spin::Spinner>,
     ) -> Result<Client, ClientError> {
-        let ch = unix_channel_tracked(path, spinner)
+        Self::connect_with(path, spinner, None).await
+    }
+
+    /// [`Client::connect`] whose every request, the version negotiation
+    /// included, fails after `request_timeout` (KubeVirt's cmd-client bounds
+    /// each call too: 5 s for reads, 20 s for commands).
+    ///
+    /// # Errors
+    /// [`ClientError`]; a request that timed out fails with tonic's
+    /// `Cancelled` status, message `Timeout expired`.
+    pub async fn connect_with_timeout(
+        path: &Path,
+        request_timeout: Duration,
+    ) -> Result<Client, ClientError> {
+        Self::connect_with(path, crate::spin::Spinner::new(), Some(request_timeout)).await
+    }
+
+    async fn connect_with(
+        path: &Path,
+        spinner: std::sync::Arc<crate::spin::Spinner>,
+        request_timeout: Option<Duration>,
+    ) -> Result<Client, ClientError> {
+        let ch = unix_channel_with(path, spinner, request_timeout)
             .await
             .map_err(|e| ClientError::Connect(path.to_owned(), e))?;
         let info = CmdInfoClient::new(ch.clone())
@@ -158,6 +198,34 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A socket that accepts connections but never answers (a stuck
+    /// launcher, a wrong socket) fails the request instead of holding the
+    /// caller forever.
+    #[tokio::test]
+    async fn a_server_that_never_answers_fails_the_request_after_the_timeout() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("mute.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let _accepted = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((conn, _)) = listener.accept().await {
+                held.push(conn);
+            }
+        });
+        let err = Client::connect_with_timeout(&path, Duration::from_millis(300))
+            .await
+            .err()
+            .expect("a mute server must not give a client");
+        match err {
+            ClientError::Info(_, status) => {
+                // tonic's client-side deadline: Cancelled, "Timeout expired".
+                assert_eq!(status.code(), tonic::Code::Cancelled, "{status}");
+                assert_eq!(status.message(), "Timeout expired", "{status}");
+            }
+            other => panic!("expected the version negotiation to time out, got {other}"),
+        }
+    }
 
     /// A socket whose path is longer than `sun_path` (a state directory
     /// named after a long VMI name) is still reached.

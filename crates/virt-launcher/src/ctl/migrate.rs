@@ -51,8 +51,17 @@ pub(super) async fn migrate(
     };
     let mut target_channel = None;
     if let Some(target) = &args.target_socket {
+        if same_file(target, &args.socket) {
+            return Err(LauncherError::input_at(
+                "--target-socket",
+                format!(
+                    "{} is the source launcher's own socket: a launcher cannot migrate to itself",
+                    target.display()
+                ),
+            ));
+        }
         let t = target_channel.insert(
-            cmd::client::Client::connect(target)
+            cmd::client::Client::connect_with_timeout(target, super::request_timeout(args))
                 .await
                 .map_err(|e| err(format!("target {}: {e}", target.display())))?
                 .cmd,
@@ -119,5 +128,35 @@ pub(super) async fn migrate(
             )));
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// Whether `a` and `b` name the same file (device and inode: also through
+/// links and bind mounts).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_file;
+
+    #[test]
+    fn the_same_socket_through_a_link_is_the_same_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = tmp.path().join("a");
+        std::fs::write(&a, b"").unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let b = tmp.path().join("b");
+        std::fs::write(&b, b"").unwrap();
+        assert!(same_file(&a, &a));
+        assert!(same_file(&link, &a));
+        assert!(!same_file(&a, &b));
+        assert!(!same_file(&a, &tmp.path().join("missing")));
     }
 }

@@ -163,6 +163,15 @@ fn err(e: impl std::fmt::Display) -> LauncherError {
     LauncherError::runtime(e.to_string())
 }
 
+/// How long one request may wait for its answer: a minute (a standalone
+/// launcher under TCG on a loaded machine can take tens of seconds to
+/// define or attach; KubeVirt's virt-handler allows 5 s for reads and 20 s
+/// for commands), plus the guest's own `--timeout` for exec and guestping.
+/// A socket that accepts but never answers then fails instead of hanging.
+pub(crate) fn request_timeout(args: &CtlArgs) -> std::time::Duration {
+    std::time::Duration::from_secs(60 + u64::try_from(args.timeout.max(0)).unwrap_or(0))
+}
+
 /// A command's `Response`: `Ok` on success, else its message.
 fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
     match r {
@@ -221,7 +230,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
         .build()
         .map_err(err)?;
     let out: Value = rt.block_on(async {
-        let mut c = cmd::client::Client::connect(&args.socket)
+        let mut c = cmd::client::Client::connect_with_timeout(&args.socket, request_timeout(args))
             .await
             .map_err(err)?
             .cmd;
