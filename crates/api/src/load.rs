@@ -280,11 +280,90 @@ fn from_vm(mut vm: Value) -> Result<VirtualMachineInstance, LoadError> {
 }
 
 fn decode(value: Value, prefix: &str) -> Result<VirtualMachineInstance, LoadError> {
-    serde_path_to_error::deserialize::<_, VirtualMachineInstance>(value).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        FieldError::new(format!("{prefix}{path}"), e.into_inner().to_string()).into()
-    })
+    let mut lists = Vec::new();
+    list_paths(&value, &mut String::new(), &mut String::new(), &mut lists);
+    let vmi =
+        serde_path_to_error::deserialize::<_, VirtualMachineInstance>(value).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            LoadError::from(FieldError::new(
+                format!("{prefix}{path}"),
+                e.into_inner().to_string(),
+            ))
+        })?;
+    refuse_lists_read_as_objects(&vmi, &lists, prefix)?;
+    Ok(vmi)
+}
+
+/// Every list in `value`: its JSON pointer and its field path
+/// (`spec.volumes[0].x`), in document order.
+fn list_paths(
+    value: &Value,
+    pointer: &mut String,
+    path: &mut String,
+    out: &mut Vec<(String, String)>,
+) {
+    let (pointer_len, path_len) = (pointer.len(), path.len());
+    match value {
+        Value::Array(items) => {
+            out.push((pointer.clone(), path.clone()));
+            for (i, item) in items.iter().enumerate() {
+                use std::fmt::Write;
+                let _ = write!(pointer, "/{i}");
+                let _ = write!(path, "[{i}]");
+                list_paths(item, pointer, path, out);
+                pointer.truncate(pointer_len);
+                path.truncate(path_len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                list_paths(item, pointer, path, out);
+                pointer.truncate(pointer_len);
+                path.truncate(path_len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// serde lets a struct be read from a list, field by field in order
+/// (`cpu: [3, 2]` would be 3 cores and 2 sockets); KubeVirt's decoder
+/// refuses a list where an object belongs ("cannot unmarshal array into Go
+/// struct field"). serde has no switch for it, so the decoded VMI is
+/// written back and every place where the document had a list and the
+/// VMI has an object is refused by field. Lists of the untyped parts
+/// (`status`, annotations' values) stay lists and pass.
+///
+/// # Errors
+/// [`LoadError::Field`] naming the first such field.
+fn refuse_lists_read_as_objects(
+    vmi: &VirtualMachineInstance,
+    lists: &[(String, String)],
+    prefix: &str,
+) -> Result<(), LoadError> {
+    if lists.is_empty() {
+        return Ok(());
+    }
+    let Ok(written) = serde_json::to_value(vmi) else {
+        return Ok(());
+    };
+    for (pointer, path) in lists {
+        if written.pointer(pointer).is_some_and(Value::is_object) {
+            return Err(FieldError::new(
+                format!("{prefix}{path}"),
+                "is a list where an object belongs",
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -297,6 +376,39 @@ mod tests {
 
     const HEAD: &str =
         "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: a}\n";
+
+    /// A list where KubeVirt's types have an object is refused by field
+    /// (serde alone would read it by position), as KubeVirt's decoder
+    /// refuses it; a list inside a list is found too.
+    #[test]
+    fn a_list_where_an_object_belongs_is_refused_by_field() {
+        let doc = r#"{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":["jsonname"],"spec":{"domain":{"devices":{}}}}"#;
+        assert!(
+            err(doc).starts_with("metadata: is a list where an object belongs"),
+            "{}",
+            err(doc)
+        );
+        let e = err(&format!(
+            "{HEAD}spec:\n  domain:\n    cpu: [3, 2, 1]\n    devices: {{}}\n"
+        ));
+        assert!(e.starts_with("spec.domain.cpu: is a list"), "{e}");
+        let e = err(&format!(
+            "{HEAD}spec:\n  domain: {{devices: {{disks: [{{name: d, disk: [virtio]}}]}}}}\n"
+        ));
+        assert!(
+            e.starts_with("spec.domain.devices.disks[0].disk: is a list"),
+            "{e}"
+        );
+        let vm = "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: vm}\nspec:\n  template:\n    spec:\n      domain: {devices: {}, memory: [256Mi]}\n";
+        let e = err(vm);
+        assert!(
+            e.starts_with("spec.template.spec.domain.memory: is a list"),
+            "{e}"
+        );
+        // Real lists, and lists in the untyped status, still load.
+        let ok = format!("{HEAD}spec:\n  domain: {{devices: {{disks: [{{name: d}}]}}}}\n  volumes: [{{name: d, emptyDisk: {{capacity: 1Gi}}}}]\nstatus: {{volumeStatus: [{{name: d}}], x: [[1]]}}\n");
+        from_slice(ok.as_bytes()).unwrap();
+    }
 
     #[test]
     fn bad_quantity_names_the_field() {
