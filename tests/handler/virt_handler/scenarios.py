@@ -436,6 +436,16 @@ def migrate(h):
     agent_checks(h)
     code, up = h.client().exec(h.dom_name, "cat", ["/proc/uptime"], 10)
     before = float(up.split()[0])
+    # Data written to each disk before the move (direct I/O, so it is on
+    # the disk, not only in the guest's page cache), and its checksum.
+    sums = {}
+    for dev in a.checksum_device or []:
+        code, o = h.client().exec(h.dom_name, "sh", ["-c", (
+            f"dd if=/dev/urandom of={dev} bs=1M count=4 oflag=direct conv=fsync 2>/dev/null && "
+            f"dd if={dev} bs=1M count=4 iflag=direct 2>/dev/null | sha256sum")], 60)
+        if code != 0 or len(o.split()[0]) != 64:
+            raise Failure(f"writing {dev} on the source: exit {code}, {o!r}")
+        sums[dev] = o.split()[0]
 
     target_node, target_pod, target_pod_uid = "e2e-target-node", "target-pod", str(uuid.uuid4())
     tdir = tempfile.mkdtemp(prefix="virt-handler-target-")
@@ -567,6 +577,15 @@ def migrate(h):
         if code != 0 or after <= before:
             raise Failure(f"uptime {after} on the target, {before} on the source")
         out(f"UPTIME before={before} after={after}")
+        # The disks read on the target, past the guest's page cache.
+        for dev, want in sums.items():
+            code, o = c.exec(h.dom_name, "sh", ["-c", (
+                f"echo 3 > /proc/sys/vm/drop_caches; "
+                f"dd if={dev} bs=1M count=4 iflag=direct 2>/dev/null | sha256sum")], 60)
+            got = o.split()[0] if o.split() else ""
+            if code != 0 or got != want:
+                raise Failure(f"{dev} on the target: sha256 {got!r}, on the source {want!r}")
+            out(f"CHECKSUM {dev} {got}")
         for p in check_domain(d, h.ns, h.name, h.uid):
             h.violation(f"target GetDomain: {p}")
         t_clients.close(vmi["metadata"]["uid"])
@@ -674,6 +693,8 @@ def parse(argv):
                     "virt-handler's migration proxy)")
     ap.add_argument("--target-events", help="where to write the target launcher's notify events")
     ap.add_argument("--migration-uid", default="e2e-migration", help="the migration object's UID")
+    ap.add_argument("--checksum-device", action="append", help="a guest disk (/dev/vdX) written "
+                    "before the migration and checksummed on both sides (repeatable)")
     ap.add_argument("--migration-config", help="the cluster's migrations configuration (JSON, "
                     "KubeVirt's field names), else KubeVirt's defaults")
     return ap.parse_args(argv)

@@ -463,8 +463,9 @@ fn migrates_between_two_launchers() {
 }
 
 /// A pod-mode launcher waiting for virt-handler (the stand-in), for the
-/// migrating VMI `uid`, in a pod named `pod` (`POD_NAME`).
-fn pod_for_handler(yaml: &str, uid: &str, pod: &str) -> Launcher {
+/// migrating VMI `uid`, in a pod named `pod` (`POD_NAME`), with the
+/// filesystem claim `data` mounted from `claim`.
+fn pod_for_handler(yaml: &str, uid: &str, pod: &str, claim: &Path) -> Launcher {
     Launcher::start_wrapped(
         yaml,
         &Opts {
@@ -472,6 +473,7 @@ fn pod_for_handler(yaml: &str, uid: &str, pod: &str) -> Launcher {
             handler: true,
             uid: Some(uid),
             env: &[("POD_NAME", std::ffi::OsStr::new(pod))],
+            pod_mounts_rw: &[("vmi-disks/data", claim)],
             ..Opts::default()
         },
         POD_WRAPPER,
@@ -494,9 +496,24 @@ fn pod_for_handler(yaml: &str, uid: &str, pod: &str) -> Launcher {
 #[test]
 fn migrates_under_virt_handler() {
     let uid = format!("migh-{}", std::process::id());
-    let yaml = guest_vmi("hmigrating", "virtio");
-    let mut source = pod_for_handler(&yaml, &uid, "virt-launcher-source");
-    let mut target = pod_for_handler(&yaml, &uid, "target-pod");
+    // A filesystem claim both pods mount from one directory (shared
+    // storage, as a ReadWriteMany claim): its disk.img is not copied; on
+    // this host's local file system libvirt calls that unsafe, hence the
+    // cluster's unsafeMigrationOverride.
+    let yaml = guest_vmi("hmigrating", "virtio")
+        .replace(
+            "      - name: scratch\n        disk: {bus: virtio}\n",
+            "      - name: scratch\n        disk: {bus: virtio}\n      - name: data\n        disk: {bus: virtio}\n",
+        )
+        .replace(
+            "    emptyDisk: {capacity: 64Mi}\n",
+            "    emptyDisk: {capacity: 64Mi}\n  - name: data\n    persistentVolumeClaim: {claimName: shared-claim}\nstatus:\n  volumeStatus:\n  - name: data\n    target: vdc\n    persistentVolumeClaimInfo: {claimName: shared-claim, volumeMode: Filesystem, accessModes: [ReadWriteMany], capacity: {storage: 64Mi}, requests: {storage: 64Mi}, filesystemOverhead: '0'}\n",
+        );
+    assert!(yaml.contains("shared-claim") && yaml.contains("name: data\n        disk"));
+    let claim = tempfile::tempdir().unwrap();
+    crate::harness::give_to_qemu_user(claim.path());
+    let mut source = pod_for_handler(&yaml, &uid, "virt-launcher-source", claim.path());
+    let mut target = pod_for_handler(&yaml, &uid, "target-pod", claim.path());
     let target_share = target.dir.path().join("share");
     let target_libvirt = target.state.join("libvirt/run/libvirt-sock");
     let target_events = target.dir.path().join("events.jsonl");
@@ -513,6 +530,12 @@ fn migrates_under_virt_handler() {
             bin.to_str().unwrap(),
             "--target-events",
             target_events.to_str().unwrap(),
+            "--migration-config",
+            r#"{"unsafeMigrationOverride": true}"#,
+            "--checksum-device",
+            "/dev/vdb",
+            "--checksum-device",
+            "/dev/vdc",
         ],
     );
     let out = h.wait_with_output().unwrap();
