@@ -55,6 +55,13 @@ pub fn bridge(
     let mut gone_sent = false;
     // The last domain read and whether it was already reported Shutoff.
     let mut last: Option<(domain::Domain, bool)> = None;
+    // KubeVirt's notifier acts on the agent's and the metadata's changes
+    // only once a libvirt event about the domain arrived (its domainCache):
+    // a migration target's SyncMigrationTarget records the migration before
+    // libvirt knows the incoming domain, which is no deletion. (Kept to the
+    // migration target: elsewhere a change before any domain, a SIGTERM's
+    // mark, still ends in the final notification at once.)
+    let mut libvirt_seen = false;
     for ev in rx {
         let mut added = false;
         let mut stopped_reason = None;
@@ -81,6 +88,7 @@ pub fn bridge(
                 if domain != &name {
                     continue;
                 }
+                libvirt_seen = true;
                 added = (*event == EVENT_DEFINED && *detail == DETAIL_DEFINED_ADDED)
                     || (*event == EVENT_STARTED && *detail == DETAIL_STARTED_MIGRATED);
                 if *event == EVENT_STOPPED {
@@ -94,6 +102,7 @@ pub fn bridge(
                 if domain != &name {
                     continue;
                 }
+                libvirt_seen = true;
                 match *state {
                     AGENT_CONNECTED => agent.poller().connected(),
                     AGENT_DISCONNECTED => agent.poller().disconnected(),
@@ -119,27 +128,27 @@ pub fn bridge(
                 });
                 continue;
             }
-            DomainEvent::Reboot { domain }
-            | DomainEvent::AgentUpdated { domain }
-            | DomainEvent::MetadataUpdated { domain }
-            | DomainEvent::DeviceRemoved { domain, .. } => {
+            DomainEvent::Reboot { domain } | DomainEvent::DeviceRemoved { domain, .. } => {
                 if domain != &name {
+                    continue;
+                }
+                libvirt_seen = true;
+            }
+            DomainEvent::AgentUpdated { domain } | DomainEvent::MetadataUpdated { domain } => {
+                if domain != &name || (!libvirt_seen && manager.awaits_incoming()) {
                     continue;
                 }
             }
         }
         cache.invalidate();
+        // The metadata before the state: a record that says a migration
+        // ended (set once the target's domain runs) never goes out with a
+        // state read before that.
+        let md = metadata.snapshot();
         let read = read_domain(manager, id);
         match read {
             Ok(Some(d)) => {
-                let json = status_json(
-                    id,
-                    &d.spec,
-                    d.state,
-                    d.reason,
-                    agent.store(),
-                    &metadata.snapshot(),
-                );
+                let json = status_json(id, &d.spec, d.state, d.reason, agent.store(), &md);
                 cache.set(Some(json.clone()));
                 gone_sent = false;
                 last = Some((d.spec, d.state == "Shutoff"));
@@ -159,7 +168,7 @@ pub fn bridge(
                             virtwrap::state::lifecycle(STATE_SHUTOFF),
                             reason,
                             agent.store(),
-                            &metadata.snapshot(),
+                            &md,
                         ),
                     );
                     last = None;

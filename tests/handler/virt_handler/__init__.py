@@ -68,7 +68,19 @@ What of virt-handler it reproduces (the module doing it in brackets):
   VMI runs; a user's pause/unpause through the client as virt-handler's
   REST handlers call it; virt-controller's volume attach for memory dumps.
 
-Not reproduced (nothing in the tests has them): migrations, hot-plug of
+- Live migration between two nodes (migration.py): virt-controller's
+  hand-over (migrationState, the target pod among the active pods, the
+  migration-target-node label), the target node's virt-handler (a notify
+  server, informer and clients of its own; migration-target.go:
+  SyncMigrationTarget, the target listener, domain detected/ready, the ack
+  of the end, FinalizeVirtualMachineMigration, finalCleanup), the source
+  node's (migration-source.go: MigrateVirtualMachine with KubeVirt's
+  default options, the migration record copied into migrationState), and
+  vm.go's part (a migrated domain deleted as an orphan, a VMI of another
+  node left alone); VMI writes conflict on a stale resourceVersion.
+
+Not reproduced (nothing in the tests has them): the proxy's TLS between
+nodes (one `virt-launcher migration-proxy` plays both halves), hot-plug of
 volumes and SR-IOV interfaces (the tests mount hot-plug volumes
 themselves), container-disk checksums, vCPU/memory hot-plug, realtime and
 dedicated-CPU housekeeping, device ownership, the IOError retry delay, the

@@ -176,6 +176,24 @@ class LauncherClient:
     def delete_domain(self, vmi_json):
         self._vmi_cmd("DeleteVirtualMachine", "Delete", vmi_json)
 
+    def sync_migration_target(self, vmi_json, options):
+        self._vmi_cmd("SyncMigrationTarget", "SyncMigrationTarget", vmi_json, options)
+
+    def cancel_virtual_machine_migration(self, vmi_json):
+        self._vmi_cmd("CancelVirtualMachineMigration", "CancelMigration", vmi_json)
+
+    def signal_target_pod_cleanup(self, vmi_json):
+        self._vmi_cmd("SignalTargetPodCleanup", "SignalTargetPodCleanup", vmi_json)
+
+    def finalize_virtual_machine_migration(self, vmi_json, options):
+        self._vmi_cmd("FinalizeVirtualMachineMigration", "FinalizeVirtualMachineMigration", vmi_json,
+                      options)
+
+    def migrate_virtual_machine(self, vmi_json, options_json):
+        """MigrateVirtualMachine: the VMI and json.Marshal of MigrationOptions."""
+        req = pb.cmd.MigrationRequest(vmi=pb.cmd.VMI(vmiJson=vmi_json), options=options_json)
+        self._call("MigrateVirtualMachine", req, LONG, "Migrate")
+
     def virtual_machine_memory_dump(self, vmi_json, dump_path):
         req = pb.cmd.MemoryDumpRequest(vmi=pb.cmd.VMI(vmiJson=vmi_json), dumpPath=dump_path)
         self._call("VirtualMachineMemoryDump", req, LONG, "Memorydump")

@@ -7,8 +7,10 @@ backoff on errors.
 execute(): the VMI from the cluster (or a reference when it is gone), the
 domain from the informer (one with a deletionTimestamp does not exist), a
 domain whose Spec.Metadata.KubeVirt.UID is not the VMI's is a stale one, a
-migration in progress (migration metadata started and not ended, or paused
-for Migration/StartingUp/Postcopy) leaves the key alone.
+domain that migrated away (Shutoff/Migrated) is deleted as an orphan, a
+migration in progress (the VMI's or the domain's migration started and not
+ended, or the domain paused for Migration/StartingUp/Postcopy) leaves the
+key alone, and so does a VMI owned by another node (isVMIOwnedByNode).
 
 sync(): domainAlive = exists and not Shutoff/Crashed/""; shouldShutdown on
 the graceful-shutdown trigger (GracePeriod.MarkedForGracefulShutdown) of a
@@ -30,7 +32,7 @@ options virt-handler fills; a running VMI gets its memory dumps asked for).
 Finally updateVMIStatus writes what it derives from the domain back to the
 cluster (see _update_status).
 
-Not reproduced, as nothing in these tests has them: migrations, hotplug of
+Not reproduced, as nothing in these tests has them: hotplug of
 volumes and SR-IOV interfaces (the tests mount hot-plug volumes themselves),
 container-disk and kernel-boot checksums, vCPU/memory hotplug, realtime and
 dedicated-CPU housekeeping, device ownership, the IOError retry delay,
@@ -122,8 +124,10 @@ class Controller:
     into VirtualMachineOptions (`expand_disks`)."""
 
     def __init__(self, cluster, informer, clients, expand_disks=False, violation=print,
-                 busy_after_shutoff=0):
+                 busy_after_shutoff=0, node=None):
         self.cluster = cluster
+        # This virt-handler's node: a VMI owned by another is left alone.
+        self.node = node
         # A virt-handler busy with other VMIs: its worker reaches the
         # stopped domain only this many seconds after the notification.
         self.busy_after_shutoff = busy_after_shutoff
@@ -221,12 +225,25 @@ class Controller:
                            "virt-handler would clean it up as a stale domain")
             self.queue.add_after(1)
             return
-        if obj["metadata"].get("deletionTimestamp") is None and self._migration_in_progress(domain):
+        if dexists and domain["Status"].get("Status") == "Shutoff" \
+                and domain["Status"].get("Reason") == "Migrated":
+            # domainMigrated: the domain left for another node, an orphan.
+            self.delete_vm(obj)
             return
+        if obj["metadata"].get("deletionTimestamp") is None and self._migration_in_progress(obj, domain):
+            return
+        if exists and self.node and obj["status"].get("nodeName") != self.node:
+            return  # isVMIOwnedByNode: the VMI migrated to another node
         self.sync(obj, exists, domain, dexists)
 
     @staticmethod
-    def _migration_in_progress(domain):
+    def _migration_in_progress(vmi, domain):
+        """isMigrationInProgress: the VMI's migration started and not ended,
+        the domain's record started and not ended, or the domain paused
+        for a migration."""
+        ms = ((vmi or {}).get("status") or {}).get("migrationState") or {}
+        if ms.get("startTimestamp") and not ms.get("endTimestamp"):
+            return True
         if domain is None:
             return False
         mig = ((domain.get("Spec") or {}).get("Metadata") or {}).get("KubeVirt", {}).get("Migration")
@@ -483,7 +500,7 @@ class Controller:
             if not any(t["phase"] == vmi["status"]["phase"] for t in ts):
                 ts.append({"phase": vmi["status"]["phase"], "phaseTransitionTimestamp": now_rfc3339()})
         if vmi["status"] != old_status:
-            self.cluster.update_status(vmi["status"])
+            self.cluster.update_status(vmi["status"], rv=vmi["metadata"]["resourceVersion"])
         if old_status.get("phase") != vmi["status"].get("phase"):
             p = vmi["status"].get("phase")
             if p == "Running":

@@ -67,7 +67,7 @@ class Handler:
                                        self.notify.sock)
         self.ctrl = Controller(self.cluster, self.informer, self.clients,
                                expand_disks=a.expand_disks, violation=self.violation,
-                               busy_after_shutoff=a.busy_after_shutoff)
+                               busy_after_shutoff=a.busy_after_shutoff, node=NODE)
 
     def violation(self, msg):
         if msg not in self.violations:
@@ -421,8 +421,188 @@ def probe_before_sync(h):
     out("PROBE " + json.dumps(res))
 
 
+def migrate(h):
+    """A live migration to a second node (migration.py): the VMI runs on the
+    source node, virt-controller hands the migration over to the target
+    pod, both nodes' migration controllers drive it; then the events each
+    launcher sent, the VMI's migrationState and the target's answers."""
+    from . import migration as mig
+    a = h.a
+    h.start()
+    h.wait_vmi(h.phase("Running"), "VMI phase Running")
+    h.wait_event(lambda e: e[0] == "ADDED", "ADDED")
+    if a.serial:
+        h.wait_serial("GUEST-READY")
+    agent_checks(h)
+    code, up = h.client().exec(h.dom_name, "cat", ["/proc/uptime"], 10)
+    before = float(up.split()[0])
+    # Data written to each disk before the move (direct I/O, so it is on
+    # the disk, not only in the guest's page cache), and its checksum.
+    sums = {}
+    for dev in a.checksum_device or []:
+        code, o = h.client().exec(h.dom_name, "sh", ["-c", (
+            f"dd if=/dev/urandom of={dev} bs=1M count=4 oflag=direct conv=fsync 2>/dev/null && "
+            f"dd if={dev} bs=1M count=4 iflag=direct 2>/dev/null | sha256sum")], 60)
+        if code != 0 or len(o.split()[0]) != 64:
+            raise Failure(f"writing {dev} on the source: exit {code}, {o!r}")
+        sums[dev] = o.split()[0]
+
+    target_node, target_pod, target_pod_uid = "e2e-target-node", "target-pod", str(uuid.uuid4())
+    tdir = tempfile.mkdtemp(prefix="virt-handler-target-")
+    t_informer = DomainInformer(lambda _k: None)
+    t_notify = NotifyServer(tdir, t_informer, h.cluster, a.target_events, h.violation)
+    t_clients = LauncherClients({target_pod_uid: os.path.join(a.migrate_to, "sockets")}, target_node,
+                                t_notify.sock)
+
+    def target_options(vmi, final=False):
+        from .stubs import pb
+        ifaces = (vmi["spec"].get("domain") or {}).get("devices", {}).get("interfaces") or []
+        if final:
+            # BindingMigrationByInterfaceName: only plugin bindings have one.
+            return pb.cmd.VirtualMachineOptions()
+        att = {i["name"]: "tap" for i in ifaces if "masquerade" in i or "bridge" in i}
+        o = h.ctrl.options(vmi)
+        o.ClearField("VirtualMachineSMBios")
+        o.MemBalloonStatsPeriod = 0
+        del o.PreallocatedVolumes[:]
+        o.interfaceDomainAttachment.clear()
+        o.interfaceDomainAttachment.update(att)
+        return o
+
+    config = json.loads(a.migration_config) if a.migration_config else {}
+    proxy = mig.Proxy(a.launcher, a.share, a.migrate_to, a.migrate_to_libvirt_socket,
+                      os.path.join(tdir, "migration-proxy.log"))
+    tgt = mig.TargetController(h.cluster, t_informer, t_clients, target_node, target_options, h.violation)
+    src = mig.SourceController(h.cluster, h.informer, h.clients, NODE, config, proxy.start, proxy.stop)
+    h.informer.on_change = lambda _k: (h.ctrl.queue.add(), src.queue.add())
+    try:
+        n0 = len(h.notify.events)
+        tgt.start()
+        src.start()
+        mig.hand_over(h.cluster, a.migration_uid, NODE, target_node, target_pod_uid, target_pod, config)
+        v = h.wait_vmi(lambda v: (v["status"].get("migrationState") or {}).get("completed")
+                       and mig.TARGET_NODE_LABEL not in (v["metadata"].get("labels") or {}),
+                       "migration completed and finalized", 300)
+        final, _ = h.wait_event(final_event, "the source's final deletion", 120, n0)
+        ms = v["status"]["migrationState"]
+        out("MIGRATION " + json.dumps(ms))
+        s_ev, t_ev = h.notify.events[n0:], list(t_notify.events)
+        out("SOURCE-EVENTS " + json.dumps(mig.sequence(s_ev)))
+        out("TARGET-EVENTS " + json.dumps(mig.sequence(t_ev)))
+        for k in ("startTimestamp", "endTimestamp", "targetNodeDomainReadyTimestamp"):
+            if not ms.get(k):
+                raise Failure(f"migrationState.{k} missing: {ms}")
+        if ms.get("failed") or not ms.get("targetNodeDomainDetected") or ms.get("mode") != "PreCopy":
+            raise Failure(f"migrationState {ms}")
+        if v["status"]["nodeName"] != target_node or v["metadata"]["labels"].get("kubevirt.io/nodeName") != target_node:
+            raise Failure(f"the VMI did not move to the target node: {v['status']['nodeName']}")
+
+        # The source launcher's events after the hand-over, in KubeVirt's order.
+
+        def first(evs, pred, what):
+            i = next((i for i, e in enumerate(evs) if pred(e)), None)
+            if i is None:
+                raise Failure(f"no {what} among {mig.sequence(evs)}")
+            return i
+        uid = a.migration_uid
+
+        def rec(e):
+            return mig._record(e[1]) or {}
+        started = first(s_ev, lambda e: e[0] == "MODIFIED" and rec(e).get("UID") == uid
+                        and rec(e).get("StartTimestamp") and not rec(e).get("EndTimestamp"),
+                        "source MODIFIED with the migration started")
+        ended = first(s_ev, lambda e: e[0] == "MODIFIED" and rec(e).get("UID") == uid
+                      and rec(e).get("EndTimestamp") and not rec(e).get("Failed"),
+                      "source MODIFIED with the migration ended")
+        migrated = first(s_ev, status_is("Shutoff", "Migrated"), "source MODIFIED Shutoff/Migrated")
+        last = first(s_ev, final_event, "source final event")
+        if not (started < ended < last and started < migrated < last and last == len(s_ev) - 1):
+            raise Failure(f"source order: started {started}, ended {ended}, migrated {migrated}, final {last}")
+        if any(e[0] != "MODIFIED" for e in s_ev):
+            raise Failure(f"source event types: {[e[0] for e in s_ev]}")
+        if final[1]["Status"]["Status"] != "NoState" or final[1]["Status"]["Reason"] != "NonExistent":
+            raise Failure(f"source final status {final[1]['Status']}")
+
+        # The target launcher's events: every one about the incoming
+        # domain with the source's migration record (none before libvirt
+        # knows it: no deletion), the ADDED of STARTED/MIGRATED, Running,
+        # then the end once it runs. (An event of the agent channel while
+        # the incoming domain is paused may come before the ADDED, as
+        # KubeVirt's notifier sends it too.)
+        if not t_ev or any(rec(e).get("UID") != uid for e in t_ev):
+            raise Failure(f"target events without the migration record: {mig.sequence(t_ev)}")
+        added = first(t_ev, lambda e: e[0] == "ADDED", "target ADDED")
+        running = first(t_ev, status_is("Running"), "target MODIFIED Running")
+        t_end = first(t_ev, lambda e: e[0] == "MODIFIED" and rec(e).get("EndTimestamp"),
+                      "target MODIFIED with the migration's end")
+        if any(e[0] not in ("ADDED", "MODIFIED") or final_event(e) for e in t_ev):
+            raise Failure(f"target event types: {mig.sequence(t_ev)}")
+        if not (added <= t_end and running <= t_end) or t_ev[t_end][1]["Status"]["Status"] != "Running":
+            raise Failure(f"target order: added {added}, running {running}, end {t_end}")
+        out(f"TARGET-ORDER added={added} running={running} end={t_end}")
+
+        # The calls each virt-handler made.
+        tcalls = [(c["method"], c["ok"]) for c in t_clients.calls()]
+        # vm.go's deleteVM of the migrated domain races the source
+        # launcher's own exit (a disconnect is ignored, as virt-handler does).
+        deadline = time.time() + 20
+        while not h.calls("DeleteVirtualMachine") and time.time() < deadline:
+            time.sleep(0.2)
+        scalls = [(c["method"], c["ok"] or "cancel" in c.get("error", "").lower()
+                   or "unavailable" in c.get("error", "").lower()) for c in h.calls()]
+        out("TARGET-CALLS " + json.dumps(tcalls))
+        if ("SyncMigrationTarget", True) not in tcalls or \
+                tcalls.count(("FinalizeVirtualMachineMigration", True)) < 2:
+            raise Failure(f"target calls {tcalls}")
+        if ("MigrateVirtualMachine", True) not in scalls or ("DeleteVirtualMachine", True) not in scalls:
+            raise Failure(f"source calls {scalls}")
+        out("MIGRATE-OPTIONS " + json.dumps(src.migrate_calls))
+
+        # The target answers: GetDomain, GetGuestInfo, Exec (the guest never restarted).
+        vmi = h.vmi()
+        c = t_clients.get(vmi)
+        d, ok = c.get_domain()
+        if not ok or d["Status"]["Status"] != "Running" or rec((0, d)).get("UID") != uid:
+            raise Failure(f"target GetDomain: {d and d['Status']}")
+        deadline = time.time() + 90
+        while True:
+            g = c.get_guest_info()
+            if g.get("guestAgentVersion"):
+                break
+            if time.time() > deadline:
+                raise Failure(f"target GetGuestInfo: {g}")
+            time.sleep(1)
+        code, up = c.exec(h.dom_name, "cat", ["/proc/uptime"], 10)
+        after = float(up.split()[0])
+        if code != 0 or after <= before:
+            raise Failure(f"uptime {after} on the target, {before} on the source")
+        out(f"UPTIME before={before} after={after}")
+        # The disks read on the target, past the guest's page cache.
+        for dev, want in sums.items():
+            code, o = c.exec(h.dom_name, "sh", ["-c", (
+                f"echo 3 > /proc/sys/vm/drop_caches; "
+                f"dd if={dev} bs=1M count=4 iflag=direct 2>/dev/null | sha256sum")], 60)
+            got = o.split()[0] if o.split() else ""
+            if code != 0 or got != want:
+                raise Failure(f"{dev} on the target: sha256 {got!r}, on the source {want!r}")
+            out(f"CHECKSUM {dev} {got}")
+        for p in check_domain(d, h.ns, h.name, h.uid):
+            h.violation(f"target GetDomain: {p}")
+        t_clients.close(vmi["metadata"]["uid"])
+    finally:
+        for e in tgt.errors[-5:] + src.errors[-5:]:
+            print(f"migration controller error at {e[0]:.3f}: {e[1]}", file=sys.stderr)
+        src.stop()
+        tgt.stop()
+        proxy.stop()
+        t_notify.stop()
+
+
 def run(h):
     a = h.a
+    if a.migrate_to:
+        migrate(h)
+        return
     if a.probe_before_sync:
         probe_before_sync(h)
         return
@@ -506,6 +686,17 @@ def parse(argv):
                     "launcher the test sends after READY-FOR-SIGTERM (the guest powers off on a "
                     "re-sent Shutdown), or that SIGTERM while the guest's agent swallows shutdown "
                     "requests (the launcher kills it at the end of its grace period)")
+    ap.add_argument("--migrate-to", help="migrate the VMI to the pod whose /var/run/kubevirt is this "
+                    "directory (a second node: its own virt-handler, see migration.py)")
+    ap.add_argument("--migrate-to-libvirt-socket", help="that pod's libvirt socket as the host sees it")
+    ap.add_argument("--launcher", help="the virt-launcher binary (its migration-proxy plays "
+                    "virt-handler's migration proxy)")
+    ap.add_argument("--target-events", help="where to write the target launcher's notify events")
+    ap.add_argument("--migration-uid", default="e2e-migration", help="the migration object's UID")
+    ap.add_argument("--checksum-device", action="append", help="a guest disk (/dev/vdX) written "
+                    "before the migration and checksummed on both sides (repeatable)")
+    ap.add_argument("--migration-config", help="the cluster's migrations configuration (JSON, "
+                    "KubeVirt's field names), else KubeVirt's defaults")
     return ap.parse_args(argv)
 
 

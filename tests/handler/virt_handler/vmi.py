@@ -48,6 +48,10 @@ NODE_NAME_LABEL = "kubevirt.io/nodeName"
 LAUNCHER_IMAGE = "quay.io/kubevirt/virt-launcher:v1.6.6"
 
 
+class Conflict(Exception):
+    """The API server's 409 on an Update from a stale resourceVersion."""
+
+
 def now_rfc3339():
     """metav1.Now() as it marshals: RFC 3339, seconds, UTC."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -242,12 +246,21 @@ class Cluster:
         with self._lock:
             return copy.deepcopy(self.obj) if self.exists else None
 
-    def update_status(self, status, manager="virt-handler"):
-        """virt-handler's Update of the VMI with a new status."""
+    def update_status(self, status, manager="virt-handler", rv=None, labels=None):
+        """virt-handler's Update of the VMI with a new status (and labels,
+        when given); from an object read at resourceVersion `rv` (when
+        given) that is no longer the current one: `Conflict`, as the API
+        server answers."""
         with self._lock:
             if not self.exists:
                 return
+            if rv is not None and rv != self.obj["metadata"]["resourceVersion"]:
+                raise Conflict(f'Operation cannot be fulfilled on virtualmachineinstances.kubevirt.io '
+                               f'"{self.obj["metadata"]["name"]}": the object has been modified; '
+                               "please apply your changes to the latest version and try again")
             self.obj["status"] = copy.deepcopy(status)
+            if labels is not None:
+                self.obj["metadata"]["labels"] = copy.deepcopy(labels)
             mf = self.obj["metadata"]["managedFields"]
             if not any(m["manager"] == manager for m in mf):
                 mf.append({"manager": manager, "operation": "Update", "apiVersion": "kubevirt.io/v1",

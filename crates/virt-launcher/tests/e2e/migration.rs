@@ -16,7 +16,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::harness::{guest_vmi, launcher_bin, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{guest_vmi, launcher_bin, Launcher, Opts, BOOT_TIMEOUT, POD_WRAPPER};
+use crate::protocol::handler_for;
 
 /// The guest's uptime in seconds, read through the guest agent.
 fn uptime(l: &Launcher) -> f64 {
@@ -459,4 +460,107 @@ fn migrates_between_two_launchers() {
         target.log()
     );
     target.assert_nothing_left();
+}
+
+/// A pod-mode launcher waiting for virt-handler (the stand-in), for the
+/// migrating VMI `uid`, in a pod named `pod` (`POD_NAME`), with the
+/// filesystem claim `data` mounted from `claim`.
+fn pod_for_handler(yaml: &str, uid: &str, pod: &str, claim: &Path) -> Launcher {
+    Launcher::start_wrapped(
+        yaml,
+        &Opts {
+            pod: true,
+            handler: true,
+            uid: Some(uid),
+            env: &[("POD_NAME", std::ffi::OsStr::new(pod))],
+            pod_mounts_rw: &[("vmi-disks/data", claim)],
+            ..Opts::default()
+        },
+        POD_WRAPPER,
+    )
+}
+
+/// The migration as virt-handler drives it (issue 16): two pod-mode
+/// launchers, each on its "node" with its own virt-handler (the stand-in's
+/// two migration controllers, `tests/handler/virt_handler/migration.py`),
+/// virt-controller's hand-over played by the stand-in. It checks, in
+/// KubeVirt's order, the source launcher's events (MODIFIED with the
+/// migration started, with it ended, Shutoff/Migrated, the final deletion)
+/// and the target's (ADDED with the source's migration record, Running, the
+/// end), the VMI's migrationState (detected, ready, completed, PreCopy,
+/// moved to the target node), the calls (SyncMigrationTarget, Migrate,
+/// Finalize twice, the source's DeleteVirtualMachine), and the target's
+/// answers (GetDomain, GetGuestInfo, Exec: the uptime grew). The source
+/// launcher then exits 0; the target runs on until its pod is deleted.
+/// Cost: one guest boot, ~5 s of migration under TCG.
+#[test]
+fn migrates_under_virt_handler() {
+    let uid = format!("migh-{}", std::process::id());
+    // A filesystem claim both pods mount from one directory (shared
+    // storage, as a ReadWriteMany claim): its disk.img is not copied; on
+    // this host's local file system libvirt calls that unsafe, hence the
+    // cluster's unsafeMigrationOverride.
+    let yaml = guest_vmi("hmigrating", "virtio")
+        .replace(
+            "      - name: scratch\n        disk: {bus: virtio}\n",
+            "      - name: scratch\n        disk: {bus: virtio}\n      - name: data\n        disk: {bus: virtio}\n",
+        )
+        .replace(
+            "    emptyDisk: {capacity: 64Mi}\n",
+            "    emptyDisk: {capacity: 64Mi}\n  - name: data\n    persistentVolumeClaim: {claimName: shared-claim}\nstatus:\n  volumeStatus:\n  - name: data\n    target: vdc\n    persistentVolumeClaimInfo: {claimName: shared-claim, volumeMode: Filesystem, accessModes: [ReadWriteMany], capacity: {storage: 64Mi}, requests: {storage: 64Mi}, filesystemOverhead: '0'}\n",
+        );
+    assert!(yaml.contains("shared-claim") && yaml.contains("name: data\n        disk"));
+    let claim = tempfile::tempdir().unwrap();
+    crate::harness::give_to_qemu_user(claim.path());
+    let mut source = pod_for_handler(&yaml, &uid, "virt-launcher-source", claim.path());
+    let mut target = pod_for_handler(&yaml, &uid, "target-pod", claim.path());
+    let target_share = target.dir.path().join("share");
+    let target_libvirt = target.state.join("libvirt/run/libvirt-sock");
+    let target_events = target.dir.path().join("events.jsonl");
+    let bin = launcher_bin();
+    let h = handler_for(
+        &source,
+        &yaml,
+        &[
+            "--migrate-to",
+            target_share.to_str().unwrap(),
+            "--migrate-to-libvirt-socket",
+            target_libvirt.to_str().unwrap(),
+            "--launcher",
+            bin.to_str().unwrap(),
+            "--target-events",
+            target_events.to_str().unwrap(),
+            "--migration-config",
+            r#"{"unsafeMigrationOverride": true}"#,
+            "--checksum-device",
+            "/dev/vdb",
+            "--checksum-device",
+            "/dev/vdc",
+        ],
+    );
+    let out = h.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("\nOK"),
+        "virt-handler stand-in:\n{stdout}\n{}\n--- source ---\n{}\n--- target ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        source.log(),
+        target.log()
+    );
+    eprintln!("virt-handler stand-in:\n{stdout}");
+    // The source launcher is done once its domain left.
+    source.wait_success(Duration::from_secs(60));
+    assert!(
+        source.log().contains("the domain migrated away"),
+        "{}",
+        source.log()
+    );
+    let left = source.processes_left();
+    assert!(left.is_empty(), "left by the source: {left:?}");
+    // The target pod deleted: its launcher ends, nothing left.
+    target.signal(nix::sys::signal::Signal::SIGTERM);
+    target.wait_exit(Duration::from_secs(120));
+    std::thread::sleep(Duration::from_millis(500));
+    let left = target.processes_left();
+    assert!(left.is_empty(), "left by the target: {left:?}");
 }

@@ -35,6 +35,8 @@ impl LibvirtDomainManager {
         share_dir: &str,
     ) -> Result<(), ManagerError> {
         let state = MigrationState::of(vmi).map_err(failed)?;
+        self.incoming
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         {
             let _modifying = self.modifying();
             let opts = self.prepare.clone();

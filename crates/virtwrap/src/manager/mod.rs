@@ -262,6 +262,9 @@ pub struct LibvirtDomainManager {
     /// KubeVirt's `setTimeOnce`: the guest's clock is set after the first
     /// resume or migration only (`time_sync`).
     set_time_once: std::sync::Once,
+    /// A migration target prepared (SyncMigrationTarget): its domain comes
+    /// from the incoming stream (see [`Self::awaits_incoming`]).
+    incoming: std::sync::atomic::AtomicBool,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -310,7 +313,14 @@ impl LibvirtDomainManager {
             ended: Mutex::new(None),
             hooks: std::sync::Arc::new(hooks::Manager::new(hooks::HOOK_SOCKETS_DIR)),
             set_time_once: std::sync::Once::new(),
+            incoming: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether this launcher was prepared as a migration target: until
+    /// libvirt reports the incoming domain, no domain is no deletion.
+    pub fn awaits_incoming(&self) -> bool {
+        self.incoming.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The same manager defining through the hook sidecars `hooks`
