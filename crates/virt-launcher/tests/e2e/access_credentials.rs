@@ -281,5 +281,30 @@ fn keys_and_passwords_reach_the_guest_follow_the_secret_and_bad_input_is_reporte
     assert!(l.try_exit().is_none(), "the launcher exited:\n{}", l.log());
     assert!(l.domstate().starts_with("running"), "{}", l.domstate());
 
+    // An agent without guest-ssh-add-authorized-keys (qemu-ga restarted
+    // with it blocked): KubeVirt's file-based way writes the file through
+    // getent, guest-file-write, mkdir, chown and chmod.
+    fs::remove_file(pw.path().join("nosuchuser")).unwrap();
+    let restart = "sleep 1; kill $(cat /run/qemu-ga.loop.pid); sleep 1; \
+        exec qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0 \
+        -l /var/log/qemu-ga.log -t /run -b guest-ssh-add-authorized-keys,guest-ssh-remove-authorized-keys";
+    a.command(
+        &json!({"execute": "guest-exec", "arguments": {"path": "/bin/sh", "arg": ["-c", format!("setsid sh -c '{restart}' </dev/null >/dev/null 2>&1 &")]}}).to_string(),
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    atomic_write(keys.path(), 5, &[("id1", KEY1.as_bytes())]);
+    wait_for(&l, "the keys written the file-based way", || {
+        result(&l) == json!({"Succeeded": true, "Message": ""}) && authorized_keys(&l) == [KEY1]
+    });
+    assert!(
+        l.log()
+            .contains("Detected home directory /home/guest for user guest"),
+        "the file-based way was not taken:\n{}",
+        l.log()
+    );
+    assert_eq!(stat("/home/guest/.ssh/authorized_keys"), "1000:1000 600");
+
     l.stop(Duration::from_secs(120));
 }
