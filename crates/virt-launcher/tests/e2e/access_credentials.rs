@@ -4,7 +4,9 @@
 //! `guest-set-user-password`): standalone `--access-credential` directories,
 //! the key secret in kubelet's atomic-writer layout (`..data` swapped), the
 //! result read from the domain's metadata as virt-handler reads it, the
-//! guest's files read back through the agent. The launcher checks the
+//! guest's files read back through the agent; last, qemu-ga restarted
+//! without the ssh commands, which takes KubeVirt's file-based way. The
+//! launcher checks the
 //! secrets every second here (`VIRT_LAUNCHER_ACCESS_CREDENTIAL_CHECK_SECONDS`,
 //! KubeVirt's 15 s otherwise).
 

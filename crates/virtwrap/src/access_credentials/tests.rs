@@ -199,7 +199,7 @@ impl AgentChannel for Guest {
     }
     fn set_user_password(&self, user: &str, password: &str) -> Result<(), String> {
         if Guest::home(user).is_none() {
-            return Err("virError(Code=1, Domain=10, Message='internal error: unable to execute QEMU agent command 'guest-set-user-password': child process has failed to set user password')".into());
+            return Err("virError(Code=113, Domain=10, Message='guest agent command failed: unable to execute QEMU agent command 'guest-set-user-password': child process has failed to set user password')".into());
         }
         self.passwords
             .lock()
@@ -249,7 +249,7 @@ fn applies_keys_and_passwords_and_reports_in_kubevirts_words() {
     let c = creds(&[], &[("nobody", "pw")]);
     let (retry, r) = run(&g, &c);
     assert!(retry);
-    assert_eq!(r, vec![(false, "Error encountered setting password for user [nobody]: virError(Code=1, Domain=10, Message='internal error: unable to execute QEMU agent command 'guest-set-user-password': child process has failed to set user password')".into())]);
+    assert_eq!(r, vec![(false, "Error encountered setting password for user [nobody]: virError(Code=113, Domain=10, Message='guest agent command failed: unable to execute QEMU agent command 'guest-set-user-password': child process has failed to set user password')".into())]);
 
     // An unknown user: libvirt's way fails, then the file-based one.
     let c = creds(&[("nobody", &["k"])], &[]);
