@@ -108,14 +108,51 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
                 ));
             }
             let m = &k.propagation_method;
-            let n = [&m.no_cloud, &m.config_drive, &m.qemu_guest_agent]
-                .iter()
-                .filter(|x| x.is_some())
-                .count();
+            let n = [
+                m.no_cloud.is_some(),
+                m.config_drive.is_some(),
+                m.qemu_guest_agent.is_some(),
+            ]
+            .iter()
+            .filter(|x| **x)
+            .count();
             if n != 1 {
                 errs.push(FieldError::new(
                     format!("{path}.sshPublicKey.propagationMethod"),
                     "exactly one of noCloud, configDrive and qemuGuestAgent is required",
+                ));
+            }
+            if m.qemu_guest_agent
+                .as_ref()
+                .is_some_and(|q| q.users.is_empty())
+            {
+                // KubeVirt's validateAccessCredentials, its words.
+                errs.push(FieldError::new(
+                    format!("{path}.sshPublicKey.propagationMethod.qemuGuestAgent.users"),
+                    format!("{path} requires at least one user to be present in the users list"),
+                ));
+            }
+        }
+        if let Some(p) = &c.user_password {
+            match p.source.secret.as_ref() {
+                None => errs.push(FieldError::new(
+                    format!("{path}.userPassword.source"),
+                    format!("{path} must have exactly one source set"),
+                )),
+                Some(s) => {
+                    // A directory name too (<name>-access-cred).
+                    if let Err(m) = dns1123_subdomain(&s.secret_name) {
+                        errs.push(FieldError::new(
+                            format!("{path}.userPassword.source.secret.secretName"),
+                            format!("{:?} {m}", s.secret_name),
+                        ));
+                    }
+                }
+            }
+            if p.propagation_method.qemu_guest_agent.is_none() {
+                errs.push(FieldError::new(
+                    format!("{path}.userPassword.propagationMethod"),
+                    format!("{path} must have exactly one propagationMethod set"),
                 ));
             }
         }

@@ -44,21 +44,6 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             "host devices",
         ),
     ];
-    for (i, c) in spec.access_credentials.iter().enumerate() {
-        let p = format!("spec.accessCredentials[{i}]");
-        checks.push((
-            c.user_password.is_some(),
-            format!("{p}.userPassword"),
-            "user passwords (guest agent propagation)",
-        ));
-        if let Some(k) = &c.ssh_public_key {
-            checks.push((
-                k.propagation_method.qemu_guest_agent.is_some(),
-                format!("{p}.sshPublicKey.propagationMethod.qemuGuestAgent"),
-                "SSH keys through the guest agent",
-            ));
-        }
-    }
     checks.push((
         vmi.metadata
             .annotations

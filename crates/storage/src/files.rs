@@ -147,30 +147,51 @@ pub(crate) fn claim_dir_under(field: &str, root: &str, image: &Path) -> Result<(
 /// [`StorageError`] naming `field`: open or read failure, not a regular
 /// file, larger than `max`.
 pub(crate) fn read_bounded(field: &str, p: &Path, max: u64) -> Result<Vec<u8>, StorageError> {
+    match read_limited(p, max).map_err(|(op, e)| io_err(field, op, p)(e))? {
+        Limited::Data(data) => Ok(data),
+        Limited::NotRegular => Err(volume_err(
+            field,
+            format!("{} is not a regular file", p.display()),
+        )),
+        Limited::TooLarge => Err(volume_err(
+            field,
+            format!("{} has more than the {max} bytes accepted", p.display()),
+        )),
+    }
+}
+
+/// What [`read_limited`] found.
+pub(crate) enum Limited {
+    /// The whole file, at most the limit.
+    Data(Vec<u8>),
+    /// Not a regular file (a FIFO, a device, a directory).
+    NotRegular,
+    /// More bytes than the limit (only limit + 1 were read).
+    TooLarge,
+}
+
+/// The rule of [`read_bounded`] without a field: opened
+/// `O_NOFOLLOW|O_NONBLOCK`, checked with `fstat`, at most `max + 1` bytes
+/// read. The error carries the step that failed.
+pub(crate) fn read_limited(p: &Path, max: u64) -> Result<Limited, (&'static str, io::Error)> {
     use std::io::Read;
     let f = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(p)
-        .map_err(io_err(field, "open", p))?;
-    let meta = f.metadata().map_err(io_err(field, "stat", p))?;
+        .map_err(|e| ("open", e))?;
+    let meta = f.metadata().map_err(|e| ("stat", e))?;
     if !meta.is_file() {
-        return Err(volume_err(
-            field,
-            format!("{} is not a regular file", p.display()),
-        ));
+        return Ok(Limited::NotRegular);
     }
     let mut data = Vec::new();
     f.take(max + 1)
         .read_to_end(&mut data)
-        .map_err(io_err(field, "read", p))?;
+        .map_err(|e| ("read", e))?;
     if data.len() as u64 > max {
-        return Err(volume_err(
-            field,
-            format!("{} has more than the {max} bytes accepted", p.display()),
-        ));
+        return Ok(Limited::TooLarge);
     }
-    Ok(data)
+    Ok(Limited::Data(data))
 }
 
 /// Gives a file the launcher created its `mode` and, when QEMU runs

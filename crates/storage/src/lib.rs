@@ -29,6 +29,7 @@ mod files;
 pub mod iso;
 pub mod pvc;
 pub mod qemu_img;
+pub mod secrets;
 pub mod vhostmd;
 mod volumes;
 

@@ -5,6 +5,7 @@
 //! metadata ([`metadata`]), the memory dump ([`memory_dump`]), screenshots ([`screenshot`]) and the
 //! [`manager::DomainManager`] that runs the VMI's domain.
 
+pub mod access_credentials;
 pub mod agent;
 pub mod capscache;
 pub mod config;

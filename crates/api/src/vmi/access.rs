@@ -11,10 +11,64 @@ pub struct AccessCredential {
     /// SSH public keys from a Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh_public_key: Option<SshPublicKeyAccessCredential>,
-    /// User passwords set through the guest agent (not implemented yet).
+    /// User passwords set through the guest agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_password: Option<UserPasswordAccessCredential>,
+}
+
+impl AccessCredential {
+    /// The secret whose files the guest agent propagates (KubeVirt
+    /// `getSecret` of `access_credentials.go`): an `sshPublicKey` or a
+    /// `userPassword` credential with `qemuGuestAgent` propagation and a
+    /// secret source; `None` for every other credential.
+    pub fn guest_agent_secret(&self) -> Option<&str> {
+        if let Some(k) = &self.ssh_public_key {
+            if k.propagation_method.qemu_guest_agent.is_some() {
+                return k.source.secret.as_ref().map(|s| s.secret_name.as_str());
+            }
+            return None;
+        }
+        let p = self.user_password.as_ref()?;
+        p.propagation_method.qemu_guest_agent.as_ref()?;
+        p.source.secret.as_ref().map(|s| s.secret_name.as_str())
+    }
+}
+
+/// `accessCredentials[].userPassword`: each file of the secret is named
+/// after a guest user and holds that user's password.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct UserPasswordAccessCredential {
+    /// Where the passwords come from.
+    #[serde(default)]
+    pub source: AccessCredentialSource,
+    /// How they reach the guest (only `qemuGuestAgent` exists).
+    #[serde(default)]
+    pub propagation_method: UserPasswordPropagationMethod,
+}
+
+/// `userPassword.propagationMethod`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct UserPasswordPropagationMethod {
+    /// Passwords set by the guest agent (`guest-set-user-password`); an
+    /// empty object in KubeVirt's API, kept as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
-    pub user_password: Option<Value>,
+    pub qemu_guest_agent: Option<Value>,
+}
+
+/// `sshPublicKey.propagationMethod.qemuGuestAgent`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct QemuGuestAgentSshPropagation {
+    /// The guest users whose `authorized_keys` hold the secret's keys
+    /// (KubeVirt requires at least one).
+    #[serde(default)]
+    pub users: Vec<String>,
 }
 
 /// `accessCredentials[].sshPublicKey`.
@@ -35,7 +89,7 @@ pub struct SshPublicKeyAccessCredential {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[serde(rename_all = "camelCase")]
 pub struct AccessCredentialSource {
-    /// A Secret whose every entry is a public key (mounted at
+    /// A Secret (mounted at
     /// `/var/run/kubevirt-private/secret/<secretName>-access-cred/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<AccessCredentialSecret>,
@@ -64,8 +118,8 @@ pub struct PropagationMethod {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
     pub config_drive: Option<Value>,
-    /// Keys written by the guest agent (not implemented yet).
+    /// Keys written by the guest agent into each user's
+    /// `~/.ssh/authorized_keys`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::opt_value))]
-    pub qemu_guest_agent: Option<Value>,
+    pub qemu_guest_agent: Option<QemuGuestAgentSshPropagation>,
 }

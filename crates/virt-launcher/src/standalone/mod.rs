@@ -74,9 +74,12 @@ pub struct StandaloneArgs {
     /// `efi.persistent` or `tpm.persistent` keep them across runs.
     #[arg(long = "backend-storage")]
     pub backend_storage: Option<PathBuf>,
-    /// Directory of the Secret of an sshPublicKey access credential with
-    /// noCloud or configDrive propagation, as SECRET=DIR (repeatable): its
-    /// files are the public keys written into the cloud-init meta-data.
+    /// Directory of the Secret of an access credential, as SECRET=DIR
+    /// (repeatable): for sshPublicKey its files are public keys (written
+    /// into the cloud-init meta-data, or by the guest agent into the
+    /// users' authorized_keys), for userPassword each file is named after
+    /// a guest user and holds the password. With the guest agent, a change
+    /// of the files while the VM runs reaches the guest.
     #[arg(long = "access-credential", value_parser = parse_config_volume)]
     pub access_credentials: Vec<(String, PathBuf)>,
     /// Play the pod: a fresh network namespace where a stand-in for

@@ -221,35 +221,39 @@ pub(crate) fn config_volume_dirs(
     Ok(out)
 }
 
-/// Pairs each access credential secret propagated through cloud-init with
-/// its host directory (`--access-credential SECRET=DIR`, the files are
-/// public keys). Every such secret needs one; every flag must name one.
+/// Pairs each access credential's secret with its host directory
+/// (`--access-credential SECRET=DIR`): the secrets of `sshPublicKey`
+/// credentials (any propagation: the files are public keys) and of
+/// `userPassword` credentials (each file is named after a guest user and
+/// holds the password). Every such secret needs one; every flag must name
+/// one.
 pub(crate) fn access_credential_dirs(
     vmi: &VirtualMachineInstance,
     s: &super::StandaloneArgs,
 ) -> Result<BTreeMap<String, PathBuf>, LauncherError> {
-    let used: Vec<(usize, &str)> = vmi
+    // (index, field of the secret, name, what its files are)
+    let used: Vec<(usize, &str, &str, &str)> = vmi
         .spec
         .access_credentials
         .iter()
         .enumerate()
         .filter_map(|(i, c)| {
-            let k = c.ssh_public_key.as_ref()?;
-            let p = &k.propagation_method;
-            (p.no_cloud.is_some() || p.config_drive.is_some())
-                .then(|| {
-                    k.source
-                        .secret
-                        .as_ref()
-                        .map(|s| (i, s.secret_name.as_str()))
-                })
-                .flatten()
+            if let Some(k) = &c.ssh_public_key {
+                let name = k.source.secret.as_ref()?.secret_name.as_str();
+                return Some((i, "sshPublicKey", name, "a directory whose files are public keys"));
+            }
+            let p = c.user_password.as_ref()?;
+            let name = p.source.secret.as_ref()?.secret_name.as_str();
+            Some((i, "userPassword", name, "a directory with one file per guest user, named after the user and holding the password"))
         })
         .collect();
     let mut out = BTreeMap::new();
     for (name, dir) in &s.access_credentials {
-        if !used.iter().any(|(_, n)| n == name) {
-            return Err(LauncherError::input_at(format!("--access-credential {name}=..."), format!("no sshPublicKey access credential with noCloud or configDrive propagation uses secret {name:?}")));
+        if !used.iter().any(|(_, _, n, _)| n == name) {
+            return Err(LauncherError::input_at(
+                format!("--access-credential {name}=..."),
+                format!("no access credential uses secret {name:?}"),
+            ));
         }
         if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
             return Err(LauncherError::input_at(
@@ -265,8 +269,8 @@ pub(crate) fn access_credential_dirs(
             )));
         }
     }
-    if let Some((i, name)) = used.iter().find(|(_, n)| !out.contains_key(*n)) {
-        return Err(LauncherError::input_at(format!("spec.accessCredentials[{i}].sshPublicKey.source.secret"), format!("standalone mode has no mounted secrets: pass --access-credential {name}=DIR, a directory whose files are public keys")));
+    if let Some((i, kind, name, what)) = used.iter().find(|(_, _, n, _)| !out.contains_key(*n)) {
+        return Err(LauncherError::input_at(format!("spec.accessCredentials[{i}].{kind}.source.secret"), format!("standalone mode has no mounted secrets: pass --access-credential {name}=DIR, {what}")));
     }
     Ok(out)
 }

@@ -61,6 +61,20 @@ impl ToBridge {
     }
 }
 
+/// Time between the checks of the access credentials' secrets: KubeVirt's
+/// 15 s, or `VIRT_LAUNCHER_ACCESS_CREDENTIAL_CHECK_SECONDS` (1-15; for the
+/// e2e tests, which would otherwise wait 15 s for every change).
+fn credential_check_interval() -> Duration {
+    std::env::var("VIRT_LAUNCHER_ACCESS_CREDENTIAL_CHECK_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|s| (1..=15).contains(s))
+        .map_or(
+            virtwrap::access_credentials::CHECK_INTERVAL,
+            Duration::from_secs,
+        )
+}
+
 /// What runs alongside the domain: made by [`Services::start`], ended by
 /// [`Services::stop`].
 struct Services {
@@ -145,7 +159,8 @@ impl Services {
                 Arc::clone(&metadata),
             )
             .map_err(|e| LauncherError::runtime(e.to_string()))?
-            .with_hooks(Arc::clone(hooks)),
+            .with_hooks(Arc::clone(hooks))
+            .with_credential_check_interval(credential_check_interval()),
         );
         let sync = Arc::new(VmiSync::new(
             Arc::clone(&manager),
@@ -278,6 +293,7 @@ impl Services {
         std::thread::sleep(Duration::from_millis(200));
         self.stop_events.store(true, Ordering::SeqCst);
         self.agent.poller().stop();
+        self.manager.stop_credentials();
         self.to_bridge.close();
         let _ = self.events.join();
         let _ = self.bridge.join();

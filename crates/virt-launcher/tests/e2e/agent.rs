@@ -68,7 +68,7 @@ fn agent_channel_state(dom: &Value) -> String {
         .to_owned()
 }
 
-fn raw_agent(l: &Launcher) -> LibvirtAgent {
+pub(crate) fn raw_agent(l: &Launcher) -> LibvirtAgent {
     LibvirtAgent::new(
         Connector {
             daemon: "libvirtd".into(),

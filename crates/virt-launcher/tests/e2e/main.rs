@@ -11,6 +11,7 @@
     missing_docs
 )]
 
+mod access_credentials;
 mod agent;
 mod bad_input;
 mod capscache;

@@ -106,6 +106,47 @@ pub trait AgentChannel: Send + Sync {
     /// # Errors
     /// [`AgentError`].
     fn reboot(&self) -> Result<(), AgentError>;
+    /// `virDomainAuthorizedSSHKeysSet(user, keys, 0)`: `user`'s
+    /// `~/.ssh/authorized_keys` becomes exactly `keys` (libvirt's
+    /// `guest-ssh-add-authorized-keys` with `reset: true`), as KubeVirt's
+    /// `agentSetAuthorizedKeys` calls it. By default unsupported.
+    ///
+    /// # Errors
+    /// The failure worded as Go prints a libvirt error.
+    fn set_authorized_keys(&self, _user: &str, _keys: &[String]) -> Result<(), String> {
+        Err("setting authorized keys is not supported by this agent channel".into())
+    }
+    /// `virDomainSetUserPassword(user, password, 0)` (libvirt's
+    /// `guest-set-user-password` with the password in clear, `crypted:
+    /// false`). By default unsupported.
+    ///
+    /// # Errors
+    /// The failure worded as Go prints a libvirt error.
+    fn set_user_password(&self, _user: &str, _password: &str) -> Result<(), String> {
+        Err("setting passwords is not supported by this agent channel".into())
+    }
+}
+
+/// A libvirt error as KubeVirt's Go code prints it (`virError(Code=1,
+/// Domain=10, Message='...')`), the message cut (the guest writes part of
+/// it).
+pub fn go_vir_error(e: &virt::error::Error) -> String {
+    format!(
+        "virError(Code={}, Domain={}, Message='{}')",
+        e.code().to_raw(),
+        e.domain().to_raw(),
+        bounds::cut(e.message())
+    )
+}
+
+/// Text that cannot go to libvirt through the binding (which panics on a
+/// NUL byte): the refusal naming `what`.
+fn refuse_nul(what: &str, text: &str) -> Result<(), String> {
+    if text.contains('\0') {
+        Err(format!("{what} contains a NUL character"))
+    } else {
+        Ok(())
+    }
 }
 
 /// [`AgentChannel`] on a dedicated libvirt connection to the VMI's domain.
@@ -192,14 +233,8 @@ impl AgentChannel for LibvirtAgent {
             Err(e) => return Err(e.to_string()),
         };
         let secs = i32::try_from(timeout.as_secs().max(1)).unwrap_or(i32::MAX);
-        d.qemu_agent_command(cmd, secs, 0).map_err(|e| {
-            format!(
-                "virError(Code={}, Domain={}, Message='{}')",
-                e.code().to_raw(),
-                e.domain().to_raw(),
-                bounds::cut(e.message())
-            )
-        })
+        d.qemu_agent_command(cmd, secs, 0)
+            .map_err(|e| go_vir_error(&e))
     }
 
     fn fs_freeze(&self) -> Result<u32, AgentError> {
@@ -227,6 +262,48 @@ impl AgentChannel for LibvirtAgent {
         self.dom()?
             .reboot(sys::VIR_DOMAIN_REBOOT_GUEST_AGENT)
             .map_err(|e| libvirt(&e))
+    }
+
+    fn set_authorized_keys(&self, user: &str, keys: &[String]) -> Result<(), String> {
+        refuse_nul("the user name", user)?;
+        for k in keys {
+            refuse_nul("a key", k)?;
+        }
+        let d = self.dom().map_err(|e| e.to_string())?;
+        let user = std::ffi::CString::new(user).map_err(|e| e.to_string())?;
+        let keys: Vec<std::ffi::CString> = keys
+            .iter()
+            .map(|k| std::ffi::CString::new(k.as_str()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        let mut ptrs: Vec<*const std::os::raw::c_char> = keys.iter().map(|k| k.as_ptr()).collect();
+        let n = u32::try_from(ptrs.len()).map_err(|_| "too many keys".to_owned())?;
+        // An empty list goes as NULL with count 0 (libvirt's form of "no
+        // keys"; KubeVirt's binding crashed here, kubevirt/kubevirt#12562).
+        let list = if ptrs.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            ptrs.as_mut_ptr()
+        };
+        // SAFETY: `d` is a live domain handle; `user` and every key are
+        // NUL-terminated strings that outlive the call; `list` points to
+        // `n` of them (or is NULL with n = 0).
+        let r =
+            unsafe { sys::virDomainAuthorizedSSHKeysSet(d.as_ptr(), user.as_ptr(), list, n, 0) };
+        if r < 0 {
+            return Err(go_vir_error(&virt::error::Error::last_error()));
+        }
+        Ok(())
+    }
+
+    fn set_user_password(&self, user: &str, password: &str) -> Result<(), String> {
+        refuse_nul("the user name", user)?;
+        refuse_nul("the password", password)?;
+        self.dom()
+            .map_err(|e| format!("domain lookup failed: {e}"))?
+            .set_user_password(user, password, 0)
+            .map(|_| ())
+            .map_err(|e| go_vir_error(&e))
     }
 }
 

@@ -41,6 +41,8 @@ impl LibvirtDomainManager {
             let _modifying = self.modifying();
             let opts = self.prepare.clone();
             self.convert(vmi, true, inputs, &opts)?;
+            // KubeVirt's pre-start step runs on the target too.
+            self.start_credentials(vmi)?;
         }
         self.metadata.update(|m| m.uid = Some(vmi.uid().to_owned()));
         self.metadata

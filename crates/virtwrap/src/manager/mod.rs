@@ -265,6 +265,11 @@ pub struct LibvirtDomainManager {
     /// A migration target prepared (SyncMigrationTarget): its domain comes
     /// from the incoming stream (see [`Self::awaits_incoming`]).
     incoming: std::sync::atomic::AtomicBool,
+    /// Access credentials through the guest agent, started by the first
+    /// define (KubeVirt's pre-start step).
+    credentials: crate::access_credentials::CredentialWatcher,
+    /// Time between the credential checks (KubeVirt's 15 s).
+    credential_check: std::time::Duration,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -314,6 +319,8 @@ impl LibvirtDomainManager {
             hooks: std::sync::Arc::new(hooks::Manager::new(hooks::HOOK_SOCKETS_DIR)),
             set_time_once: std::sync::Once::new(),
             incoming: std::sync::atomic::AtomicBool::new(false),
+            credentials: crate::access_credentials::CredentialWatcher::default(),
+            credential_check: crate::access_credentials::CHECK_INTERVAL,
         })
     }
 
@@ -321,6 +328,56 @@ impl LibvirtDomainManager {
     /// libvirt reports the incoming domain, no domain is no deletion.
     pub fn awaits_incoming(&self) -> bool {
         self.incoming.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The same manager checking the access credentials' secrets every
+    /// `interval` instead of KubeVirt's 15 s (the e2e tests shorten it).
+    #[must_use]
+    pub fn with_credential_check_interval(mut self, interval: std::time::Duration) -> Self {
+        self.credential_check = interval;
+        self
+    }
+
+    /// Starts propagating `vmi`'s guest-agent access credentials (once per
+    /// launcher; nothing when it has none): the secrets' directories from
+    /// the pod's layout or the standalone `--access-credential` flags.
+    ///
+    /// # Errors
+    /// KubeVirt's `Starting qemu agent access credential propagation
+    /// failed: ...`.
+    fn start_credentials(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
+        self.credentials
+            .start_once(vmi, || {
+                let dirs = crate::access_credentials::secrets(vmi)
+                    .into_iter()
+                    .filter_map(|name| {
+                        let dir = match &self.prepare.config_sources {
+                            storage::ConfigSources::Pod => Some(std::path::PathBuf::from(
+                                self.host.paths.secret_dir(&format!("{name}-access-cred")),
+                            )),
+                            storage::ConfigSources::Standalone { secrets, .. } => {
+                                secrets.get(&name).cloned()
+                            }
+                        };
+                        dir.map(|d| (name, d))
+                    })
+                    .collect();
+                crate::access_credentials::WatchSetup {
+                    dirs,
+                    channel: std::sync::Arc::new(crate::agent::LibvirtAgent::new(
+                        self.connector.clone(),
+                        vmi.domain_name(),
+                    )),
+                    metadata: std::sync::Arc::clone(&self.metadata),
+                    check_interval: self.credential_check,
+                }
+            })
+            .map_err(ManagerError::Failed)
+    }
+
+    /// Stops the access-credential propagation (at teardown).
+    pub fn stop_credentials(&self) {
+        self.credentials.stop();
     }
 
     /// The same manager defining through the hook sidecars `hooks`

@@ -114,6 +114,9 @@ impl LibvirtDomainManager {
                     define(conn)?
                 }
                 None => {
+                    // KubeVirt's pre-start step starts the propagation of
+                    // access credentials before the first define.
+                    self.start_credentials(vmi)?;
                     let d = match define(conn) {
                         Ok(d) => d,
                         Err(e) => {

@@ -47,6 +47,12 @@ t_mod=$(uptime_s)
 acpid -c /etc/acpi -l /var/log/acpid.log -p /run/acpid.pid
 
 hostname -F /etc/hostname
+# ---- the unprivileged user "guest" (uid 1000, /etc/passwd): its home, where
+# qemu-ga's guest-ssh-add-authorized-keys writes ~/.ssh/authorized_keys;
+# /etc/shadow is root's alone (qemu-ga's guest-set-user-password runs
+# /usr/sbin/chpasswd on it)
+chmod 0600 /etc/shadow
+mkdir -p /home/guest && chown 1000:1000 /home/guest && chmod 0755 /home/guest
 ip link set lo up
 
 # ---- /dev/virtio-ports/<name> links (there is no udev)
