@@ -12,6 +12,7 @@
 )]
 
 mod agent;
+mod backup;
 mod bad_input;
 mod capscache;
 mod define;
