@@ -230,7 +230,13 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     };
     let takes_path = matches!(
         args.action,
-        Action::Memorydump | Action::Addvolume | Action::Removevolume | Action::Cpus
+        Action::Memorydump
+            | Action::Addvolume
+            | Action::Removevolume
+            | Action::Cpus
+            | Action::Backup
+            | Action::BackupAbort
+            | Action::RedefineCheckpoint
     );
     if let (Some(p), false) = (&args.path, takes_path) {
         let name = args

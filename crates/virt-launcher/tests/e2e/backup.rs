@@ -31,11 +31,17 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The data extents of a qcow2 image as (offset, length), merged.
+/// The data extents of a qcow2 image itself as (offset, length), merged
+/// (libvirt names the disk's image as an incremental's backing file; it
+/// is not opened).
 fn data_extents(image: &Path) -> Vec<(u64, u64)> {
     let out = run(Command::new("qemu-img")
-        .args(["map", "--output=json", "-f", "qcow2"])
-        .arg(image));
+        .args(["map", "--output=json"])
+        .arg(format!(
+            "json:{}",
+            serde_json::json!({"driver": "qcow2", "backing": null,
+                "file": {"driver": "file", "filename": image}})
+        )));
     let map: Vec<Value> = serde_json::from_str(&out).unwrap();
     let mut v: Vec<(u64, u64)> = Vec::new();
     for e in map.iter().filter(|e| e["data"] == true && e["depth"] == 0) {
@@ -58,8 +64,8 @@ fn backup(l: &Launcher, args: &[&str]) -> Result<Value, String> {
     }
 }
 
-/// Writes `len` random bytes at `offset` of the guest's `/dev/vdb` (with
-/// O_DIRECT, through the guest agent).
+/// Writes `len` random bytes at `offset` of the guest's `/dev/vdb` and
+/// flushes them (busybox `dd` through the guest agent).
 fn write_in_guest(l: &Launcher, offset: u64, len: u64) {
     let bs = 64 << 10;
     let (ok, out, err) = l.ctl(&[
@@ -73,7 +79,6 @@ fn write_in_guest(l: &Launcher, offset: u64, len: u64) {
         &format!("bs={bs}"),
         &format!("seek={}", offset / bs),
         &format!("count={}", len / bs),
-        "oflag=direct",
         "conv=fsync",
     ]);
     assert!(ok, "dd in the guest: {out} {err}");

@@ -672,7 +672,7 @@ fn backup_metadata_and_data_store_as_kubevirt_main() {
     let j = domain_json_with_metadata(&meta(), None, &running(), &RuntimeMetadata::default());
     assert!(j["Spec"]["Metadata"]["KubeVirt"].get("Backup").is_none());
 
-    let xml = "<domain type='kvm'><name>n_a</name><devices><disk type='file' device='disk'>\
+    let xml = "<domain type='kvm'><name>n_a</name><memory unit='b'>1</memory><devices><disk type='file' device='disk'>\
         <driver name='qemu' type='qcow2'/><source file='/cbt/data.qcow2'><dataStore type='file'>\
         <format type='raw'/><source file='/d/disk.img'/></dataStore></source>\
         <target dev='vdb' bus='virtio'/><alias name='ua-data'/></disk></devices></domain>";
