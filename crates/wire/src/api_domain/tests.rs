@@ -672,11 +672,15 @@ fn backup_metadata_and_data_store_as_kubevirt_main() {
     let j = domain_json_with_metadata(&meta(), None, &running(), &RuntimeMetadata::default());
     assert!(j["Spec"]["Metadata"]["KubeVirt"].get("Backup").is_none());
 
-    let xml = "<domain type='kvm'><name>n_a</name><memory unit='b'>1</memory><devices><disk type='file' device='disk'>\
+    let xml = LIVE_XML.replacen(
+        "<disk ",
+        "<disk type='file' device='disk'>\
         <driver name='qemu' type='qcow2'/><source file='/cbt/data.qcow2'><dataStore type='file'>\
         <format type='raw'/><source file='/d/disk.img'/></dataStore></source>\
-        <target dev='vdb' bus='virtio'/><alias name='ua-data'/></disk></devices></domain>";
-    let d = domain::Domain::from_xml(xml).unwrap();
+        <target dev='vdz' bus='virtio'/><alias name='ua-data'/></disk><disk ",
+        1,
+    );
+    let d = Domain::from_xml(&xml).unwrap();
     let j = domain_json(&meta(), Some(&d), &running());
     let src = &j["Spec"]["Devices"]["Disks"][0]["Source"];
     assert_eq!(src["File"], "/cbt/data.qcow2");
