@@ -3,13 +3,14 @@
 //! tracking (`status.changedBlockTracking.state: Initializing`, the
 //! overlay on `--backend-storage`'s `cbt/`): refusals first (an
 //! incremental from a checkpoint libvirt does not have, a target file that
-//! exists), a full push backup, known blocks written in the guest, a pull
-//! backup left running (a second backup is refused in KubeVirt's words,
-//! then it is aborted), an incremental push backup that holds exactly the
+//! exists), a full push backup, known blocks written in the guest, a
+//! pull backup left running (its NBD export read; a second backup is
+//! refused in KubeVirt's words; then it is aborted), an incremental push backup that holds exactly the
 //! written ranges, full + incremental restored into a fresh image equal to
 //! the guest's disk; then a restarted launcher on the same backend storage
 //! redefines the last checkpoint from the disk's bitmaps and takes another
-//! incremental, again exactly the newly written range.
+//! incremental, again exactly the newly written range; last, a push
+//! backup into a target too small fails with libvirt's reason.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -233,6 +234,14 @@ fn backup_full_incremental_restore_and_redefined_checkpoint() {
         e.contains("backup p1 already in progress, need to wait for completion"),
         "{e}"
     );
+    // The pull backup's NBD export is the disk at the backup's start.
+    let sock = l.state.join("share/sockets/backup-nbd-sock");
+    let pulled = target.path().join("pulled.raw");
+    run(Command::new("qemu-img")
+        .args(["convert", "-f", "raw", "-O", "raw"])
+        .arg(format!("nbd+unix:///scratch?socket={}", sock.display()))
+        .arg(&pulled));
+    assert_eq!(sha256(&pulled), sha256(&img), "the pulled disk is the disk");
     let (ok, _, err) = l.ctl(&["backup-abort", "p1", "--start-time", "2026-01-01T00:00:02Z"]);
     assert!(ok, "{err}");
 
@@ -287,6 +296,17 @@ fn backup_full_incremental_restore_and_redefined_checkpoint() {
     // overlay redefine the last one, and an incremental from it holds the
     // range written since.
     l.stop(Duration::from_secs(120));
+    // A 1 MiB file system, mounted before QEMU starts (QEMU has a mount
+    // namespace of its own).
+    let small = tempfile::tempdir().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(small.path())
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let _unmount = Unmount(small.path().to_path_buf());
+    give_to_qemu_user(small.path());
     let mut l = start(&yaml, backend.path());
     let (ok, _, err) = l.ctl(&["redefine-checkpoint", "nosuch"]);
     assert!(
@@ -311,11 +331,31 @@ fn backup_full_incremental_restore_and_redefined_checkpoint() {
     );
     let inc4 = vmi_dir.join("b4-2026-01-01_00-00-05/b4-scratch.qcow2");
     assert_eq!(data_extents(&inc4), [(8 * MIB, 256 << 10)]);
+    // A target too small for the disk (its data, not zeros, must be
+    // copied): the job fails, its record says why.
+    let st = small.path().display().to_string();
+    let e = backup(
+        &l,
+        &["bs", "--target", &st, "--skip-quiesce", "--wait", "600"],
+    )
+    .unwrap_err();
+    assert!(e.contains("backup bs failed: "), "{e}");
+    assert!(e.to_lowercase().contains("space"), "{e}");
+
     l.stop_and_check(Duration::from_secs(120));
 }
 
 /// An incremental push backup; while an aborted one is still being
 /// recorded as ended (libvirt's event), KubeVirt's refusal is retried.
+/// Unmounts a test's file system when dropped.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
 fn wait_incremental(l: &Launcher, t: &str, name: &str, start: &str, from: &str) -> Value {
     let args = [
         name,
