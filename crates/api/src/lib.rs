@@ -6,6 +6,7 @@
 //! KubeVirt's defaulting ([`defaults`]) and semantic validation ([`validate`]).
 
 pub mod arch;
+pub mod cbt;
 pub mod cluster;
 pub mod defaults;
 pub mod doc;

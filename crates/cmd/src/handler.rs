@@ -292,6 +292,37 @@ pub trait Handler: Send + Sync + 'static {
         let _ = (vmi, options);
         Err(CommandError::not_supported("live migration"))
     }
+    /// BackupVirtualMachine (KubeVirt main): `options` is the
+    /// `backupv1.BackupOptions` JSON (Start, Abort) for `vmi`, whose status
+    /// must say changed block tracking is `Enabled`.
+    ///
+    /// # Errors
+    /// KubeVirt's messages (`Backup failed ChangedBlockTracking is not
+    /// enabled`, `no valid backup options object present in command server
+    /// request: ...`, `backup b1 already in progress, need to wait for
+    /// completion`, libvirt's; by default: not supported yet).
+    fn backup(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
+        let _ = (vmi, options);
+        Err(CommandError::not_supported("backup (BackupVirtualMachine)"))
+    }
+    /// RedefineCheckpoint (KubeVirt main): `checkpoint` is the
+    /// `backupv1.BackupCheckpoint` JSON.
+    ///
+    /// # Errors
+    /// `(checkpoint_invalid, error)`: `true` when the checkpoint's bitmaps
+    /// are gone or libvirt finds them invalid (virt-handler then asks for a
+    /// full backup); by default: not supported yet.
+    fn redefine_checkpoint(
+        &self,
+        vmi: &VirtualMachineInstance,
+        checkpoint: &[u8],
+    ) -> Result<(), (bool, CommandError)> {
+        let _ = (vmi, checkpoint);
+        Err((
+            false,
+            CommandError::not_supported("backup checkpoints (RedefineCheckpoint)"),
+        ))
+    }
     /// SyncMigrationTarget: prepares this launcher for `vmi`'s incoming
     /// migration (KubeVirt's PrepareMigrationTarget), with the cluster's
     /// settings `opts`.

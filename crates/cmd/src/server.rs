@@ -593,31 +593,59 @@ impl<H: Handler> Cmd for CmdService<H> {
             },
         })
     }
+    /// KubeVirt main's BackupVirtualMachine: the VMI, then the handler
+    /// (which checks changed block tracking and the options as KubeVirt
+    /// does) on the blocking pool.
     async fn backup_virtual_machine(&self, r: Request<BackupRequest>) -> R<Response> {
         let req = r.into_inner();
-        if let Err(response) = self
+        let vmi = match self
             .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
             .await
         {
-            return reply(response);
-        }
-        reply(unsupported("backup (BackupVirtualMachine)"))
+            Ok(v) => v,
+            Err(response) => return reply(response),
+        };
+        let h = Arc::clone(&self.handler);
+        let options = req.options;
+        let res = tokio::task::spawn_blocking(move || h.backup(&vmi, &options)).await;
+        reply(match joined(res) {
+            Ok(()) => ok(),
+            Err(e) => fail(&e),
+        })
     }
+    /// KubeVirt main's RedefineCheckpoint: `checkpointInvalid` as the
+    /// handler reports it.
     async fn redefine_checkpoint(
         &self,
         r: Request<RedefineCheckpointRequest>,
     ) -> R<RedefineCheckpointResponse> {
         let req = r.into_inner();
-        let response = match self
+        let vmi = match self
             .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
             .await
         {
-            Ok(_) => unsupported("backup checkpoints (RedefineCheckpoint)"),
-            Err(response) => response,
+            Ok(v) => v,
+            Err(response) => {
+                return reply(RedefineCheckpointResponse {
+                    response: Some(response),
+                    checkpoint_invalid: false,
+                })
+            }
         };
-        reply(RedefineCheckpointResponse {
-            response: Some(response),
-            checkpoint_invalid: false,
+        let h = Arc::clone(&self.handler);
+        let checkpoint = req.checkpoint;
+        let res = tokio::task::spawn_blocking(move || h.redefine_checkpoint(&vmi, &checkpoint))
+            .await
+            .unwrap_or_else(|e| Err((false, CommandError::Internal(e.to_string()))));
+        reply(match res {
+            Ok(()) => RedefineCheckpointResponse {
+                response: Some(ok()),
+                checkpoint_invalid: false,
+            },
+            Err((invalid, e)) => RedefineCheckpointResponse {
+                response: Some(fail(&e)),
+                checkpoint_invalid: invalid,
+            },
         })
     }
     /// KubeVirt main's GetVMStats ([`crate::vmstats`]): a gRPC error

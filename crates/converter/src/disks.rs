@@ -146,6 +146,20 @@ pub fn locate(
             source: Some(claim_source(backing.clone())),
         }),
     };
+    // Changed block tracking (KubeVirt main's convertVolumeWithCBT): the
+    // guest writes through a qcow2 overlay whose data lives in the claim's
+    // raw image or device (`data-file-raw`), so the overlay holds only the
+    // checkpoints' dirty bitmaps.
+    if let Some(overlay) = ctx.prepared.cbt_overlays.get(&v.name) {
+        let data = match &files {
+            VolumeFiles::Claim(c) => Some(c.clone()),
+            VolumeFiles::HostDisk(image) => Some(ClaimData::Image(image.clone())),
+            _ => None,
+        };
+        if let Some(c) = data {
+            return Ok(cbt_location(overlay, c));
+        }
+    }
     Ok(match files {
         VolumeFiles::CloudInit { iso, .. } | VolumeFiles::DownwardMetrics(iso) => raw_file(iso),
         VolumeFiles::Config { iso, .. } => {
@@ -190,6 +204,32 @@ pub fn locate(
             raw_file(image)
         }
     })
+}
+
+/// A tracked volume's `<disk>`: the qcow2 `overlay` with `data` as its raw
+/// `<dataStore>`.
+fn cbt_location(overlay: &str, data: ClaimData) -> VolumeLocation {
+    VolumeLocation {
+        disk_type: SourceType::File,
+        format: ImageFormat::Qcow2,
+        source: DiskSource {
+            file: Some(overlay.to_owned()),
+            data_store: Some(Box::new(domain::DataStore {
+                store_type: match &data {
+                    ClaimData::Block(_) => SourceType::Block,
+                    ClaimData::Image(_) => SourceType::File,
+                }
+                .as_str()
+                .into(),
+                format: Some(Format {
+                    format_type: ImageFormat::Raw.as_str().into(),
+                }),
+                source: Some(claim_source(data)),
+            })),
+            ..DiskSource::default()
+        },
+        backing: None,
+    }
 }
 
 /// `<source dev=...>` of a block device, `<source file=...>` of an image.
@@ -725,6 +765,42 @@ mod tests {
     }
 
     const PVC: &str = "  - {name: a, persistentVolumeClaim: {claimName: c}}\n";
+
+    /// Changed block tracking: a claim image and a block claim become
+    /// qcow2 overlays with the claim as raw data store (KubeVirt main's
+    /// convertVolumeWithCBT); a volume without an overlay stays raw.
+    #[test]
+    fn tracked_claims_write_through_their_overlay() {
+        let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: d, uid: u1}\nspec:\n  domain:\n    memory: {guest: 1Gi}\n    devices:\n      disks:\n      - {name: a, disk: {bus: virtio}}\n      - {name: b, disk: {bus: virtio}}\n      - {name: c, disk: {bus: virtio}}\n  volumes:\n  - {name: a, persistentVolumeClaim: {claimName: a}}\n  - {name: b, dataVolume: {name: b}}\n  - {name: c, persistentVolumeClaim: {claimName: c}}\n";
+        let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
+        let mut ctx = ConvertContext::new(Arch::Amd64, VirtType::Kvm);
+        ctx.prepared.block_volumes = ["b".to_owned()].into();
+        for n in ["a", "b"] {
+            ctx.prepared
+                .cbt_overlays
+                .insert(n.into(), format!("/var/lib/libvirt/qemu/cbt/{n}.qcow2"));
+        }
+        let d = convert(&v, &ctx).unwrap();
+        let xml = d.to_xml().unwrap();
+        let flat = xml.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("<source file=\"/var/lib/libvirt/qemu/cbt/a.qcow2\"> <dataStore type=\"file\"> <format type=\"raw\"/> <source file=\"/var/run/kubevirt-private/vmi-disks/a/disk.img\"/>"), "{xml}");
+        assert!(
+            flat.contains(
+                "<dataStore type=\"block\"> <format type=\"raw\"/> <source dev=\"/dev/b\"/>"
+            ),
+            "{xml}"
+        );
+        let disks = &d.devices.disk;
+        assert_eq!(
+            disks[0].driver.as_ref().unwrap().format.as_deref(),
+            Some("qcow2")
+        );
+        assert_eq!(
+            disks[2].driver.as_ref().unwrap().format.as_deref(),
+            Some("raw")
+        );
+        assert_eq!(domain::Domain::from_xml(&xml).unwrap(), d);
+    }
 
     /// A VMI with a boot claim and two hot-plug claims, `status` its
     /// `volumeStatus` entries.

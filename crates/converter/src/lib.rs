@@ -189,6 +189,10 @@ pub struct Prepared {
     pub native_io: std::collections::BTreeSet<String>,
     /// What network phase 1 made for each interface, by interface name.
     pub interfaces: BTreeMap<String, interfaces::InterfaceHost>,
+    /// Changed block tracking: the qcow2 overlay of each tracked volume,
+    /// by volume name (KubeVirt main's `ConverterContext.ApplyCBT`); the
+    /// volume's image becomes the overlay's raw data store.
+    pub cbt_overlays: BTreeMap<String, String>,
 }
 
 /// Everything besides the VMI that conversion depends on.

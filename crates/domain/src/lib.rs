@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
+mod backup;
 mod clock;
 mod cpu;
 mod devices;
@@ -25,6 +26,10 @@ mod memory;
 mod metadata;
 mod os;
 
+pub use backup::{
+    BackupDisk, BackupDisks, BackupDriver, BackupServer, CheckpointDisk, CheckpointDisks,
+    CheckpointParent, DomainBackup, DomainCheckpoint, FileRef,
+};
 pub use clock::{Clock, Timer};
 pub use cpu::{
     Cpu, CpuFeature, CpuNuma, CpuPin, CpuTopology, CpuTune, EmulatorPin, IoThreadPin, MemNode,
@@ -33,12 +38,12 @@ pub use cpu::{
 pub use devices::{
     AcpiIndex, Address, Alias, BackingStore, BalloonStats, BlockIo, BootOrder, Channel,
     ChannelTarget, CharLog, CharSource, Console, ConsoleTarget, Controller, ControllerDriver,
-    Devices, Disk, DiskDriver, DiskSource, DiskTarget, DriverIoThread, DriverIoThreads, Filesystem,
-    FilesystemDriver, FilesystemSource, FilesystemTarget, Format, Graphics, GraphicsListen,
-    HostDevice, HostDeviceSource, Input, Interface, InterfaceBackend, InterfaceDriver,
-    InterfaceSource, InterfaceTarget, LinkState, Mac, MemBalloon, Model, Mtu, PortForward,
-    PortRange, RedirDev, Reservations, ReservationsSource, Rng, RngBackend, Rom, Serial,
-    SerialTarget, Sound, Tpm, TpmBackend, Video, VideoModel, Vsock, VsockCid, Watchdog,
+    DataStore, Devices, Disk, DiskDriver, DiskSource, DiskTarget, DriverIoThread, DriverIoThreads,
+    Filesystem, FilesystemDriver, FilesystemSource, FilesystemTarget, Format, Graphics,
+    GraphicsListen, HostDevice, HostDeviceSource, Input, Interface, InterfaceBackend,
+    InterfaceDriver, InterfaceSource, InterfaceTarget, LinkState, Mac, MemBalloon, Model, Mtu,
+    PortForward, PortRange, RedirDev, Reservations, ReservationsSource, Rng, RngBackend, Rom,
+    Serial, SerialTarget, Sound, Tpm, TpmBackend, Video, VideoModel, Vsock, VsockCid, Watchdog,
 };
 pub use features::{
     FeatureState, Features, HyperV, HyperVSpinlocks, HyperVStimer, HyperVVendorId, KvmFeatures,

@@ -21,6 +21,7 @@
 //! a temporary name and renamed, so a failure leaves nothing half-written.
 
 mod cache;
+pub mod cbt;
 pub mod cloudinit;
 pub mod configdisk;
 mod expand;
@@ -326,6 +327,14 @@ pub fn prepare(
             ctx,
             opts,
         };
+        let tracked = match &files {
+            VolumeFiles::Claim(ClaimData::Block(dev)) => Some((dev.clone(), true)),
+            VolumeFiles::Claim(ClaimData::Image(image)) | VolumeFiles::HostDisk(image) => {
+                Some((image.clone(), false))
+            }
+            _ => None,
+        }
+        .filter(|_| api::cbt::is_eligible(v) && api::cbt::has_overlays(vmi));
         match files {
             // The VMI's one cloud-init ISO is built above; a block claim
             // is used as it is.
@@ -364,12 +373,58 @@ pub fn prepare(
                 step.claim_image(vmi, v, Path::new(&image))?;
             }
         }
+        if let Some((data, block)) = tracked {
+            let overlay = track(vmi, v, &field, Path::new(&data), block, opts)?;
+            prepared.cbt_overlays.insert(v.name.clone(), overlay);
+        }
     }
     if ctx.expand_disks_enabled && opts.rebuild_media {
         expand::expand_claim_images(vmi, ctx, &prepared)?;
     }
     cache::choose_cache_modes(vmi, ctx, &mut prepared)?;
     Ok(prepared)
+}
+
+/// Changed block tracking for volume `v` (KubeVirt main's
+/// `ApplyChangedBlockTracking`): `Initializing` makes the overlay over
+/// `data` unless it exists; `Enabled` uses the one made then (on the
+/// backend storage, so it outlives the pod). Returns the overlay's path.
+fn track(
+    vmi: &VirtualMachineInstance,
+    v: &api::vmi::Volume,
+    field: &str,
+    data: &Path,
+    block: bool,
+    opts: &PrepareOptions,
+) -> Result<String, StorageError> {
+    let overlay = api::cbt::overlay_path(vmi, &v.name);
+    let p = Path::new(&overlay);
+    if api::cbt::state(vmi) == api::cbt::State::Enabled {
+        if !files::exists_regular(field, p)? {
+            return Err(volume_err(
+                field,
+                format!("status.changedBlockTracking.state is Enabled, but the volume's changed block tracking overlay {overlay} does not exist"),
+            ));
+        }
+        return Ok(overlay);
+    }
+    let size = data_size(field, data)?;
+    cbt::ensure_overlay(field, vmi, p, data, block, size, opts.owner)?;
+    Ok(overlay)
+}
+
+/// Size in bytes of an image file or block device (opened without
+/// following a link, seeked to its end).
+fn data_size(field: &str, data: &Path) -> Result<u64, StorageError> {
+    use std::io::Seek;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(data)
+        .map_err(io_err(field, "open", data))?;
+    f.seek(std::io::SeekFrom::End(0))
+        .map_err(io_err(field, "seek", data))
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ const AGENT_CONNECTED: i32 = 1;
 const AGENT_DISCONNECTED: i32 = 2;
 /// `virDomainState` VIR_DOMAIN_SHUTOFF.
 const STATE_SHUTOFF: u32 = 5;
+/// `VIR_DOMAIN_JOB_OPERATION_BACKUP`.
+const JOB_OPERATION_BACKUP: i32 = 9;
 
 /// Turns libvirt domain events into notifications, KubeVirt's way: on every
 /// event the domain is re-read; DEFINED/ADDED and STARTED/MIGRATED also send
@@ -127,6 +129,25 @@ pub fn bridge(
                     ),
                 });
                 continue;
+            }
+            DomainEvent::JobCompleted {
+                domain,
+                operation,
+                error,
+            } => {
+                if domain != &name {
+                    continue;
+                }
+                libvirt_seen = true;
+                // KubeVirt main's processJobCompletedEvent: a backup's end
+                // goes into the metadata and the domain is sent as ADDED
+                // (then MODIFIED); other jobs are only logged.
+                if *operation != JOB_OPERATION_BACKUP {
+                    tracing::debug!(operation, "job completed");
+                    continue;
+                }
+                manager.backup_job_completed(&name, error.as_deref());
+                added = true;
             }
             DomainEvent::Reboot { domain } | DomainEvent::DeviceRemoved { domain, .. } => {
                 if domain != &name {

@@ -149,20 +149,25 @@ impl RuntimeUser {
         env
     }
 
-    /// Where libvirt keeps persistent EFI variables and TPM state, the
-    /// backend storage's mount points, as (subdirectory, path): root
-    /// `/var/lib/libvirt/qemu/nvram` and `/var/lib/libvirt/swtpm`; non-root
-    /// the session daemon's, below `/var/run/kubevirt-private/libvirt/qemu`
-    /// (KubeVirt's `PathForNVram`, `PathForSwtpm`).
-    pub fn backend_storage_mounts(self) -> [(&'static str, &'static str); 2] {
+    /// Where libvirt keeps persistent EFI variables and TPM state and
+    /// where the changed block tracking overlays are, the backend
+    /// storage's mount points, as (subdirectory, path): root
+    /// `/var/lib/libvirt/qemu/nvram`, `/var/lib/libvirt/swtpm` and
+    /// `/var/lib/libvirt/qemu/cbt`; non-root the session daemon's, below
+    /// `/var/run/kubevirt-private/libvirt/qemu` (KubeVirt's `PathForNVram`,
+    /// `PathForSwtpm`, `PathForCBT`; virt-controller mounts the backend
+    /// storage claim's `cbt` subdirectory there).
+    pub fn backend_storage_mounts(self) -> [(&'static str, &'static str); 3] {
         match self {
             RuntimeUser::Root => [
                 ("nvram", "/var/lib/libvirt/qemu/nvram"),
                 ("swtpm", "/var/lib/libvirt/swtpm"),
+                ("cbt", api::cbt::ROOT_DIR),
             ],
             RuntimeUser::NonRoot => [
                 ("nvram", api::layout::NON_ROOT_NVRAM_DIR),
                 ("swtpm", "/var/run/kubevirt-private/libvirt/qemu/swtpm"),
+                ("cbt", api::cbt::NON_ROOT_DIR),
             ],
         }
     }

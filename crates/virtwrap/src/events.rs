@@ -1,5 +1,5 @@
-//! libvirt domain events: lifecycle, reboot, guest agent lifecycle and
-//! device removal, delivered to a channel.
+//! libvirt domain events: lifecycle, reboot, guest agent lifecycle,
+//! device removal and job completion, delivered to a channel.
 //!
 //! libvirt calls event callbacks from its event loop; the `virt` crate has
 //! the default event loop implementation ([`virt::event`]) but no wrapper for
@@ -60,6 +60,17 @@ pub enum DomainEvent {
         domain: String,
         /// Alias of the removed device.
         alias: String,
+    },
+    /// `VIR_DOMAIN_EVENT_ID_JOB_COMPLETED`: a job (migration, backup ...)
+    /// ended; its `operation` (`virDomainJobOperation`) and libvirt's
+    /// `errmsg`, the two parameters the launcher reads.
+    JobCompleted {
+        /// Domain name.
+        domain: String,
+        /// `VIR_DOMAIN_JOB_OPERATION` (9: backup), 0 when absent.
+        operation: i32,
+        /// `VIR_DOMAIN_JOB_ERRMSG`, when libvirt gave one.
+        error: Option<String>,
     },
     /// The guest agent poller saw the OS info, the interfaces or the
     /// freeze status change (KubeVirt's AgentUpdated); not from libvirt.
@@ -251,11 +262,50 @@ unsafe extern "C" fn on_device_removed(
     );
 }
 
+/// Longest job error message kept from an event.
+const MAX_JOB_ERROR: usize = 4096;
+
+unsafe extern "C" fn on_job_completed(
+    _conn: sys::virConnectPtr,
+    dom: sys::virDomainPtr,
+    params: sys::virTypedParameterPtr,
+    nparams: c_int,
+    opaque: *mut c_void,
+) {
+    let mut operation = 0;
+    let mut error = None;
+    if !params.is_null() {
+        for i in 0..usize::try_from(nparams).unwrap_or(0) {
+            let p = &*params.add(i);
+            let field = CStr::from_ptr(p.field.as_ptr()).to_bytes();
+            if field == sys::VIR_DOMAIN_JOB_OPERATION.to_bytes()
+                && p.type_ == sys::VIR_TYPED_PARAM_INT as c_int
+            {
+                operation = p.value.i;
+            } else if field == sys::VIR_DOMAIN_JOB_ERRMSG.to_bytes()
+                && p.type_ == sys::VIR_TYPED_PARAM_STRING as c_int
+                && !p.value.s.is_null()
+            {
+                let s = CStr::from_ptr(p.value.s).to_string_lossy();
+                error = Some(api::text::cut(&s, MAX_JOB_ERROR));
+            }
+        }
+    }
+    send(
+        opaque,
+        DomainEvent::JobCompleted {
+            domain: domain_name(dom),
+            operation,
+            error,
+        },
+    );
+}
+
 unsafe extern "C" fn free_sender(opaque: *mut c_void) {
     drop(Box::from_raw(opaque as *mut Sender<DomainEvent>));
 }
 
-/// Registers the four callbacks; returns their registration ids.
+/// Registers the five callbacks; returns their registration ids.
 fn register_all(conn: &Connect, tx: &Sender<DomainEvent>) -> Vec<c_int> {
     // The C API takes every callback as the generic type and calls it with
     // the signature of its event id (libvirt's VIR_DOMAIN_EVENT_CALLBACK).
@@ -263,7 +313,7 @@ fn register_all(conn: &Connect, tx: &Sender<DomainEvent>) -> Vec<c_int> {
     // SAFETY: each transmute only changes the declared signature of a
     // function pointer; libvirt invokes it with the signature that matches
     // the event id it is registered for, which is the original one.
-    let callbacks: [(c_int, Generic); 4] = unsafe {
+    let callbacks: [(c_int, Generic); 5] = unsafe {
         [
             (
                 sys::VIR_DOMAIN_EVENT_ID_LIFECYCLE as c_int,
@@ -306,6 +356,19 @@ fn register_all(conn: &Connect, tx: &Sender<DomainEvent>) -> Vec<c_int> {
                     ),
                     Generic,
                 >(on_device_removed),
+            ),
+            (
+                sys::VIR_DOMAIN_EVENT_ID_JOB_COMPLETED as c_int,
+                std::mem::transmute::<
+                    unsafe extern "C" fn(
+                        sys::virConnectPtr,
+                        sys::virDomainPtr,
+                        sys::virTypedParameterPtr,
+                        c_int,
+                        *mut c_void,
+                    ),
+                    Generic,
+                >(on_job_completed),
             ),
         ]
     };

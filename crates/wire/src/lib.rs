@@ -8,6 +8,8 @@
 //! - [`stats`]: the `stats.DomainStats` of `GetDomainStats`;
 //! - [`guest_info`]: the guest agent's data of `GetGuestInfo`, `GetUsers`
 //!   and `GetFilesystems` (`kubevirt.io/api/core/v1` shapes);
+//! - [`backup`]: BackupVirtualMachine's options and RedefineCheckpoint's
+//!   checkpoint (KubeVirt main's `backup/v1alpha1`);
 //! - [`interfaces_status`]: virt-handler's join of that JSON into
 //!   `vmi.status.interfaces` (for `virt-launcher ctl` and tests).
 //!
@@ -15,6 +17,7 @@
 //! calls that fill these shapes are `virtwrap`'s.
 
 pub mod api_domain;
+pub mod backup;
 pub mod guest_info;
 pub mod interfaces_status;
 pub mod stats;

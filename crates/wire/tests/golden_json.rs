@@ -158,6 +158,7 @@ fn agent_status_and_runtime_metadata_encode_to_their_committed_json() {
             failed: false,
             failure_reason: String::new(),
         }),
+        backup: None,
     };
     // Both spellings of the agent's values, and values of the wrong type
     // (a number where a string belongs), which count as empty.

@@ -111,6 +111,26 @@ pub struct DiskSource {
     pub name: Option<String>,
     /// SCSI persistent reservations (`lun` disks).
     pub reservations: Option<Reservations>,
+    /// `<dataStore>`: the raw image a qcow2 file keeps its guest data in
+    /// (qcow2's external data file), so that the qcow2 file holds only
+    /// metadata such as persistent dirty bitmaps (KubeVirt's changed block
+    /// tracking overlay, `api.DataStore`).
+    #[serde(rename = "dataStore")]
+    pub data_store: Option<Box<DataStore>>,
+}
+
+/// `<dataStore type='file|block'><format type='raw'/><source .../></dataStore>`
+/// (libvirt's formatdomain, "dataStore").
+#[skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataStore {
+    /// `file` or `block`.
+    #[serde(rename = "@type")]
+    pub store_type: String,
+    /// Format of the data file: always `raw` for KubeVirt.
+    pub format: Option<Format>,
+    /// Where the data is.
+    pub source: Option<DiskSource>,
 }
 
 /// `<reservations managed='no'><source type='unix' path=... mode='client'/></reservations>`.

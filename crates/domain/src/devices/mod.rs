@@ -14,7 +14,7 @@ pub use chardev::{
 };
 pub use controller::{Controller, ControllerDriver};
 pub use disk::{
-    BackingStore, BlockIo, Disk, DiskDriver, DiskSource, DiskTarget, DriverIoThread,
+    BackingStore, BlockIo, DataStore, Disk, DiskDriver, DiskSource, DiskTarget, DriverIoThread,
     DriverIoThreads, Format, Reservations, ReservationsSource,
 };
 pub use display::{Graphics, GraphicsListen, Input, Video, VideoModel};

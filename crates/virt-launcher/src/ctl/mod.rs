@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::error::LauncherError;
 
+mod backup;
 mod hotplug;
 mod memorydump;
 mod migrate;
@@ -85,6 +86,16 @@ pub enum Action {
     Migrate,
     /// Cancel the running migration (CancelVirtualMachineMigration).
     MigrateCancel,
+    /// Back up the disks with changed block tracking: `backup NAME
+    /// --target DIR [--incremental CHECKPOINT] [--pull] [--skip-quiesce]
+    /// [--wait SECONDS]` (BackupVirtualMachine, KubeVirt main); prints the
+    /// backup's record (its `CheckpointName` is the next incremental's base).
+    Backup,
+    /// Abort a running backup: `backup-abort NAME --start-time T`.
+    BackupAbort,
+    /// Define a checkpoint again after a restart from the bitmaps on the
+    /// disks: `redefine-checkpoint NAME [--start-time CREATION]`.
+    RedefineCheckpoint,
 }
 
 /// `ctl` arguments.
@@ -154,12 +165,32 @@ pub struct CtlArgs {
     /// `guest-get-time`, ...; KubeVirt's list). Default: all of them.
     #[arg(long = "item")]
     pub items: Vec<String>,
+    /// Backup: the directory for the backup files (KubeVirt's
+    /// `targetPath`; the files go to `<DIR>/<vmi>/<NAME>-<time>/`).
+    #[arg(long)]
+    pub target: Option<PathBuf>,
+    /// Backup: the checkpoint an incremental backup starts from (an
+    /// earlier backup's `CheckpointName`).
+    #[arg(long)]
+    pub incremental: Option<String>,
+    /// Backup: pull mode (libvirt serves the disks over NBD on
+    /// `/var/run/kubevirt/sockets/backup-nbd-sock` until `backup-abort`).
+    #[arg(long)]
+    pub pull: bool,
+    /// Backup: do not freeze the guest's file systems.
+    #[arg(long)]
+    pub skip_quiesce: bool,
+    /// Backup: the backup's start time (RFC 3339, default now), part of
+    /// its checkpoint's name; backup-abort: the backup's; redefine-checkpoint:
+    /// the checkpoint's creation time.
+    #[arg(long)]
+    pub start_time: Option<String>,
     /// Exec: the command and its arguments (after `--`).
     #[arg(last = true)]
     pub command: Vec<String>,
 }
 
-fn err(e: impl std::fmt::Display) -> LauncherError {
+pub(crate) fn err(e: impl std::fmt::Display) -> LauncherError {
     LauncherError::runtime(e.to_string())
 }
 
@@ -173,7 +204,7 @@ pub(crate) fn request_timeout(args: &CtlArgs) -> std::time::Duration {
 }
 
 /// A command's `Response`: `Ok` on success, else its message.
-fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
+pub(crate) fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
     match r {
         Some(r) if r.success => Ok(()),
         Some(r) => Err(LauncherError::runtime(r.message)),
@@ -186,7 +217,9 @@ fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
 ///
 /// # Errors
 /// The launcher could not be asked, said no, or has no domain.
-async fn current_domain(c: &mut cmd::client::CmdChannel) -> Result<Value, LauncherError> {
+pub(crate) async fn current_domain(
+    c: &mut cmd::client::CmdChannel,
+) -> Result<Value, LauncherError> {
     let d = c
         .get_domain(EmptyRequest {})
         .await
@@ -212,7 +245,13 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     };
     let takes_path = matches!(
         args.action,
-        Action::Memorydump | Action::Addvolume | Action::Removevolume | Action::Cpus
+        Action::Memorydump
+            | Action::Addvolume
+            | Action::Removevolume
+            | Action::Cpus
+            | Action::Backup
+            | Action::BackupAbort
+            | Action::RedefineCheckpoint
     );
     if let (Some(p), false) = (&args.path, takes_path) {
         let name = args
@@ -394,6 +433,9 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 json!({"mime": r.mime, "bytes": r.data.len(), "file": file})
             }
             Action::Vmstats => vmstats::ask(&mut c, &args.items).await?,
+            Action::Backup => backup::backup(&mut c, args, false).await?,
+            Action::BackupAbort => backup::backup(&mut c, args, true).await?,
+            Action::RedefineCheckpoint => backup::redefine(&mut c, args).await?,
             Action::Addvolume | Action::Removevolume => hotplug::volume(&mut c, args).await?,
             Action::Cpus => hotplug::cpus(&mut c, args).await?,
             Action::Migrate | Action::MigrateCancel => {
@@ -466,7 +508,10 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Guestping
             | Action::Freeze
             | Action::Unfreeze
-            | Action::MigrateCancel => "ok\n".to_owned(),
+            | Action::MigrateCancel
+            | Action::BackupAbort
+            | Action::RedefineCheckpoint => "ok\n".to_owned(),
+            Action::Backup => pretty(),
             Action::Migrate if args.wait.is_none() => "ok\n".to_owned(),
             Action::Migrate => pretty(),
             Action::Exec => out["stdOut"].as_str().unwrap_or("").to_owned(),

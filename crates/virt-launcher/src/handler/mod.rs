@@ -15,6 +15,7 @@ use cmd::notify::{Event, Notifier};
 use cmd::server::{CommandError, Handler, Screenshot, SyncOptions};
 use converter::ClusterOptions;
 use virtwrap::agent::Agent;
+use virtwrap::manager::backup;
 use virtwrap::memory_dump::{self, MemoryDumper};
 use virtwrap::metadata::MetadataCache;
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError};
@@ -194,6 +195,35 @@ pub fn command_error(e: ManagerError) -> CommandError {
             message,
         },
         other => CommandError::Failed(other.to_string()),
+    }
+}
+
+/// BackupVirtualMachine's options as KubeVirt reads them
+/// (`getBackupOptionsFromRequest`), in its words.
+fn decode_backup_options(options: &[u8]) -> Result<wire::backup::BackupOptions, CommandError> {
+    if options.is_empty() {
+        return Err(CommandError::Failed(
+            "backup options object not present in command server request".into(),
+        ));
+    }
+    serde_json::from_slice(options).map_err(|e| {
+        CommandError::Failed(format!(
+            "no valid backup options object present in command server request: {e}"
+        ))
+    })
+}
+
+/// The guest agent's freeze and thaw for a backup's start.
+struct AgentQuiesce<'a>(&'a Agent);
+
+impl backup::Quiesce for AgentQuiesce<'_> {
+    fn freeze(&self) -> Result<(), String> {
+        self.0
+            .freeze(std::time::Duration::ZERO)
+            .map_err(|e| e.to_string())
+    }
+    fn thaw(&self) -> Result<(), String> {
+        self.0.unfreeze().map_err(|e| e.to_string())
     }
 }
 
@@ -516,6 +546,48 @@ impl Handler for LauncherHandler {
         )?;
         tracing::info!(path = %path.display(), request = ?r, "memory dump requested");
         Ok(())
+    }
+
+    /// KubeVirt main's BackupVirtualMachine: changed block tracking must
+    /// be `Enabled` in the VMI's status, the options decode and pass
+    /// KubeVirt's checks; then the manager starts or aborts the job
+    /// (quiescing through the guest agent unless `skipQuiesce`).
+    fn backup(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
+        if api::cbt::state(vmi) != api::cbt::State::Enabled {
+            return Err(CommandError::Failed(backup::CBT_NOT_ENABLED.into()));
+        }
+        let o = decode_backup_options(options)?;
+        backup::check_options(&o).map_err(CommandError::Failed)?;
+        self.cache.invalidate();
+        self.manager
+            .backup_vmi(vmi, &o, &AgentQuiesce(&self.agent))
+            .map_err(command_error)
+    }
+
+    /// KubeVirt main's RedefineCheckpoint.
+    fn redefine_checkpoint(
+        &self,
+        vmi: &VirtualMachineInstance,
+        checkpoint: &[u8],
+    ) -> Result<(), (bool, CommandError)> {
+        if api::cbt::state(vmi) != api::cbt::State::Enabled {
+            return Err((
+                false,
+                CommandError::Failed(backup::REDEFINE_CBT_NOT_ENABLED.into()),
+            ));
+        }
+        let cp: wire::backup::BackupCheckpoint =
+            serde_json::from_slice(checkpoint).map_err(|e| {
+                (
+                    false,
+                    CommandError::Failed(format!(
+                        "Redefine checkpoint failed: invalid checkpoint info: {e}"
+                    )),
+                )
+            })?;
+        self.manager
+            .redefine_checkpoint(vmi, &cp)
+            .map_err(|(invalid, e)| (invalid, command_error(e)))
     }
 
     fn screenshot(&self, vmi: &VirtualMachineInstance) -> Result<Screenshot, CommandError> {

@@ -114,9 +114,9 @@ pub(crate) fn backend_storage_dir(
     refuse_foreign_entries(
         &format!("--backend-storage {}", dir.display()),
         &abs,
-        &["nvram", "swtpm", "lost+found"],
+        &["nvram", "swtpm", "cbt", "lost+found"],
     )?;
-    for sub in ["nvram", "swtpm"] {
+    for sub in ["nvram", "swtpm", "cbt"] {
         let source = abs.join(sub);
         if std::fs::symlink_metadata(&source).is_ok_and(|m| !m.is_dir()) {
             return Err(LauncherError::input_at(

@@ -13,6 +13,7 @@
 
 mod access_credentials;
 mod agent;
+mod backup;
 mod bad_input;
 mod capscache;
 mod define;

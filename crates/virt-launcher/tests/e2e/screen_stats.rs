@@ -187,8 +187,8 @@ pub fn unpause_sets_the_guest_clock(l: &Launcher) {
 /// The commands whose answer on this host is a refusal: KubeVirt's SEV
 /// answers on a host without SEV (libvirt's own errors; KubeVirt's
 /// `open : no such file or directory` for the missing SEV loader), the
-/// launch secret's option checks, and backup and checkpoints, not built
-/// yet.
+/// launch secret's option checks, and backup and checkpoints of a VMI
+/// without changed block tracking (KubeVirt main's words).
 pub fn sev_and_backup_refusals(l: &Launcher) {
     assert!(
         !std::path::Path::new("/usr/share/OVMF/OVMF_CODE.cc.fd").exists(),
@@ -271,7 +271,7 @@ pub fn sev_and_backup_refusals(l: &Launcher) {
             .into_inner();
         assert_eq!(
             fail(Some(b)),
-            "not supported yet: backup (BackupVirtualMachine)"
+            "Backup failed ChangedBlockTracking is not enabled"
         );
         let rc = c
             .redefine_checkpoint(pb::RedefineCheckpointRequest {
@@ -284,7 +284,7 @@ pub fn sev_and_backup_refusals(l: &Launcher) {
         assert!(!rc.checkpoint_invalid);
         assert_eq!(
             fail(rc.response),
-            "not supported yet: backup checkpoints (RedefineCheckpoint)"
+            "Redefine checkpoint failed: ChangedBlockTracking is not enabled"
         );
     });
 }

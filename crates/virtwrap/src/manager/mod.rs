@@ -20,6 +20,7 @@
 //! ([`converter::HostFacts`]) are fixed when it is made, and everything
 //! else a conversion needs comes with each sync.
 
+pub mod backup;
 mod dump;
 pub mod hotplug;
 mod lifecycle;

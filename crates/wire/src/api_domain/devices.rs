@@ -108,8 +108,27 @@ fn address_json(a: &Address) -> Value {
     })
 }
 
-/// `api.DiskSource` (also the source of a backing store).
+/// `api.DiskSource` (also the source of a backing store). KubeVirt main
+/// adds `DataStore` (`{Type, Format{Type}, Source}`: virt-handler moves
+/// changed block tracking to `Enabled` once every tracked disk has one);
+/// it is written only on a disk that has one, so every other domain keeps
+/// v1.6.6's shape.
 fn disk_source_json(src: &DiskSource) -> Value {
+    let mut v = disk_source_v1_6(src);
+    if let (Some(ds), Some(map)) = (&src.data_store, v.as_object_mut()) {
+        map.insert(
+            "DataStore".into(),
+            json!({
+                "Type": ds.store_type,
+                "Format": opt(ds.format.as_ref(), |f| json!({ "Type": f.format_type })),
+                "Source": opt(ds.source.as_ref(), disk_source_json),
+            }),
+        );
+    }
+    v
+}
+
+fn disk_source_v1_6(src: &DiskSource) -> Value {
     json!({
         "Dev": s(&src.dev),
         "File": s(&src.file),

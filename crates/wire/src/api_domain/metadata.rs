@@ -25,6 +25,39 @@ pub struct RuntimeMetadata {
     pub access_credential: Option<AccessCredentialMetadata>,
     /// `MemoryDump`.
     pub memory_dump: Option<MemoryDumpMetadata>,
+    /// `Backup` (KubeVirt main): the last backup's record.
+    pub backup: Option<BackupMetadata>,
+}
+
+/// `api.BackupMetadata` (KubeVirt main): `{Name, Mode, SkipQuiesce,
+/// StartTimestamp, EndTimestamp, Completed, Failed, BackupMsg,
+/// CheckpointName, Volumes, QuiesceStatus}`; virt-handler copies it into
+/// `vmi.status.changedBlockTracking.backupStatus` (`updateBackupStatus`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BackupMetadata {
+    /// `Name`: the backup's name.
+    pub name: String,
+    /// `Mode`: `Push` or `Pull`.
+    pub mode: String,
+    /// `SkipQuiesce`.
+    pub skip_quiesce: bool,
+    /// `StartTimestamp` (RFC 3339: the request's `backupStartTime`) or `null`.
+    pub start_timestamp: Option<String>,
+    /// `EndTimestamp` (RFC 3339) or `null` while the job runs.
+    pub end_timestamp: Option<String>,
+    /// `Completed`: the job ended (successfully or not).
+    pub completed: bool,
+    /// `Failed`.
+    pub failed: bool,
+    /// `BackupMsg`: why it failed, or the quiesce failure.
+    pub backup_msg: String,
+    /// `CheckpointName`: the checkpoint this backup made.
+    pub checkpoint_name: String,
+    /// `Volumes`: JSON text of the backed-up volumes (`[{"volumeName":..}]`).
+    pub volumes: String,
+    /// `QuiesceStatus`: `Succeeded`, `Failed` or `Skipped`.
+    pub quiesce_status: String,
 }
 
 /// `api.GracePeriodMetadata`: `{DeletionGracePeriodSeconds,
@@ -110,13 +143,18 @@ pub(super) fn metadata_json(
                 ..GracePeriod::default()
             })
     });
-    json!({
-        "KubeVirt": {
-            "UID": uid,
-            "GracePeriod": grace,
-            "Migration": runtime.migration,
-            "AccessCredential": runtime.access_credential,
-            "MemoryDump": runtime.memory_dump,
-        }
-    })
+    let mut kv = json!({
+        "UID": uid,
+        "GracePeriod": grace,
+        "Migration": runtime.migration,
+        "AccessCredential": runtime.access_credential,
+        "MemoryDump": runtime.memory_dump,
+    });
+    // KubeVirt main's field, written once a backup ran: v1.6.6's
+    // virt-handler has no such field (Go ignores it), so a launcher that
+    // never backed up answers v1.6.6's shape exactly.
+    if let (Some(b), Some(map)) = (&runtime.backup, kv.as_object_mut()) {
+        map.insert("Backup".into(), json!(b));
+    }
+    json!({ "KubeVirt": kv })
 }

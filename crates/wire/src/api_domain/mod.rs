@@ -44,7 +44,8 @@ mod status;
 mod tests;
 
 pub use metadata::{
-    AccessCredentialMetadata, GracePeriod, MemoryDumpMetadata, MigrationMetadata, RuntimeMetadata,
+    AccessCredentialMetadata, BackupMetadata, GracePeriod, MemoryDumpMetadata, MigrationMetadata,
+    RuntimeMetadata,
 };
 pub use status::{DomainStatus, InterfaceStatus};
 

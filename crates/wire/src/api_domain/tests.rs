@@ -612,6 +612,7 @@ fn runtime_metadata_overrides_the_xml() {
             message: "ok".into(),
         }),
         memory_dump: None,
+        backup: None,
     };
     let j = domain_json_with_metadata(&meta(), Some(&d), &running(), &runtime);
     assert_eq!(
@@ -636,6 +637,57 @@ fn runtime_metadata_overrides_the_xml() {
             "MemoryDump": null,
         })
     );
+}
+
+/// KubeVirt main's `api.BackupMetadata` under `Backup` (Go field names,
+/// `null` times), written once a backup ran; and a tracked disk's
+/// `DataStore` (`{Type, Format{Type}, Source}`), which virt-handler reads
+/// before it enables changed block tracking.
+#[test]
+fn backup_metadata_and_data_store_as_kubevirt_main() {
+    let runtime = RuntimeMetadata {
+        backup: Some(BackupMetadata {
+            name: "b1".into(),
+            mode: "Push".into(),
+            start_timestamp: Some("2025-01-01T00:00:01Z".into()),
+            checkpoint_name: "b1-2025-01-01_00-00-01".into(),
+            volumes: r#"[{"volumeName":"data"}]"#.into(),
+            quiesce_status: "Skipped".into(),
+            skip_quiesce: true,
+            ..BackupMetadata::default()
+        }),
+        ..RuntimeMetadata::default()
+    };
+    let j = domain_json_with_metadata(&meta(), None, &running(), &runtime);
+    assert_eq!(
+        j["Spec"]["Metadata"]["KubeVirt"]["Backup"],
+        json!({
+            "Name": "b1", "Mode": "Push", "SkipQuiesce": true,
+            "StartTimestamp": "2025-01-01T00:00:01Z", "EndTimestamp": null,
+            "Completed": false, "Failed": false, "BackupMsg": "",
+            "CheckpointName": "b1-2025-01-01_00-00-01",
+            "Volumes": "[{\"volumeName\":\"data\"}]", "QuiesceStatus": "Skipped",
+        })
+    );
+    let j = domain_json_with_metadata(&meta(), None, &running(), &RuntimeMetadata::default());
+    assert!(j["Spec"]["Metadata"]["KubeVirt"].get("Backup").is_none());
+
+    let xml = LIVE_XML.replacen(
+        "<disk ",
+        "<disk type='file' device='disk'>\
+        <driver name='qemu' type='qcow2'/><source file='/cbt/data.qcow2'><dataStore type='file'>\
+        <format type='raw'/><source file='/d/disk.img'/></dataStore></source>\
+        <target dev='vdz' bus='virtio'/><alias name='ua-data'/></disk><disk ",
+        1,
+    );
+    let d = Domain::from_xml(&xml).unwrap();
+    let j = domain_json(&meta(), Some(&d), &running());
+    let src = &j["Spec"]["Devices"]["Disks"][0]["Source"];
+    assert_eq!(src["File"], "/cbt/data.qcow2");
+    assert_eq!(src["DataStore"]["Type"], "file");
+    assert_eq!(src["DataStore"]["Format"], json!({"Type": "raw"}));
+    assert_eq!(src["DataStore"]["Source"]["File"], "/d/disk.img");
+    assert!(src["DataStore"]["Source"].get("DataStore").is_none());
 }
 
 #[test]
