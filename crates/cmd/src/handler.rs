@@ -57,6 +57,19 @@ pub trait Handler: Send + Sync + 'static {
     ) -> Result<(), CommandError> {
         Err(CommandError::not_supported("CPU hot-plug"))
     }
+    /// SyncVirtualMachineMemory: the running domain's guest memory follows
+    /// `spec.domain.memory.guest` through its virtio-mem device. Without an
+    /// implementation, "not supported yet".
+    ///
+    /// # Errors
+    /// [`CommandError`].
+    fn sync_memory(
+        &self,
+        _vmi: &VirtualMachineInstance,
+        _opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        Err(CommandError::not_supported("memory hot-plug"))
+    }
     /// Pause.
     ///
     /// # Errors

@@ -476,8 +476,13 @@ impl<H: Handler> Cmd for CmdService<H> {
         let opts = sync_options(&req);
         reply(self.with_vmi(&req, move |h, v| h.sync_cpus(v, &opts)).await)
     }
-    async fn sync_virtual_machine_memory(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("memory hot-plug"))
+    async fn sync_virtual_machine_memory(&self, r: Request<VmiRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let opts = sync_options(&req);
+        reply(
+            self.with_vmi(&req, move |h, v| h.sync_memory(v, &opts))
+                .await,
+        )
     }
     /// KubeVirt asks libvirt (`virNodeGetSEVInfo`): on a host without SEV
     /// the answer is libvirt's refusal.

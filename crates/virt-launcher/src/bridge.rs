@@ -122,7 +122,9 @@ pub fn bridge(
             DomainEvent::Reboot { domain }
             | DomainEvent::AgentUpdated { domain }
             | DomainEvent::MetadataUpdated { domain }
-            | DomainEvent::DeviceRemoved { domain, .. } => {
+            | DomainEvent::DeviceRemoved { domain, .. }
+            | DomainEvent::DeviceAdded { domain, .. }
+            | DomainEvent::MemoryDeviceSizeChanged { domain, .. } => {
                 if domain != &name {
                     continue;
                 }

@@ -72,6 +72,18 @@ pub enum Action {
     /// hot-plugged or unplugged to match (SyncVirtualMachineCPUs, as
     /// virt-handler sends it after a LiveUpdate of the VM's CPU).
     Cpus,
+    /// Standalone `run` only: `memory SIZE` (a quantity, `2Gi`), the VMI's
+    /// guest memory changed (within `maxGuest`, from at least the boot
+    /// memory) and the running domain's virtio-mem device asked for the
+    /// difference (SyncVirtualMachineMemory, as virt-handler sends it after
+    /// a LiveUpdate of the VM's memory); prints the domain's current
+    /// memory once the guest has taken it (or after 60 s).
+    Memory,
+    /// Standalone `run` only: `link NAME --state up|down`, the link state
+    /// of interface NAME changed in the VMI and in the running domain
+    /// (SyncVirtualMachine, as virt-handler sends it after a LiveUpdate of
+    /// the VM's interface state).
+    Link,
     /// Live-migrate the guest to the launcher of `--target-socket` (started
     /// with `run --migration-target`), through `virt-launcher
     /// migration-proxy`: SyncMigrationTarget there, then
@@ -110,6 +122,9 @@ pub struct CtlArgs {
     /// Addvolume: the disk's serial.
     #[arg(long)]
     pub serial: Option<String>,
+    /// Link: the interface's new link state, `up` or `down`.
+    #[arg(long)]
+    pub state: Option<String>,
     /// Memorydump: wait up to this many seconds for the dump to end, print
     /// its record (`Spec.Metadata.KubeVirt.MemoryDump`) and fail when the
     /// dump failed. Without it the command returns once the dump started.
@@ -198,7 +213,12 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     };
     let takes_path = matches!(
         args.action,
-        Action::Memorydump | Action::Addvolume | Action::Removevolume | Action::Cpus
+        Action::Memorydump
+            | Action::Addvolume
+            | Action::Removevolume
+            | Action::Cpus
+            | Action::Memory
+            | Action::Link
     );
     if let (Some(p), false) = (&args.path, takes_path) {
         let name = args
@@ -382,6 +402,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             Action::Vmstats => crate::ctl_vmstats::ask(&mut c, &args.items).await?,
             Action::Addvolume | Action::Removevolume => volume(&mut c, args).await?,
             Action::Cpus => cpus(&mut c, args).await?,
+            Action::Memory => memory(&mut c, args).await?,
+            Action::Link => link(&mut c, args).await?,
             Action::Migrate | Action::MigrateCancel => {
                 let dom = current_domain(&mut c).await?;
                 if args.action == Action::MigrateCancel {
@@ -465,7 +487,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             ),
             Action::Vmstats => pretty(),
             Action::Addvolume => format!("{}\n", out["target"].as_str().unwrap_or("")),
-            Action::Removevolume | Action::Cpus => "ok\n".to_owned(),
+            Action::Removevolume | Action::Cpus | Action::Link => "ok\n".to_owned(),
+            Action::Memory => format!("{}\n", out["guestCurrent"].as_str().unwrap_or("")),
             Action::Memorydump => pretty(),
             Action::Guestinfo
             | Action::Users
@@ -628,6 +651,91 @@ async fn cpus(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, 
     hotplug::write_store(&state, &vmi)?;
     Ok(json!({ "ok": true }))
 }
+
+/// `memory SIZE` (see [`crate::standalone::hotplug::set_guest_memory`]):
+/// changes the stored VMI's guest memory, sends SyncVirtualMachineMemory,
+/// then waits (up to [`MEMORY_WAIT`]) for the domain's `CurrentMemory` to
+/// reach it (the guest plugs the blocks itself) and records it as
+/// virt-handler does; the stored VMI changes only when the launcher
+/// accepted. Returns `{"guestCurrent": ...}`.
+///
+/// # Errors
+/// virt-controller's refusal (input), or the launcher's answer.
+async fn memory(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
+    use crate::standalone::hotplug;
+    let size = args
+        .path
+        .as_deref()
+        .and_then(std::path::Path::to_str)
+        .ok_or_else(|| LauncherError::input("memory: give the guest memory: memory SIZE (2Gi)"))?;
+    let state = hotplug::state_dir_of(&args.socket)?;
+    let mut vmi = hotplug::read_store(&state)?;
+    hotplug::set_guest_memory(&mut vmi, size)?;
+    let want = vmi["spec"]["domain"]["memory"]["guest"].clone();
+    let r = c
+        .sync_virtual_machine_memory(VmiRequest {
+            vmi: Some(Vmi {
+                vmi_json: vmi.to_string().into_bytes(),
+            }),
+            options: None,
+        })
+        .await
+        .map_err(err)?
+        .into_inner();
+    check(Some(r))?;
+    let start = std::time::Instant::now();
+    let current = loop {
+        let dom = current_domain(c).await?;
+        let current = hotplug::record_current_memory(&mut vmi, &dom);
+        if current.as_ref().is_some_and(|q| *q == want) || start.elapsed() >= MEMORY_WAIT {
+            break current;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    hotplug::write_store(&state, &vmi)?;
+    Ok(json!({ "guestCurrent": current }))
+}
+
+/// `link NAME --state up|down` (see
+/// [`crate::standalone::hotplug::set_link_state`]): changes the stored
+/// VMI's interface state and sends SyncVirtualMachine; the stored VMI
+/// changes only when the launcher accepted.
+///
+/// # Errors
+/// A refused change (input), or the launcher's answer.
+async fn link(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
+    use crate::standalone::hotplug;
+    let name = args
+        .path
+        .as_deref()
+        .and_then(std::path::Path::to_str)
+        .ok_or_else(|| {
+            LauncherError::input("link: give the interface: link NAME --state up|down")
+        })?;
+    let state = args
+        .state
+        .as_deref()
+        .ok_or_else(|| LauncherError::input("link: give the state: --state up|down"))?;
+    let socket_state = hotplug::state_dir_of(&args.socket)?;
+    let mut vmi = hotplug::read_store(&socket_state)?;
+    hotplug::set_link_state(&mut vmi, name, state)?;
+    let r = c
+        .sync_virtual_machine(VmiRequest {
+            vmi: Some(Vmi {
+                vmi_json: vmi.to_string().into_bytes(),
+            }),
+            options: None,
+        })
+        .await
+        .map_err(err)?
+        .into_inner();
+    check(Some(r))?;
+    hotplug::write_store(&socket_state, &vmi)?;
+    Ok(json!({ "ok": true }))
+}
+
+/// How long `memory` waits for the guest to plug what it was given.
+const MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The target of volume `name`'s disk in the domain, polled up to
 /// [`DEVICE_WAIT`] until it is `present` (or not): libvirt's device

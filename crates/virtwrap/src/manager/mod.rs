@@ -9,6 +9,9 @@
 //!   ExpandDisks; the config drive's tagged devices;
 //! - `lifecycle`: kill, delete and undefine, the shutdown request,
 //!   pause, unpause, reset, soft reboot, listing;
+//! - `vcpus`, `memory`: vCPU and memory hot-plug (SyncVirtualMachineCPUs,
+//!   SyncVirtualMachineMemory); `hotplug`: volumes and CD-ROM media on a
+//!   running domain; `nics`: the link state of its interfaces;
 //! - `dump`: the memory dump, the dirty rate, the QEMU version;
 //! - `screen`: GetScreenshot; [`sev`]: KubeVirt's SEV answers;
 //! - `time_sync`: the guest's clock set after a resume or a migration;
@@ -23,8 +26,10 @@
 mod dump;
 pub mod hotplug;
 mod lifecycle;
+pub mod memory;
 mod migrate;
 mod migrate_target;
+pub mod nics;
 mod screen;
 pub mod sev;
 mod sync;
