@@ -27,23 +27,11 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             )
         })
         .collect();
-    let mut checks: Vec<(bool, String, &str)> = vec![
-        (
-            dom.launch_security.is_some(),
-            "spec.domain.launchSecurity".into(),
-            "launch security (SEV)",
-        ),
-        (
-            !dev.gpus.is_empty(),
-            "spec.domain.devices.gpus".into(),
-            "GPUs",
-        ),
-        (
-            !dev.host_devices.is_empty(),
-            "spec.domain.devices.hostDevices".into(),
-            "host devices",
-        ),
-    ];
+    let mut checks: Vec<(bool, String, &str)> = vec![(
+        dom.launch_security.is_some(),
+        "spec.domain.launchSecurity".into(),
+        "launch security (SEV)",
+    )];
     for (i, c) in spec.access_credentials.iter().enumerate() {
         let p = format!("spec.accessCredentials[{i}]");
         checks.push((
