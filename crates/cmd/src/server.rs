@@ -337,10 +337,11 @@ impl<H: Handler> Cmd for CmdService<H> {
                 .await,
         )
     }
-    async fn hotplug_host_devices(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported(
-            "SR-IOV host device hot-plug (HotplugHostDevices)",
-        ))
+    async fn hotplug_host_devices(&self, r: Request<VmiRequest>) -> R<Response> {
+        reply(
+            self.with_vmi(&r.into_inner(), |h, v| h.hotplug_host_devices(v))
+                .await,
+        )
     }
     async fn get_domain(&self, _r: Request<EmptyRequest>) -> R<DomainResponse> {
         let h = Arc::clone(&self.handler);

@@ -12,6 +12,8 @@
 //! - `vcpus`, `memory`: vCPU and memory hot-plug (SyncVirtualMachineCPUs,
 //!   SyncVirtualMachineMemory); `hotplug`: volumes and CD-ROM media on a
 //!   running domain; `nics`: the link state of its interfaces;
+//! - `hostdev_hotplug`: SR-IOV host devices attached to a running domain
+//!   (HotplugHostDevices, one at a time);
 //! - `dump`: the memory dump, the dirty rate, the QEMU version;
 //! - `screen`: GetScreenshot; [`sev`]: KubeVirt's SEV answers;
 //! - `time_sync`: the guest's clock set after a resume or a migration;
@@ -24,6 +26,7 @@
 //! else a conversion needs comes with each sync.
 
 mod dump;
+pub mod hostdev_hotplug;
 pub mod hotplug;
 mod lifecycle;
 pub mod memory;
@@ -262,6 +265,8 @@ pub struct LibvirtDomainManager {
     /// was undefined: virt-handler deletes a shut-off domain at once, and
     /// the monitor must still tell a crash from a power-off.
     ended: Mutex<Option<(&'static str, &'static str)>>,
+    /// HotplugHostDevices runs one at a time (`hostdev_hotplug`).
+    hostdev_flight: hostdev_hotplug::SingleFlight,
     /// The collected hook sidecars (none unless `--hook-sidecars`).
     hooks: std::sync::Arc<hooks::Manager>,
     /// KubeVirt's `setTimeOnce`: the guest's clock is set after the first
@@ -313,6 +318,7 @@ impl LibvirtDomainManager {
             metadata,
             qemu_version,
             ended: Mutex::new(None),
+            hostdev_flight: hostdev_hotplug::SingleFlight::default(),
             hooks: std::sync::Arc::new(hooks::Manager::new(hooks::HOOK_SOCKETS_DIR)),
             set_time_once: std::sync::Once::new(),
         })
