@@ -169,12 +169,12 @@ pub struct CtlArgs {
     pub command: Vec<String>,
 }
 
-fn err(e: impl std::fmt::Display) -> LauncherError {
+pub(crate) fn err(e: impl std::fmt::Display) -> LauncherError {
     LauncherError::runtime(e.to_string())
 }
 
 /// A command's `Response`: `Ok` on success, else its message.
-fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
+pub(crate) fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
     match r {
         Some(r) if r.success => Ok(()),
         Some(r) => Err(LauncherError::runtime(r.message)),
@@ -187,7 +187,9 @@ fn check(r: Option<cmd::proto::cmd::Response>) -> Result<(), LauncherError> {
 ///
 /// # Errors
 /// The launcher could not be asked, said no, or has no domain.
-async fn current_domain(c: &mut cmd::client::CmdChannel) -> Result<Value, LauncherError> {
+pub(crate) async fn current_domain(
+    c: &mut cmd::client::CmdChannel,
+) -> Result<Value, LauncherError> {
     let d = c
         .get_domain(EmptyRequest {})
         .await
@@ -400,10 +402,12 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
                 json!({"mime": r.mime, "bytes": r.data.len(), "file": file})
             }
             Action::Vmstats => crate::ctl_vmstats::ask(&mut c, &args.items).await?,
-            Action::Addvolume | Action::Removevolume => volume(&mut c, args).await?,
-            Action::Cpus => cpus(&mut c, args).await?,
-            Action::Memory => memory(&mut c, args).await?,
-            Action::Link => link(&mut c, args).await?,
+            Action::Addvolume | Action::Removevolume => {
+                crate::ctl_hotplug::volume(&mut c, args).await?
+            }
+            Action::Cpus => crate::ctl_hotplug::cpus(&mut c, args).await?,
+            Action::Memory => crate::ctl_hotplug::memory(&mut c, args).await?,
+            Action::Link => crate::ctl_hotplug::link(&mut c, args).await?,
             Action::Migrate | Action::MigrateCancel => {
                 let dom = current_domain(&mut c).await?;
                 if args.action == Action::MigrateCancel {
@@ -521,244 +525,6 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     }
     Ok(())
 }
-
-/// `addvolume` / `removevolume` (see [`crate::standalone::hotplug`]):
-/// changes the stored VMI, mounts (or, after the detach, unmounts) the
-/// image in the launcher, sends SyncVirtualMachine and checks the domain.
-/// Returns `{"target": ...}` of an added volume.
-///
-/// # Errors
-/// virt-api's refusals (input), or the launcher's answer; nothing is left
-/// mounted and the stored VMI is unchanged when it fails.
-async fn volume(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
-    let verb = if args.action == Action::Addvolume {
-        "addvolume"
-    } else {
-        "removevolume"
-    };
-    let name = args
-        .path
-        .as_deref()
-        .and_then(std::path::Path::to_str)
-        .ok_or_else(|| {
-            LauncherError::input(format!("{verb}: give the volume's name: {verb} NAME"))
-        })?
-        .to_owned();
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    let sync = |vmi: &Value| VmiRequest {
-        vmi: Some(Vmi {
-            vmi_json: vmi.to_string().into_bytes(),
-        }),
-        options: None,
-    };
-    if args.action == Action::Addvolume {
-        let Some(image) = &args.image else {
-            return Err(LauncherError::input(
-                "addvolume: give the image: --image FILE",
-            ));
-        };
-        hotplug::add_volume(&mut vmi, &name, &args.bus, args.serial.as_deref())?;
-        let image_path = image;
-        let image = hotplug::Image::open(image_path)?;
-        let uid = u32::try_from(vmi["status"]["runtimeUser"].as_u64().unwrap_or(0)).unwrap_or(0);
-        image.check_user(image_path, &name, uid)?;
-        let pid = hotplug::server_pid(&args.socket)?;
-        hotplug::mount(pid, &state, &name, &image)?;
-        let undo = |e: LauncherError| {
-            if let Err(u) = hotplug::unmount(pid, &state, &image.pod_path(&name)) {
-                tracing::warn!("{u}");
-            }
-            e
-        };
-        let r = c.sync_virtual_machine(sync(&vmi)).await.map_err(err);
-        check(Some(r.map_err(undo)?.into_inner())).map_err(undo)?;
-        let Some(target) = domain_disk(c, &name, true).await.map_err(undo)? else {
-            return Err(undo(LauncherError::runtime(format!(
-                "volume {name} was not attached (the launcher's log says why)"
-            ))));
-        };
-        hotplug::mark_ready(&mut vmi, &name, &target);
-        hotplug::write_store(&state, &vmi)?;
-        Ok(json!({ "target": target }))
-    } else {
-        hotplug::remove_volume(&mut vmi, &name)?;
-        check(Some(
-            c.sync_virtual_machine(sync(&vmi))
-                .await
-                .map_err(err)?
-                .into_inner(),
-        ))?;
-        if domain_disk(c, &name, false).await?.is_some() {
-            return Err(LauncherError::runtime(format!(
-                "volume {name} is still attached (the launcher's log says why)"
-            )));
-        }
-        if let Some(p) = hotplug::mounted_path(&state, &name) {
-            hotplug::unmount(hotplug::server_pid(&args.socket)?, &state, &p)?;
-        }
-        hotplug::forget_volume(&mut vmi, &name);
-        hotplug::write_store(&state, &vmi)?;
-        Ok(json!({ "ok": true }))
-    }
-}
-
-/// `cpus SOCKETS` (see [`crate::standalone::hotplug::set_sockets`]):
-/// changes the stored VMI's sockets and sends SyncVirtualMachineCPUs; the
-/// stored VMI changes only when the launcher accepted.
-///
-/// # Errors
-/// virt-api's refusal (input), or the launcher's answer.
-async fn cpus(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
-    let sockets = args
-        .path
-        .as_deref()
-        .and_then(std::path::Path::to_str)
-        .and_then(|s| s.parse::<u32>().ok())
-        .ok_or_else(|| LauncherError::input("cpus: give the number of sockets: cpus SOCKETS"))?;
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    hotplug::set_sockets(&mut vmi, sockets)?;
-    // virt-handler re-enqueues the VMI after a failed sync and sends it
-    // again: libvirt gives up waiting for the guest to eject an unplugged
-    // vCPU after 5 s ("vcpu unplug request timed out"), and the next call
-    // finds the guest done (or asks again).
-    let start = std::time::Instant::now();
-    loop {
-        let r = c
-            .sync_virtual_machine_cp_us(VmiRequest {
-                vmi: Some(Vmi {
-                    vmi_json: vmi.to_string().into_bytes(),
-                }),
-                options: None,
-            })
-            .await
-            .map_err(err)?
-            .into_inner();
-        match check(Some(r)) {
-            Err(e)
-                if e.to_string().contains("unplug request timed out")
-                    && start.elapsed() < DEVICE_WAIT =>
-            {
-                tracing::info!("{e}; asking again");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            other => break other?,
-        }
-    }
-    hotplug::write_store(&state, &vmi)?;
-    Ok(json!({ "ok": true }))
-}
-
-/// `memory SIZE` (see [`crate::standalone::hotplug::set_guest_memory`]):
-/// changes the stored VMI's guest memory, sends SyncVirtualMachineMemory,
-/// then waits (up to [`MEMORY_WAIT`]) for the domain's `CurrentMemory` to
-/// reach it (the guest plugs the blocks itself) and records it as
-/// virt-handler does; the stored VMI changes only when the launcher
-/// accepted. Returns `{"guestCurrent": ...}`.
-///
-/// # Errors
-/// virt-controller's refusal (input), or the launcher's answer.
-async fn memory(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
-    let size = args
-        .path
-        .as_deref()
-        .and_then(std::path::Path::to_str)
-        .ok_or_else(|| LauncherError::input("memory: give the guest memory: memory SIZE (2Gi)"))?;
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    hotplug::set_guest_memory(&mut vmi, size)?;
-    let want = vmi["spec"]["domain"]["memory"]["guest"].clone();
-    let r = c
-        .sync_virtual_machine_memory(VmiRequest {
-            vmi: Some(Vmi {
-                vmi_json: vmi.to_string().into_bytes(),
-            }),
-            options: None,
-        })
-        .await
-        .map_err(err)?
-        .into_inner();
-    check(Some(r))?;
-    let start = std::time::Instant::now();
-    let current = loop {
-        let dom = current_domain(c).await?;
-        let current = hotplug::record_current_memory(&mut vmi, &dom);
-        if current.as_ref().is_some_and(|q| *q == want) || start.elapsed() >= MEMORY_WAIT {
-            break current;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    };
-    hotplug::write_store(&state, &vmi)?;
-    Ok(json!({ "guestCurrent": current }))
-}
-
-/// `link NAME --state up|down` (see
-/// [`crate::standalone::hotplug::set_link_state`]): changes the stored
-/// VMI's interface state and sends SyncVirtualMachine; the stored VMI
-/// changes only when the launcher accepted.
-///
-/// # Errors
-/// A refused change (input), or the launcher's answer.
-async fn link(c: &mut cmd::client::CmdChannel, args: &CtlArgs) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
-    let name = args
-        .path
-        .as_deref()
-        .and_then(std::path::Path::to_str)
-        .ok_or_else(|| {
-            LauncherError::input("link: give the interface: link NAME --state up|down")
-        })?;
-    let state = args
-        .state
-        .as_deref()
-        .ok_or_else(|| LauncherError::input("link: give the state: --state up|down"))?;
-    let socket_state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&socket_state)?;
-    hotplug::set_link_state(&mut vmi, name, state)?;
-    let r = c
-        .sync_virtual_machine(VmiRequest {
-            vmi: Some(Vmi {
-                vmi_json: vmi.to_string().into_bytes(),
-            }),
-            options: None,
-        })
-        .await
-        .map_err(err)?
-        .into_inner();
-    check(Some(r))?;
-    hotplug::write_store(&socket_state, &vmi)?;
-    Ok(json!({ "ok": true }))
-}
-
-/// How long `memory` waits for the guest to plug what it was given.
-const MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The target of volume `name`'s disk in the domain, polled up to
-/// [`DEVICE_WAIT`] until it is `present` (or not): libvirt's device
-/// removal ends when the guest has released the device, and the domain
-/// the launcher answers with follows libvirt's events.
-async fn domain_disk(
-    c: &mut cmd::client::CmdChannel,
-    name: &str,
-    present: bool,
-) -> Result<Option<String>, LauncherError> {
-    let start = std::time::Instant::now();
-    loop {
-        let dom = current_domain(c).await?;
-        let target = crate::standalone::hotplug::domain_target(&dom, name);
-        if target.is_some() == present || start.elapsed() >= DEVICE_WAIT {
-            return Ok(target);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
-}
-
-/// How long a hot-plug or unplug may take to show in the domain.
-const DEVICE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The VMI a command carries, from the domain: its name, namespace and
 /// UID (the launcher checks the UID). Without `kind` and `apiVersion`, as

@@ -29,6 +29,7 @@
 pub mod bridge;
 pub mod commands;
 pub mod ctl;
+pub mod ctl_hotplug;
 pub mod ctl_vmstats;
 pub mod error;
 pub mod flags;
