@@ -131,11 +131,42 @@ pub fn apply(
     let applied = Applied {
         default_pod_interface: set_default_network_interface(vmi),
     };
+    set_guest_memory_status(vmi);
     if cluster.vm_rollout_strategy == VmRolloutStrategy::LiveUpdate && arch != Arch::Arm64 {
         set_cpu_hotplug_maximum(vmi);
         set_memory_hotplug_maximum(vmi, arch);
     }
     applied
+}
+
+/// `setGuestMemoryStatus` (KubeVirt `pkg/defaults`, when the VMI is
+/// created): `status.memory` `{guestAtBoot, guestCurrent, guestRequested}`
+/// all `spec.domain.memory.guest`, what memory hot-plug measures from. A
+/// VMI that arrives with a `status.memory` keeps it (so applying twice,
+/// or to a VMI a cluster defaulted, changes nothing).
+fn set_guest_memory_status(vmi: &mut VirtualMachineInstance) {
+    let Some(guest) = vmi
+        .spec
+        .domain
+        .memory
+        .as_ref()
+        .and_then(|m| m.guest.as_ref())
+        .map(|q| q.as_str().to_owned())
+    else {
+        return;
+    };
+    let status = vmi
+        .status
+        .get_or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    if let Some(map) = status.as_object_mut() {
+        map.entry("memory").or_insert_with(|| {
+            serde_json::json!({
+                "guestAtBoot": guest,
+                "guestCurrent": guest,
+                "guestRequested": guest,
+            })
+        });
+    }
 }
 
 /// `SetDefaultNetworkInterface` under the default cluster configuration:
@@ -181,6 +212,16 @@ fn set_cpu_hotplug_maximum(vmi: &mut VirtualMachineInstance) {
     cpu.max_sockets = max;
 }
 
+/// The virtio-mem block (bytes) of `memory`: 1 GiB when 1Gi hugepages
+/// back the guest, else 2 MiB (KubeVirt `pkg/liveupdate/memory`: the
+/// alignment of `guest` and `maxGuest` and the device's `<block>`).
+pub fn memory_hotplug_block(memory: &crate::vmi::Memory) -> u64 {
+    match memory.hugepages.as_ref() {
+        Some(h) if h.page_size == "1Gi" => HOTPLUG_BLOCK_1G_BYTES,
+        _ => HOTPLUG_BLOCK_BYTES,
+    }
+}
+
 /// `setupMemoryHotplug` with no `maximumGuestMemory` configured: `maxGuest`
 /// ← `guest` × [`MAX_HOTPLUG_RATIO`] when KubeVirt's `ValidateLiveUpdateMemory`
 /// accepts it (otherwise memory hot-plug stays off, silently, as there).
@@ -205,10 +246,7 @@ fn set_memory_hotplug_maximum(vmi: &mut VirtualMachineInstance, arch: Arch) {
     let Some(guest) = memory.guest.as_ref().and_then(|q| q.to_bytes().ok()) else {
         return;
     };
-    let block = match memory.hugepages.as_ref() {
-        Some(h) if h.page_size == "1Gi" => HOTPLUG_BLOCK_1G_BYTES,
-        _ => HOTPLUG_BLOCK_BYTES,
-    };
+    let block = memory_hotplug_block(memory);
     let Some(max) = guest.checked_mul(u64::from(MAX_HOTPLUG_RATIO)) else {
         return;
     };
@@ -310,6 +348,11 @@ mod tests {
         assert_eq!(live.spec.domain.cpu.as_ref().unwrap().max_sockets, 8);
         let mem = live.spec.domain.memory.as_ref().unwrap();
         assert_eq!(mem.max_guest.as_ref().unwrap().as_str(), "8Gi");
+        // setGuestMemoryStatus: what memory hot-plug measures from.
+        assert_eq!(
+            live.status.as_ref().unwrap()["memory"],
+            serde_json::json!({"guestAtBoot": "2Gi", "guestCurrent": "2Gi", "guestRequested": "2Gi"})
+        );
         let stage = defaulted(&doc, Arch::Amd64, VmRolloutStrategy::Stage);
         assert_eq!(stage.spec.domain.cpu.as_ref().unwrap().max_sockets, 0);
         assert!(stage

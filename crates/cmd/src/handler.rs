@@ -57,6 +57,30 @@ pub trait Handler: Send + Sync + 'static {
     ) -> Result<(), CommandError> {
         Err(CommandError::not_supported("CPU hot-plug"))
     }
+    /// HotplugHostDevices: attach the VMI's SR-IOV host devices the running
+    /// domain lacks, asynchronously, one call at a time. Without an
+    /// implementation, "not supported yet".
+    ///
+    /// # Errors
+    /// [`CommandError`].
+    fn hotplug_host_devices(&self, _vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
+        Err(CommandError::not_supported(
+            "SR-IOV host device hot-plug (HotplugHostDevices)",
+        ))
+    }
+    /// SyncVirtualMachineMemory: the running domain's guest memory follows
+    /// `spec.domain.memory.guest` through its virtio-mem device. Without an
+    /// implementation, "not supported yet".
+    ///
+    /// # Errors
+    /// [`CommandError`].
+    fn sync_memory(
+        &self,
+        _vmi: &VirtualMachineInstance,
+        _opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        Err(CommandError::not_supported("memory hot-plug"))
+    }
     /// Pause.
     ///
     /// # Errors

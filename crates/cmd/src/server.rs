@@ -3,9 +3,10 @@
 //!
 //! gRPC over the Unix socket `<share>/sockets/launcher-init-sock`, renamed
 //! to `launcher-sock` once the launcher is ready ([`mark_ready`]); no TCP.
-//! Every method of `kubevirt.cmd.v1.Cmd` answers: the ones whose feature
-//! exists call the [`Handler`]; the rest answer `success=false` with
-//! "not supported yet: <feature>" — never a silent success. Errors travel in
+//! Every method of `kubevirt.cmd.v1.Cmd` calls the [`Handler`]; a part of
+//! a feature that is not built answers `success=false` with "not supported
+//! yet: <feature>" ([`CommandError::not_supported`]) — never a silent
+//! success. Errors travel in
 //! the `Response` (gRPC status OK), as KubeVirt's server does.
 
 use std::path::{Path, PathBuf};
@@ -50,10 +51,6 @@ fn fail(e: &CommandError) -> Response {
         success: false,
         message: e.to_string(),
     }
-}
-
-fn unsupported(feature: &str) -> Response {
-    fail(&CommandError::not_supported(feature))
 }
 
 /// A handler call's result, or [`CommandError::Internal`] when its task
@@ -337,10 +334,11 @@ impl<H: Handler> Cmd for CmdService<H> {
                 .await,
         )
     }
-    async fn hotplug_host_devices(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported(
-            "SR-IOV host device hot-plug (HotplugHostDevices)",
-        ))
+    async fn hotplug_host_devices(&self, r: Request<VmiRequest>) -> R<Response> {
+        reply(
+            self.with_vmi(&r.into_inner(), |h, v| h.hotplug_host_devices(v))
+                .await,
+        )
     }
     async fn get_domain(&self, _r: Request<EmptyRequest>) -> R<DomainResponse> {
         let h = Arc::clone(&self.handler);
@@ -476,8 +474,13 @@ impl<H: Handler> Cmd for CmdService<H> {
         let opts = sync_options(&req);
         reply(self.with_vmi(&req, move |h, v| h.sync_cpus(v, &opts)).await)
     }
-    async fn sync_virtual_machine_memory(&self, _r: Request<VmiRequest>) -> R<Response> {
-        reply(unsupported("memory hot-plug"))
+    async fn sync_virtual_machine_memory(&self, r: Request<VmiRequest>) -> R<Response> {
+        let req = r.into_inner();
+        let opts = sync_options(&req);
+        reply(
+            self.with_vmi(&req, move |h, v| h.sync_memory(v, &opts))
+                .await,
+        )
     }
     /// KubeVirt asks libvirt (`virNodeGetSEVInfo`): on a host without SEV
     /// the answer is libvirt's refusal.

@@ -35,6 +35,8 @@ pub struct HostFacts {
     pub host_numa: Option<Vec<numa::HostNumaCell>>,
     /// SeaBIOS' debug console (see [`ConvertContext::firmware_debug_log`]).
     pub firmware_debug_log: bool,
+    /// The device plugins' variables (see [`ConvertContext::device_plugin_env`]).
+    pub device_plugin_env: BTreeMap<String, String>,
 }
 
 impl HostFacts {
@@ -53,6 +55,7 @@ impl HostFacts {
             ovmf_files: None,
             host_numa: None,
             firmware_debug_log: false,
+            device_plugin_env: BTreeMap::new(),
         }
     }
 }
@@ -122,6 +125,7 @@ impl ConvertContext {
             host_numa: host.host_numa.clone(),
             sriov_pci,
             firmware_debug_log: host.firmware_debug_log,
+            device_plugin_env: host.device_plugin_env.clone(),
         }
     }
 
@@ -135,6 +139,7 @@ impl ConvertContext {
             ovmf_files: self.ovmf_files.clone(),
             host_numa: self.host_numa.clone(),
             firmware_debug_log: self.firmware_debug_log,
+            device_plugin_env: self.device_plugin_env.clone(),
         }
     }
 }

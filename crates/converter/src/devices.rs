@@ -176,6 +176,7 @@ pub fn convert(
     let usb_needed = caps.usb_always
         || !dev.redirdev.is_empty()
         || dev.input.iter().any(|i| i.bus.as_deref() == Some("usb"))
+        || crate::hostdevices::usb_found(vmi, ctx)
         || disks
             .iter()
             .any(|d| d.target.bus.as_deref() == Some(Bus::Usb.as_str()));

@@ -22,6 +22,7 @@ pub mod disks;
 pub mod features;
 pub mod filesystems;
 pub mod firmware_log;
+pub mod hostdevices;
 pub mod interfaces;
 pub mod iothreads;
 pub mod memory;
@@ -255,6 +256,12 @@ pub struct ConvertContext {
     /// launcher's `VIRT_LAUNCHER_LOG_VERBOSITY` above 5, see
     /// [`firmware_log`]).
     pub firmware_debug_log: bool,
+    /// The device plugins' variables of the pod's environment
+    /// (`PCI_RESOURCE_<RESOURCE>`, `MDEV_PCI_RESOURCE_<RESOURCE>`,
+    /// `USB_RESOURCE_<RESOURCE>`: comma-separated host PCI addresses,
+    /// mdev UUIDs or USB `bus:device` pairs), from which `gpus` and
+    /// `hostDevices` get their devices (see [`hostdevices`]).
+    pub device_plugin_env: BTreeMap<String, String>,
 }
 
 impl ConvertContext {
@@ -329,7 +336,9 @@ pub fn convert(vmi: &VirtualMachineInstance, ctx: &ConvertContext) -> Result<Dom
         });
     }
     let interface = interfaces::convert(vmi, ctx, online)?;
-    let hostdev = sriov::convert(vmi, ctx)?;
+    // KubeVirt's order: generic host devices, GPUs, then SR-IOV.
+    let mut hostdev = hostdevices::convert(vmi, ctx)?;
+    hostdev.extend(sriov::convert(vmi, ctx)?);
     sriov::check_guest_addresses(vmi)?;
     let firmware_log = firmware_log::qemu_args(ctx.arch, ctx.firmware_debug_log);
     let dom = Domain {

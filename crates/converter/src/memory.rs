@@ -5,7 +5,10 @@
 
 use api::quantity::{Quantity, QuantityRangeError};
 use api::VirtualMachineInstance;
-use domain::{Hugepages, MaxMemory, MemoryAccess, MemoryBacking, MemorySource, MemoryValue};
+use domain::{
+    Hugepages, MaxMemory, MemoryAccess, MemoryBacking, MemoryDevice, MemoryDeviceTarget,
+    MemorySource, MemoryValue,
+};
 
 use crate::ConvertError;
 
@@ -148,6 +151,69 @@ pub fn convert(vmi: &VirtualMachineInstance) -> Result<Converted, ConvertError> 
     Ok(out)
 }
 
+/// Where the VMI's boot memory is recorded (virt-controller sets it when
+/// the VMI starts).
+pub const GUEST_AT_BOOT: &str = "status.memory.guestAtBoot";
+
+/// The virtio-mem device of memory hot-plug (KubeVirt
+/// `liveupdate/memory.BuildMemoryDevice`, kubevirt-facts §8.4): `size` =
+/// `maxGuest` − `status.memory.guestAtBoot`, `requested` = `guest` −
+/// `guestAtBoot`, both in bytes, on guest NUMA node 0, in blocks of
+/// [`api::cluster::memory_hotplug_block`].
+///
+/// # Errors
+/// [`ConvertError::Invalid`] naming the field: no `guest`, `maxGuest` or
+/// `guestAtBoot` (KubeVirt dereferences them), a quantity that is not a
+/// size, or a difference below 0 (KubeVirt's `Memory size '<q>' must be
+/// greater than or equal to 0`).
+pub fn hotplug_device(vmi: &VirtualMachineInstance) -> Result<MemoryDevice, ConvertError> {
+    let mem = vmi.spec.domain.memory.clone().unwrap_or_default();
+    let need = |q: Option<Quantity>, path: &str| {
+        let q = q.ok_or_else(|| ConvertError::invalid(path, "is required for memory hot-plug"))?;
+        bytes(&q, path)
+    };
+    let guest = need(mem.guest.clone(), "spec.domain.memory.guest")?;
+    let max = need(mem.max_guest.clone(), "spec.domain.memory.maxGuest")?;
+    let at_boot_q = vmi
+        .status
+        .as_ref()
+        .and_then(|s| s.pointer("/memory/guestAtBoot"))
+        .and_then(serde_json::Value::as_str)
+        .map(|s| {
+            Quantity::parse(s)
+                .map_err(|e| ConvertError::invalid(GUEST_AT_BOOT, format!("'{s}': {e}")))
+        })
+        .transpose()?;
+    let at_boot = need(at_boot_q, GUEST_AT_BOOT)?;
+    let diff = |total: u64, path: &str| {
+        total.checked_sub(at_boot).ok_or_else(|| {
+            ConvertError::invalid(
+                path,
+                format!(
+                    "Memory size '-{}' must be greater than or equal to 0",
+                    Quantity::binary_si(at_boot - total)
+                ),
+            )
+        })
+    };
+    let b = |value: u64| MemoryValue {
+        unit: "b".into(),
+        value,
+    };
+    Ok(MemoryDevice {
+        model: "virtio-mem".into(),
+        target: MemoryDeviceTarget {
+            size: Some(b(diff(max, "spec.domain.memory.maxGuest")?)),
+            node: Some("0".into()),
+            block: Some(b(api::cluster::memory_hotplug_block(&mem))),
+            requested: Some(b(diff(guest, "spec.domain.memory.guest")?)),
+            current: None,
+        },
+        alias: None,
+        address: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use api::Arch;
@@ -219,5 +285,46 @@ mod tests {
             e,
             "spec.domain.memory.maxGuest: '1Gi' must be greater than or equal to the guest memory '2Gi'"
         );
+    }
+
+    #[test]
+    fn the_virtio_mem_device_of_a_hot_plug() {
+        let doc = |mem: &str, status: &str| {
+            let d = format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: m}}\nspec:\n  domain:\n    memory: {mem}\n{status}");
+            api::load_vmi(d.as_bytes(), Arch::Amd64).unwrap()
+        };
+        let at_boot = "status: {memory: {guestAtBoot: 1Gi}}\n";
+        let d = super::hotplug_device(&doc("{guest: 2Gi, maxGuest: 4Gi}", at_boot)).unwrap();
+        let x = d.to_xml().unwrap();
+        assert_eq!(
+            x,
+            "<memory model=\"virtio-mem\"><target><size unit=\"b\">3221225472</size><node>0</node><block unit=\"b\">2097152</block><requested unit=\"b\">1073741824</requested></target></memory>"
+        );
+        // 1Gi hugepages: 1 GiB blocks.
+        let d = super::hotplug_device(&doc(
+            "{guest: 2Gi, maxGuest: 4Gi, hugepages: {pageSize: 1Gi}}",
+            at_boot,
+        ))
+        .unwrap();
+        assert_eq!(d.target.block.unwrap().value, 1 << 30);
+        // Below the boot memory, or without it: refused by field.
+        let e = super::hotplug_device(&doc("{guest: 512Mi, maxGuest: 4Gi}", at_boot))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "spec.domain.memory.guest: Memory size '-512Mi' must be greater than or equal to 0"
+        );
+        let e = super::hotplug_device(&doc("{guest: 2Gi, maxGuest: 4Gi}", ""))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "status.memory.guestAtBoot: is required for memory hot-plug"
+        );
+        let e = super::hotplug_device(&doc("{guest: 2Gi}", at_boot))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("spec.domain.memory.maxGuest: "), "{e}");
     }
 }

@@ -27,23 +27,11 @@ pub fn check(vmi: &VirtualMachineInstance) -> Result<(), ConvertError> {
             )
         })
         .collect();
-    let mut checks: Vec<(bool, String, &str)> = vec![
-        (
-            dom.launch_security.is_some(),
-            "spec.domain.launchSecurity".into(),
-            "launch security (SEV)",
-        ),
-        (
-            !dev.gpus.is_empty(),
-            "spec.domain.devices.gpus".into(),
-            "GPUs",
-        ),
-        (
-            !dev.host_devices.is_empty(),
-            "spec.domain.devices.hostDevices".into(),
-            "host devices",
-        ),
-    ];
+    let mut checks: Vec<(bool, String, &str)> = vec![(
+        dom.launch_security.is_some(),
+        "spec.domain.launchSecurity".into(),
+        "launch security (SEV)",
+    )];
     checks.push((
         vmi.metadata
             .annotations

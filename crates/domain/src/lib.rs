@@ -41,9 +41,10 @@ pub use devices::{
     DataStore, Devices, Disk, DiskDriver, DiskSource, DiskTarget, DriverIoThread, DriverIoThreads,
     Filesystem, FilesystemDriver, FilesystemSource, FilesystemTarget, Format, Graphics,
     GraphicsListen, HostDevice, HostDeviceSource, Input, Interface, InterfaceBackend,
-    InterfaceDriver, InterfaceSource, InterfaceTarget, LinkState, Mac, MemBalloon, Model, Mtu,
-    PortForward, PortRange, RedirDev, Reservations, ReservationsSource, Rng, RngBackend, Rom,
-    Serial, SerialTarget, Sound, Tpm, TpmBackend, Video, VideoModel, Vsock, VsockCid, Watchdog,
+    InterfaceDriver, InterfaceSource, InterfaceTarget, LinkState, Mac, MemBalloon, MemoryDevice,
+    MemoryDeviceTarget, Model, Mtu, PortForward, PortRange, RedirDev, Reservations,
+    ReservationsSource, Rng, RngBackend, Rom, Serial, SerialTarget, Sound, Tpm, TpmBackend, Video,
+    VideoModel, Vsock, VsockCid, Watchdog,
 };
 pub use features::{
     FeatureState, Features, HyperV, HyperVSpinlocks, HyperVStimer, HyperVVendorId, KvmFeatures,

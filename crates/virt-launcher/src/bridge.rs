@@ -149,7 +149,10 @@ pub fn bridge(
                 manager.backup_job_completed(&name, error.as_deref());
                 added = true;
             }
-            DomainEvent::Reboot { domain } | DomainEvent::DeviceRemoved { domain, .. } => {
+            DomainEvent::Reboot { domain }
+            | DomainEvent::DeviceRemoved { domain, .. }
+            | DomainEvent::DeviceAdded { domain, .. }
+            | DomainEvent::MemoryDeviceSizeChanged { domain, .. } => {
                 if domain != &name {
                     continue;
                 }

@@ -76,6 +76,11 @@ pub fn probe(
         facts.ovmf_files = Some(dir_files(&facts.paths.ovmf_dir));
     }
     facts.host_numa = host_numa();
+    // The device plugins' PCI/MDEV/USB variables (KubeVirt reads them when
+    // converting `gpus` and `hostDevices`); also for `convert` and `run`.
+    facts.device_plugin_env = std::env::vars()
+        .filter(|(k, _)| converter::hostdevices::is_device_plugin_var(k))
+        .collect();
     // KubeVirt reads the verbosity from the environment when converting.
     facts.firmware_debug_log = converter::firmware_log::wanted(
         std::env::var("VIRT_LAUNCHER_LOG_VERBOSITY").ok().as_deref(),

@@ -59,6 +59,20 @@ impl VmiSync {
         })
     }
 
+    /// The host PCI address of each of `vmi`'s SR-IOV interfaces (see
+    /// [`crate::podnet::PodNetwork::sriov_addresses`]).
+    ///
+    /// # Errors
+    /// [`SyncError::Network`].
+    pub fn sriov_addresses(
+        &self,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<std::collections::BTreeMap<String, String>, SyncError> {
+        self.network
+            .sriov_addresses(vmi)
+            .map_err(SyncError::Network)
+    }
+
     /// Runs `f` with this sync's inputs for `vmi`: the pod's interfaces
     /// (phase 2 run first when `starting`) and the SR-IOV addresses, under
     /// `cluster`'s settings.

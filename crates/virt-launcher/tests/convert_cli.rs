@@ -300,3 +300,108 @@ fn verbosity_above_five_adds_the_seabios_debug_console_on_amd64() {
         assert!(!xml.contains("qemu:"), "{verbosity} {arch}: {xml}");
     }
 }
+
+/// KubeVirt's `vmi-gpu` and `vmi-usb` examples: their devices come from the
+/// device plugins' variables (a PCI GPU, the same GPU as a vGPU with
+/// KubeVirt's default display, a USB device), libvirt's schema accepts the
+/// domains; without the variables the conversion is refused with
+/// KubeVirt's message naming what is missing.
+#[test]
+fn gpus_and_host_devices_come_from_the_device_plugin_variables() {
+    let dir = repo().join("tests/data/hostdevices");
+    let run = |file: &str, env: &[(&str, &str)]| {
+        let vmi = dir.join(file);
+        let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
+            .arg("convert")
+            .arg(&vmi)
+            .arg("--validate")
+            .args(host_facts(&vmi))
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let hostdevs = |xml: &str| -> Vec<String> {
+        xml.split("<hostdev ")
+            .skip(1)
+            .map(|h| h.split("</hostdev>").next().unwrap_or("").to_owned())
+            .collect()
+    };
+    let gpu = "PCI_RESOURCE_NVIDIA_COM_GP102GL_TESLA_P40";
+    let (code, xml, err) = run("vmi-gpu.yaml", &[(gpu, "0000:81:00.0")]);
+    assert_eq!(code, 0, "{err}");
+    let h = hostdevs(&xml);
+    assert_eq!(h.len(), 1, "{xml}");
+    assert!(
+        h[0].starts_with("mode=\"subsystem\" type=\"pci\" managed=\"no\">"),
+        "{}",
+        h[0]
+    );
+    assert!(
+        h[0].contains("domain=\"0x0000\" bus=\"0x81\" slot=\"0x00\" function=\"0x0\""),
+        "{}",
+        h[0]
+    );
+    assert!(h[0].contains("<alias name=\"ua-gpu-gpu1\"/>"), "{}", h[0]);
+    // The same resource as a vGPU: a mediated device with KubeVirt's
+    // default display (display and ramfb on the first vGPU).
+    let uuid = "4b20d080-1b54-4048-85b3-a6a62d165c01";
+    let (code, xml, err) = run(
+        "vmi-gpu.yaml",
+        &[("MDEV_PCI_RESOURCE_NVIDIA_COM_GP102GL_TESLA_P40", uuid)],
+    );
+    assert_eq!(code, 0, "{err}");
+    let h = hostdevs(&xml);
+    assert_eq!(h.len(), 1, "{xml}");
+    assert!(
+        h[0].starts_with(
+            "mode=\"subsystem\" type=\"mdev\" model=\"vfio-pci\" display=\"on\" ramfb=\"on\">"
+        ),
+        "{}",
+        h[0]
+    );
+    assert!(
+        h[0].contains(&format!("<address uuid=\"{uuid}\"/>")),
+        "{}",
+        h[0]
+    );
+    let (code, xml, err) = run(
+        "vmi-usb.yaml",
+        &[("USB_RESOURCE_KUBEVIRT_IO_STORAGE", "3:7")],
+    );
+    assert_eq!(code, 0, "{err}");
+    let h = hostdevs(&xml);
+    assert_eq!(h.len(), 1, "{xml}");
+    assert!(
+        h[0].starts_with("mode=\"subsystem\" type=\"usb\">"),
+        "{}",
+        h[0]
+    );
+    assert!(
+        h[0].contains("<address bus=\"3\" device=\"7\"/>"),
+        "{}",
+        h[0]
+    );
+    assert!(
+        h[0].contains("<alias name=\"ua-usb-host-node-usb-to-vmi-storage\"/>"),
+        "{}",
+        h[0]
+    );
+    // USB host devices need the USB controller KubeVirt otherwise disables.
+    assert!(
+        xml.contains("<controller type=\"usb\" index=\"0\" model=\"qemu-xhci\"/>"),
+        "{xml}"
+    );
+    // No variable: refused, naming the device and the variables.
+    let (code, _, err) = run("vmi-gpu.yaml", &[]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("failed to create GPU host-devices: the number of device plugin GPU/s do not match the number of devices: no device for gpu1 (nvidia.com/GP102GL_Tesla_P40: PCI_RESOURCE_NVIDIA_COM_GP102GL_TESLA_P40"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -72,6 +72,24 @@ pub enum DomainEvent {
         /// `VIR_DOMAIN_JOB_ERRMSG`, when libvirt gave one.
         error: Option<String>,
     },
+    /// `VIR_DOMAIN_EVENT_ID_DEVICE_ADDED` (a hot-plugged device is in).
+    DeviceAdded {
+        /// Domain name.
+        domain: String,
+        /// Alias of the added device.
+        alias: String,
+    },
+    /// `VIR_DOMAIN_EVENT_ID_MEMORY_DEVICE_SIZE_CHANGE`: the guest plugged
+    /// or unplugged virtio-mem blocks (libvirt has raised or lowered
+    /// `<currentMemory>`, which virt-handler reads back).
+    MemoryDeviceSizeChanged {
+        /// Domain name.
+        domain: String,
+        /// Alias of the memory device.
+        alias: String,
+        /// What the device now provides, KiB.
+        size_kib: u64,
+    },
     /// The guest agent poller saw the OS info, the interfaces or the
     /// freeze status change (KubeVirt's AgentUpdated); not from libvirt.
     AgentUpdated {
@@ -301,11 +319,57 @@ unsafe extern "C" fn on_job_completed(
     );
 }
 
+unsafe extern "C" fn on_device_added(
+    _conn: sys::virConnectPtr,
+    dom: sys::virDomainPtr,
+    alias: *const c_char,
+    opaque: *mut c_void,
+) {
+    send(
+        opaque,
+        DomainEvent::DeviceAdded {
+            domain: domain_name(dom),
+            alias: c_text(alias),
+        },
+    );
+}
+
+unsafe extern "C" fn on_memory_device_size_change(
+    _conn: sys::virConnectPtr,
+    dom: sys::virDomainPtr,
+    alias: *const c_char,
+    size: std::os::raw::c_ulonglong,
+    opaque: *mut c_void,
+) {
+    send(
+        opaque,
+        DomainEvent::MemoryDeviceSizeChanged {
+            domain: domain_name(dom),
+            alias: c_text(alias),
+            size_kib: size,
+        },
+    );
+}
+
+/// A C string libvirt passes to a callback, empty when NULL.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string valid for the call.
+unsafe fn c_text(p: *const c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
 unsafe extern "C" fn free_sender(opaque: *mut c_void) {
     drop(Box::from_raw(opaque as *mut Sender<DomainEvent>));
 }
 
-/// Registers the five callbacks; returns their registration ids.
+/// Registers the callbacks (KubeVirt's: lifecycle, reboot, agent,
+/// device added and removed, memory device size change; job completed
+/// for backups); returns their registration ids.
 fn register_all(conn: &Connect, tx: &Sender<DomainEvent>) -> Vec<c_int> {
     // The C API takes every callback as the generic type and calls it with
     // the signature of its event id (libvirt's VIR_DOMAIN_EVENT_CALLBACK).
@@ -313,7 +377,9 @@ fn register_all(conn: &Connect, tx: &Sender<DomainEvent>) -> Vec<c_int> {
     // SAFETY: each transmute only changes the declared signature of a
     // function pointer; libvirt invokes it with the signature that matches
     // the event id it is registered for, which is the original one.
-    let callbacks: [(c_int, Generic); 5] = unsafe {
+    type AliasCallback =
+        unsafe extern "C" fn(sys::virConnectPtr, sys::virDomainPtr, *const c_char, *mut c_void);
+    let callbacks: [(c_int, Generic); 7] = unsafe {
         [
             (
                 sys::VIR_DOMAIN_EVENT_ID_LIFECYCLE as c_int,
@@ -356,6 +422,23 @@ fn register_all(conn: &Connect, tx: &Sender<DomainEvent>) -> Vec<c_int> {
                     ),
                     Generic,
                 >(on_device_removed),
+            ),
+            (
+                sys::VIR_DOMAIN_EVENT_ID_DEVICE_ADDED as c_int,
+                std::mem::transmute::<AliasCallback, Generic>(on_device_added),
+            ),
+            (
+                sys::VIR_DOMAIN_EVENT_ID_MEMORY_DEVICE_SIZE_CHANGE as c_int,
+                std::mem::transmute::<
+                    unsafe extern "C" fn(
+                        sys::virConnectPtr,
+                        sys::virDomainPtr,
+                        *const c_char,
+                        std::os::raw::c_ulonglong,
+                        *mut c_void,
+                    ),
+                    Generic,
+                >(on_memory_device_size_change),
             ),
             (
                 sys::VIR_DOMAIN_EVENT_ID_JOB_COMPLETED as c_int,

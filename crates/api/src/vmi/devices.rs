@@ -70,14 +70,12 @@ pub struct Devices {
     /// Sound card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sound: Option<SoundDevice>,
-    /// Not implemented yet; refused when present.
+    /// GPUs a device plugin (or DRA, not supported yet) gives the pod.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::vec_value))]
-    pub gpus: Vec<Value>,
-    /// Not implemented yet; refused when present.
+    pub gpus: Vec<Gpu>,
+    /// Host devices (PCI, mediated, USB) a device plugin gives the pod.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(feature = "arbitrary", arbitrary(with = crate::fuzzing::vec_value))]
-    pub host_devices: Vec<Value>,
+    pub host_devices: Vec<HostDevice>,
     /// Shared directories (virtiofs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filesystems: Vec<Filesystem>,
@@ -182,4 +180,78 @@ pub struct Input {
     /// `tablet` (the only supported type).
     #[serde(default, rename = "type")]
     pub input_type: InputType,
+}
+
+/// `spec.domain.devices.gpus[]` (KubeVirt `v1.GPU`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct Gpu {
+    /// The device's name in the VMI (alias `ua-gpu-<name>`).
+    #[serde(default)]
+    pub name: String,
+    /// The device plugin's resource (`nvidia.com/GP102GL_Tesla_P40`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub device_name: String,
+    /// DRA's claim (`vmi.spec.resourceClaims[].name`), not supported yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_name: Option<String>,
+    /// DRA's request name, not supported yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_name: Option<String>,
+    /// A vGPU's display options.
+    #[serde(
+        default,
+        rename = "virtualGPUOptions",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub virtual_gpu_options: Option<VgpuOptions>,
+    /// Device tag for the config drive's metadata (not supported yet).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tag: String,
+}
+
+/// `virtualGPUOptions` (KubeVirt `v1.VGPUOptions`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct VgpuOptions {
+    /// The display backed by the vGPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<VgpuDisplayOptions>,
+}
+
+/// `virtualGPUOptions.display` (KubeVirt `v1.VGPUDisplayOptions`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct VgpuDisplayOptions {
+    /// The display is on (default `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// A boot framebuffer until the guest's driver loads (default on).
+    #[serde(default, rename = "ramFB", skip_serializing_if = "Option::is_none")]
+    pub ram_fb: Option<super::FeatureState>,
+}
+
+/// `spec.domain.devices.hostDevices[]` (KubeVirt `v1.HostDevice`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct HostDevice {
+    /// The device's name in the VMI (alias `ua-hostdevice-<name>`, or
+    /// `ua-usb-host-<name>` for USB).
+    #[serde(default)]
+    pub name: String,
+    /// The device plugin's resource (`kubevirt.io/storage`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub device_name: String,
+    /// DRA's claim, not supported yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_name: Option<String>,
+    /// DRA's request name, not supported yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_name: Option<String>,
+    /// Device tag for the config drive's metadata (not supported yet).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tag: String,
 }

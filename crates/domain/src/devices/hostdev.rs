@@ -53,3 +53,18 @@ pub struct HostDeviceSource {
     /// mdev `uuid`.
     pub address: Option<Address>,
 }
+
+impl HostDevice {
+    /// The `<hostdev>` element alone, as libvirt's device calls
+    /// (`virDomainAttachDeviceFlags`) take it.
+    ///
+    /// # Errors
+    /// [`crate::XmlError::Write`] only on a model bug.
+    pub fn to_xml(&self) -> Result<String, crate::XmlError> {
+        let mut out = String::with_capacity(512);
+        let ser = quick_xml::se::Serializer::with_root(&mut out, Some("hostdev"))
+            .map_err(crate::XmlError::from)?;
+        self.serialize(ser)?;
+        Ok(out)
+    }
+}

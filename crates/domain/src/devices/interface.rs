@@ -176,3 +176,23 @@ pub struct LinkState {
     #[serde(rename = "@state")]
     pub state: String,
 }
+
+impl Interface {
+    /// The `<interface>` element alone, as libvirt's device calls
+    /// (`virDomainUpdateDeviceFlags`, `AttachDeviceFlags`) take it.
+    ///
+    /// # Errors
+    /// [`crate::XmlError::Write`] only on a model bug.
+    pub fn to_xml(&self) -> Result<String, crate::XmlError> {
+        let mut out = String::with_capacity(512);
+        let ser = quick_xml::se::Serializer::with_root(&mut out, Some("interface"))
+            .map_err(crate::XmlError::from)?;
+        self.serialize(ser)?;
+        Ok(out)
+    }
+
+    /// The link state the guest sees: `<link state>`, `up` without one.
+    pub fn link_state(&self) -> &str {
+        self.link.as_ref().map_or("up", |l| l.state.as_str())
+    }
+}

@@ -7,6 +7,7 @@ mod disk;
 mod display;
 mod hostdev;
 mod interface;
+mod memdev;
 mod misc;
 
 pub use chardev::{
@@ -23,6 +24,7 @@ pub use interface::{
     AcpiIndex, Interface, InterfaceBackend, InterfaceDriver, InterfaceSource, InterfaceTarget,
     LinkState, Mac, Model, Mtu, PortForward, PortRange, Rom,
 };
+pub use memdev::{MemoryDevice, MemoryDeviceTarget};
 pub use misc::{
     BalloonStats, Filesystem, FilesystemDriver, FilesystemSource, FilesystemTarget, MemBalloon,
     RedirDev, Rng, RngBackend, Sound, Tpm, TpmBackend, Vsock, VsockCid, Watchdog,
@@ -89,6 +91,9 @@ pub struct Devices {
     pub redirdev: Vec<RedirDev>,
     /// VM socket device.
     pub vsock: Option<Vsock>,
+    /// Memory devices (KubeVirt's virtio-mem, attached at memory hot-plug).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryDevice>,
 }
 
 /// `<boot order='1'/>`.

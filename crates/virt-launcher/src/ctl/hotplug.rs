@@ -1,5 +1,8 @@
-//! `ctl addvolume`, `removevolume` and `cpus`: the standalone stand-in for
-//! virtctl, virt-api, virt-controller and virt-handler's hot-plug flows.
+//! `virt-launcher ctl` commands that change a running VMI (standalone
+//! `run` only): `addvolume`, `removevolume` (also a CD-ROM's medium),
+//! `cpus`, `memory`, `link`. Each plays virtctl, virt-api,
+//! virt-controller and virt-handler (see [`crate::standalone::hotplug`])
+//! and talks to the launcher over its command socket as virt-handler does.
 
 use cmd::proto::cmd::{Vmi, VmiRequest};
 use serde_json::{json, Value};
@@ -142,6 +145,97 @@ pub(super) async fn cpus(
     hotplug::write_store(&state, &vmi)?;
     Ok(json!({ "ok": true }))
 }
+
+/// `memory SIZE` (see [`crate::standalone::hotplug::set_guest_memory`]):
+/// changes the stored VMI's guest memory, sends SyncVirtualMachineMemory,
+/// then waits (up to [`MEMORY_WAIT`]) for the domain's `CurrentMemory` to
+/// reach it (the guest plugs the blocks itself) and records it as
+/// virt-handler does; the stored VMI changes only when the launcher
+/// accepted. Returns `{"guestCurrent": ...}`.
+///
+/// # Errors
+/// virt-controller's refusal (input), or the launcher's answer.
+pub(super) async fn memory(
+    c: &mut cmd::client::CmdChannel,
+    args: &CtlArgs,
+) -> Result<Value, LauncherError> {
+    use crate::standalone::hotplug;
+    let size = args
+        .path
+        .as_deref()
+        .and_then(std::path::Path::to_str)
+        .ok_or_else(|| LauncherError::input("memory: give the guest memory: memory SIZE (2Gi)"))?;
+    let state = hotplug::state_dir_of(&args.socket)?;
+    let mut vmi = hotplug::read_store(&state)?;
+    hotplug::set_guest_memory(&mut vmi, size)?;
+    let want = vmi["spec"]["domain"]["memory"]["guest"].clone();
+    let r = c
+        .sync_virtual_machine_memory(VmiRequest {
+            vmi: Some(Vmi {
+                vmi_json: vmi.to_string().into_bytes(),
+            }),
+            options: None,
+        })
+        .await
+        .map_err(err)?
+        .into_inner();
+    check(Some(r))?;
+    let start = std::time::Instant::now();
+    let current = loop {
+        let dom = current_domain(c).await?;
+        let current = hotplug::record_current_memory(&mut vmi, &dom);
+        if current.as_ref().is_some_and(|q| *q == want) || start.elapsed() >= MEMORY_WAIT {
+            break current;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    hotplug::write_store(&state, &vmi)?;
+    Ok(json!({ "guestCurrent": current }))
+}
+
+/// `link NAME --state up|down` (see
+/// [`crate::standalone::hotplug::set_link_state`]): changes the stored
+/// VMI's interface state and sends SyncVirtualMachine; the stored VMI
+/// changes only when the launcher accepted.
+///
+/// # Errors
+/// A refused change (input), or the launcher's answer.
+pub(super) async fn link(
+    c: &mut cmd::client::CmdChannel,
+    args: &CtlArgs,
+) -> Result<Value, LauncherError> {
+    use crate::standalone::hotplug;
+    let name = args
+        .path
+        .as_deref()
+        .and_then(std::path::Path::to_str)
+        .ok_or_else(|| {
+            LauncherError::input("link: give the interface: link NAME --state up|down")
+        })?;
+    let state = args
+        .state
+        .as_deref()
+        .ok_or_else(|| LauncherError::input("link: give the state: --state up|down"))?;
+    let socket_state = hotplug::state_dir_of(&args.socket)?;
+    let mut vmi = hotplug::read_store(&socket_state)?;
+    hotplug::set_link_state(&mut vmi, name, state)?;
+    let r = c
+        .sync_virtual_machine(VmiRequest {
+            vmi: Some(Vmi {
+                vmi_json: vmi.to_string().into_bytes(),
+            }),
+            options: None,
+        })
+        .await
+        .map_err(err)?
+        .into_inner();
+    check(Some(r))?;
+    hotplug::write_store(&socket_state, &vmi)?;
+    Ok(json!({ "ok": true }))
+}
+
+/// How long `memory` waits for the guest to plug what it was given.
+const MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The target of volume `name`'s disk in the domain, polled up to
 /// [`DEVICE_WAIT`] until it is `present` (or not): libvirt's device

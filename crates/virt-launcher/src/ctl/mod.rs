@@ -78,6 +78,18 @@ pub enum Action {
     /// hot-plugged or unplugged to match (SyncVirtualMachineCPUs, as
     /// virt-handler sends it after a LiveUpdate of the VM's CPU).
     Cpus,
+    /// Standalone `run` only: `memory SIZE` (a quantity, `2Gi`), the VMI's
+    /// guest memory changed (within `maxGuest`, from at least the boot
+    /// memory) and the running domain's virtio-mem device asked for the
+    /// difference (SyncVirtualMachineMemory, as virt-handler sends it after
+    /// a LiveUpdate of the VM's memory); prints the domain's current
+    /// memory once the guest has taken it (or after 60 s).
+    Memory,
+    /// Standalone `run` only: `link NAME --state up|down`, the link state
+    /// of interface NAME changed in the VMI and in the running domain
+    /// (SyncVirtualMachine, as virt-handler sends it after a LiveUpdate of
+    /// the VM's interface state).
+    Link,
     /// Live-migrate the guest to the launcher of `--target-socket` (started
     /// with `run --migration-target`), through `virt-launcher
     /// migration-proxy`: SyncMigrationTarget there, then
@@ -126,6 +138,9 @@ pub struct CtlArgs {
     /// Addvolume: the disk's serial.
     #[arg(long)]
     pub serial: Option<String>,
+    /// Link: the interface's new link state, `up` or `down`.
+    #[arg(long)]
+    pub state: Option<String>,
     /// Memorydump: wait up to this many seconds for the dump to end, print
     /// its record (`Spec.Metadata.KubeVirt.MemoryDump`) and fail when the
     /// dump failed. Without it the command returns once the dump started.
@@ -252,6 +267,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::Backup
             | Action::BackupAbort
             | Action::RedefineCheckpoint
+            | Action::Memory
+            | Action::Link
     );
     if let (Some(p), false) = (&args.path, takes_path) {
         let name = args
@@ -438,6 +455,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             Action::RedefineCheckpoint => backup::redefine(&mut c, args).await?,
             Action::Addvolume | Action::Removevolume => hotplug::volume(&mut c, args).await?,
             Action::Cpus => hotplug::cpus(&mut c, args).await?,
+            Action::Memory => hotplug::memory(&mut c, args).await?,
+            Action::Link => hotplug::link(&mut c, args).await?,
             Action::Migrate | Action::MigrateCancel => {
                 let dom = current_domain(&mut c).await?;
                 if args.action == Action::MigrateCancel {
@@ -524,7 +543,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             ),
             Action::Vmstats => pretty(),
             Action::Addvolume => format!("{}\n", out["target"].as_str().unwrap_or("")),
-            Action::Removevolume | Action::Cpus => "ok\n".to_owned(),
+            Action::Removevolume | Action::Cpus | Action::Link => "ok\n".to_owned(),
+            Action::Memory => format!("{}\n", out["guestCurrent"].as_str().unwrap_or("")),
             Action::Memorydump => pretty(),
             Action::Guestinfo
             | Action::Users

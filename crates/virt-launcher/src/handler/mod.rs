@@ -290,6 +290,34 @@ impl Handler for LauncherHandler {
         self.manager.update_vcpus(&vmi).map_err(command_error)
     }
 
+    fn hotplug_host_devices(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
+        self.check_domain(&vmi.domain_name())?;
+        let vmi =
+            crate::input::admit_synced(vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
+        let sriov_pci = self
+            .sync
+            .sriov_addresses(&vmi)
+            .map_err(|e| CommandError::Failed(e.to_string()))?;
+        self.cache.invalidate();
+        self.manager
+            .hotplug_host_devices(vmi, sriov_pci)
+            .map_err(command_error)
+    }
+
+    fn sync_memory(
+        &self,
+        vmi: &VirtualMachineInstance,
+        _opts: &SyncOptions,
+    ) -> Result<(), CommandError> {
+        self.check_domain(&vmi.domain_name())?;
+        let vmi =
+            crate::input::admit_synced(vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
+        self.cache.invalidate();
+        self.manager
+            .update_guest_memory(&vmi)
+            .map_err(command_error)
+    }
+
     fn pause(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
         self.cache.invalidate();
         self.manager.pause_vmi(vmi).map_err(command_error)

@@ -165,7 +165,10 @@ pub fn add_volume(
     bus: &str,
     serial: Option<&str>,
 ) -> Result<(), LauncherError> {
-    check_bus(name, bus)?;
+    let inject = is_cdrom(vmi, name);
+    if !inject {
+        check_bus(name, bus)?;
+    }
     api::names::dns1123_label(name).map_err(|e| LauncherError::input_at("addvolume NAME", e))?;
     let volumes = array(vmi, &["spec", "volumes"]);
     if volumes.iter().any(|v| named(v, name)) {
@@ -176,11 +179,13 @@ pub fn add_volume(
     volumes.push(
         json!({"name": name, "persistentVolumeClaim": {"claimName": name, "hotpluggable": true}}),
     );
-    let mut disk = json!({"name": name, "disk": {"bus": bus}});
-    if let Some(s) = serial {
-        disk["serial"] = json!(s);
+    if !inject {
+        let mut disk = json!({"name": name, "disk": {"bus": bus}});
+        if let Some(s) = serial {
+            disk["serial"] = json!(s);
+        }
+        array(vmi, &["spec", "domain", "devices", "disks"]).push(disk);
     }
-    array(vmi, &["spec", "domain", "devices", "disks"]).push(disk);
     let statuses = array(vmi, &["status", "volumeStatus"]);
     statuses.retain(|s| !named(s, name));
     statuses.push(json!({
@@ -216,8 +221,23 @@ pub fn remove_volume(vmi: &mut Value, name: &str) -> Result<(), LauncherError> {
         )));
     }
     volumes.remove(i);
-    array(vmi, &["spec", "domain", "devices", "disks"]).retain(|d| !named(d, name));
+    if !is_cdrom(vmi, name) {
+        array(vmi, &["spec", "domain", "devices", "disks"]).retain(|d| !named(d, name));
+    }
     Ok(())
+}
+
+/// Whether the VMI's disk `name` is a CD-ROM drive. With KubeVirt's
+/// `DeclarativeHotplugVolumes` a drive may have no volume (an empty tray):
+/// adding a hot-pluggable volume of its name inserts a medium, removing
+/// the volume ejects it; the drive stays in the spec either way.
+pub fn is_cdrom(vmi: &Value, name: &str) -> bool {
+    vmi["spec"]["domain"]["devices"]["disks"]
+        .as_array()
+        .is_some_and(|ds| {
+            ds.iter()
+                .any(|d| named(d, name) && d.get("cdrom").is_some())
+        })
 }
 
 /// The VM's LiveUpdate of its CPU sockets as it reaches the VMI:
@@ -250,13 +270,135 @@ pub fn set_sockets(vmi: &mut Value, sockets: u32) -> Result<(), LauncherError> {
     Ok(())
 }
 
+/// A VM's LiveUpdate of an interface's link state as it reaches the VMI:
+/// `spec.domain.devices.interfaces[name].state` becomes `state` (`up` or
+/// `down`), and `status.phase` is `Running` (virt-handler syncs the network
+/// of running VMIs only, and the domain runs).
+///
+/// # Errors
+/// Input error naming the field: no such interface, another state, or an
+/// interface that is `absent`.
+pub fn set_link_state(vmi: &mut Value, name: &str, state: &str) -> Result<(), LauncherError> {
+    if state != "up" && state != "down" {
+        return Err(LauncherError::input_at(
+            "--state",
+            format!("{state:?} is not one of up, down"),
+        ));
+    }
+    let ifaces = array(vmi, &["spec", "domain", "devices", "interfaces"]);
+    let Some((i, iface)) = ifaces.iter_mut().enumerate().find(|(_, i)| named(i, name)) else {
+        return Err(LauncherError::input_at(
+            "spec.domain.devices.interfaces",
+            format!("the VMI has no interface {name:?}"),
+        ));
+    };
+    if iface["state"] == "absent" {
+        return Err(LauncherError::input_at(
+            format!("spec.domain.devices.interfaces[{i}].state"),
+            "the interface is absent",
+        ));
+    }
+    iface["state"] = json!(state);
+    vmi["status"]["phase"] = json!("Running");
+    Ok(())
+}
+
+/// A VM's LiveUpdate of its guest memory as virt-controller hands it to
+/// the VMI (`handleMemoryHotplugRequest`, `pkg/virt-controller/watch/vm/
+/// vm.go`): `spec.domain.memory.guest` becomes `size`, the memory request
+/// grows by the same amount (never below the new guest memory) and
+/// `status.memory.guestRequested` follows. Where virt-controller would mark
+/// the VM "restart required" instead, the stand-in refuses with its reason.
+///
+/// # Errors
+/// Input error naming `spec.domain.memory.guest`.
+pub fn set_guest_memory(vmi: &mut Value, size: &str) -> Result<(), LauncherError> {
+    use api::quantity::Quantity;
+    let field = "spec.domain.memory.guest";
+    let bad = |m: String| LauncherError::input_at(field, m);
+    let bytes = |q: &str| -> Option<u64> { Quantity::parse(q).ok()?.to_bytes().ok() };
+    let new = Quantity::parse(size)
+        .map_err(|e| bad(format!("'{size}': {e}")))
+        .and_then(|q| {
+            q.to_bytes()
+                .map(|b| (q, b))
+                .map_err(|e| bad(format!("'{size}': {e}")))
+        })?;
+    let (new_q, new_b) = new;
+    let mem = &vmi["spec"]["domain"]["memory"];
+    let Some(max) = mem["maxGuest"].as_str().and_then(bytes) else {
+        return Err(bad("memory updated in template spec. Memory-hotplug is not available for this VM configuration (the VMI has no spec.domain.memory.maxGuest: run it with --vm-rollout-strategy LiveUpdate and at least 1Gi of guest memory)".into()));
+    };
+    let block = serde_json::from_value::<api::vmi::Memory>(mem.clone())
+        .map(|m| api::cluster::memory_hotplug_block(&m))
+        .map_err(|e| LauncherError::input_at("spec.domain.memory", e.to_string()))?;
+    if new_b % block != 0 {
+        return Err(bad(format!(
+            "memory hotplug not supported, Guest memory must be {} aligned",
+            Quantity::binary_si(block)
+        )));
+    }
+    let status = &vmi["status"]["memory"];
+    if status["guestAtBoot"]
+        .as_str()
+        .and_then(bytes)
+        .is_some_and(|boot| new_b < boot)
+    {
+        return Err(bad(
+            "memory updated in template spec to a value lower than what the VM started with".into(),
+        ));
+    }
+    if new_b > max {
+        return Err(bad(
+            "memory updated in template spec to a value higher than what's available".into(),
+        ));
+    }
+    let current = status["guestCurrent"].as_str().and_then(bytes);
+    let request = vmi["spec"]["domain"]["resources"]["requests"]["memory"]
+        .as_str()
+        .and_then(bytes);
+    if let (Some(req), Some(cur)) = (request.filter(|r| *r != 0), current) {
+        let grown = (i128::from(req) + i128::from(new_b) - i128::from(cur)).max(i128::from(new_b));
+        let grown = u64::try_from(grown).unwrap_or(new_b);
+        vmi["spec"]["domain"]["resources"]["requests"]["memory"] =
+            json!(Quantity::binary_si(grown));
+    }
+    vmi["spec"]["domain"]["memory"]["guest"] = json!(new_q.as_str());
+    vmi["status"]["memory"]["guestRequested"] = json!(new_q.as_str());
+    Ok(())
+}
+
+/// What virt-handler copies from the domain after a memory hot-plug
+/// (`updateMemoryInfo`): `status.memory.guestCurrent` ← the domain's
+/// `CurrentMemory` (api.Domain JSON), as a binary quantity. Returns it.
+pub fn record_current_memory(vmi: &mut Value, domain: &Value) -> Option<String> {
+    let cur = &domain["Spec"]["CurrentMemory"];
+    let value = cur["Value"].as_u64()?;
+    let unit = cur["Unit"].as_str()?;
+    let bytes = domain::MemoryValue {
+        unit: unit.to_owned(),
+        value,
+    }
+    .bytes()?;
+    let q = api::quantity::Quantity::binary_si(bytes);
+    vmi["status"]["memory"]["guestCurrent"] = json!(q);
+    Some(q)
+}
+
 /// The domain's disk of volume `name` (KubeVirt's api.Domain JSON): its
-/// target name, `None` when the domain has none.
+/// target name, `None` when the domain has none. A CD-ROM drive counts
+/// only with a medium in it (`Source.File` or `Source.Dev`).
 pub fn domain_target(domain: &Value, name: &str) -> Option<String> {
     domain["Spec"]["Devices"]["Disks"]
         .as_array()?
         .iter()
         .find(|d| d["Alias"]["Name"] == name)
+        .filter(|d| {
+            d["Device"] != "cdrom"
+                || ["File", "Dev"]
+                    .iter()
+                    .any(|k| d["Source"][k].as_str().is_some_and(|p| !p.is_empty()))
+        })
         .and_then(|d| d["Target"]["Device"].as_str())
         .map(str::to_owned)
 }
@@ -548,6 +690,23 @@ mod tests {
     }
 
     #[test]
+    fn a_cdrom_drive_gets_and_loses_its_medium_and_stays() {
+        let mut v = vmi();
+        v["spec"]["domain"]["devices"]["disks"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "cd", "cdrom": {"bus": "sata"}}));
+        let disks = v["spec"]["domain"]["devices"]["disks"].clone();
+        add_volume(&mut v, "cd", "scsi", None).unwrap();
+        assert_eq!(v["spec"]["domain"]["devices"]["disks"], disks);
+        assert_eq!(v["spec"]["volumes"][1]["name"], "cd");
+        assert_eq!(v["status"]["volumeStatus"][1]["phase"], "MountedToPod");
+        remove_volume(&mut v, "cd").unwrap();
+        assert_eq!(v["spec"]["domain"]["devices"]["disks"], disks);
+        assert_eq!(v["spec"]["volumes"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
     fn virt_apis_refusals_in_its_words() {
         let mut v = vmi();
         let e = add_volume(&mut v, "hp", "sata", None)
@@ -620,11 +779,82 @@ mod tests {
     }
 
     #[test]
+    fn guest_memory_within_max_guest_as_virt_controller_hands_it_on() {
+        let mut v = vmi();
+        let e = set_guest_memory(&mut v, "2Gi").unwrap_err().to_string();
+        assert!(e.contains("spec.domain.memory.guest: memory updated in template spec. Memory-hotplug is not available for this VM configuration"), "{e}");
+        v["spec"]["domain"]["memory"] = json!({"guest": "1Gi", "maxGuest": "4Gi"});
+        v["spec"]["domain"]["resources"] = json!({"requests": {"memory": "1Gi"}});
+        v["status"]["memory"] =
+            json!({"guestAtBoot": "1Gi", "guestCurrent": "1Gi", "guestRequested": "1Gi"});
+        for (size, want) in [
+            (
+                "5Gi",
+                "memory updated in template spec to a value higher than what's available",
+            ),
+            (
+                "512Mi",
+                "memory updated in template spec to a value lower than what the VM started with",
+            ),
+            (
+                "1025Mi",
+                "memory hotplug not supported, Guest memory must be 2Mi aligned",
+            ),
+            ("lots", "spec.domain.memory.guest: 'lots'"),
+        ] {
+            let e = set_guest_memory(&mut v, size).unwrap_err().to_string();
+            assert!(e.contains(want), "{size}: {e}");
+        }
+        set_guest_memory(&mut v, "2Gi").unwrap();
+        assert_eq!(v["spec"]["domain"]["memory"]["guest"], "2Gi");
+        assert_eq!(
+            v["spec"]["domain"]["resources"]["requests"]["memory"],
+            "2Gi"
+        );
+        assert_eq!(v["status"]["memory"]["guestRequested"], "2Gi");
+        let d = json!({"Spec": {"CurrentMemory": {"Value": 2097152, "Unit": "KiB"}}});
+        assert_eq!(record_current_memory(&mut v, &d).as_deref(), Some("2Gi"));
+        assert_eq!(v["status"]["memory"]["guestCurrent"], "2Gi");
+    }
+
+    #[test]
+    fn link_state_of_an_interface() {
+        let mut v = vmi();
+        v["spec"]["domain"]["devices"]["interfaces"] = json!([{"name": "default", "bridge": {}}]);
+        set_link_state(&mut v, "default", "down").unwrap();
+        assert_eq!(
+            v["spec"]["domain"]["devices"]["interfaces"][0]["state"],
+            "down"
+        );
+        assert_eq!(v["status"]["phase"], "Running");
+        let e = set_link_state(&mut v, "default", "absent")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--state: \"absent\" is not one of up, down"),
+            "{e}"
+        );
+        let e = set_link_state(&mut v, "nic9", "up")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the VMI has no interface \"nic9\""), "{e}");
+    }
+
+    #[test]
     fn the_domains_target_of_a_volume() {
         let d = json!({"Spec": {"Devices": {"Disks": [
             {"Alias": {"Name": "boot", "UserDefined": true}, "Target": {"Device": "vda"}},
             {"Alias": {"Name": "hp", "UserDefined": true}, "Target": {"Device": "sda"}}]}}});
         assert_eq!(domain_target(&d, "hp").as_deref(), Some("sda"));
+        let cd = |file: &str| {
+            json!({"Spec": {"Devices": {"Disks": [
+            {"Alias": {"Name": "cd"}, "Device": "cdrom", "Target": {"Device": "sdb"}, "Source": {"File": file, "Dev": ""}}]}}})
+        };
+        assert_eq!(domain_target(&cd(""), "cd"), None);
+        assert_eq!(
+            domain_target(&cd("/var/run/kubevirt/hotplug-disks/cd.img"), "cd").as_deref(),
+            Some("sdb")
+        );
         assert_eq!(domain_target(&d, "x"), None);
         assert_eq!(
             state_dir_of(Path::new("/s/share/sockets/launcher-sock")).unwrap(),

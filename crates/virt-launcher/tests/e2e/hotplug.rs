@@ -2,8 +2,13 @@
 //! (loop device) volume through `ctl addvolume` (virt-handler's mount and
 //! SyncVMI, played by the stand-in), which the guest writes and reads;
 //! one removed again (`ctl removevolume`), gone from guest and domain;
-//! virt-api's refusals leave the guest untouched; then its vCPUs 1 → 3 →
-//! 2 (`ctl cpus`, SyncVirtualMachineCPUs). One guest for all.
+//! virt-api's refusals leave the guest untouched; an ISO inserted into
+//! and ejected from an empty CD-ROM drive (`ctl addvolume` / `removevolume`
+//! of the drive's name), mounted and read in the guest; then its vCPUs
+//! 1 → 3 → 2 (`ctl cpus`, SyncVirtualMachineCPUs) and its memory 1 Gi →
+//! 2 Gi through virtio-mem (`ctl memory`, SyncVirtualMachineMemory). One
+//! guest for all; the default interface's link set down and up (`ctl
+//! link`, SyncVMI's syncNetwork) on the same guest.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -88,7 +93,17 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
             "autoattachPodInterface: false",
             "autoattachPodInterface: true",
         )
-        .replace("cpu: {cores: 1}", "cpu: {sockets: 1}");
+        .replace("cpu: {cores: 1}", "cpu: {sockets: 1}")
+        // Memory hot-plug needs 1Gi at least (LiveUpdate then gives
+        // maxGuest 4Gi).
+        .replace("memory: {guest: 128Mi}", "memory: {guest: 1Gi}")
+        // An empty CD-ROM drive (KubeVirt's DeclarativeHotplugVolumes: no
+        // volume); scsi: the test guest has no AHCI driver.
+        .replace(
+            "      - name: scratch\n        disk: {bus: virtio}\n",
+            "      - name: scratch\n        disk: {bus: virtio}\n      - name: cd\n        cdrom: {bus: scsi}\n",
+        );
+    assert!(vmi.contains("name: cd\n"), "{vmi}");
     let mut l = Launcher::start(&vmi, &Opts::default());
     l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
     let dir = tempfile::tempdir().unwrap();
@@ -102,7 +117,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     give_to_qemu_user(&file);
     give_to_qemu_user(Path::new(&lo.0));
     let before = disk_aliases(&l);
-    assert_eq!(before, ["containerdisk", "scratch"]);
+    assert_eq!(before, ["containerdisk", "scratch", "cd"]);
 
     // virt-api's refusals, in its words; the guest is untouched.
     let f = file.to_str().unwrap();
@@ -133,10 +148,12 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     assert_eq!(out, "vdc\n");
     let (ok, out, err) = l.ctl(&["addvolume", "hpblock", "--image", &lo.0]);
     assert!(ok, "{err}\n{}", l.log());
-    assert_eq!(out, "sda\n");
+    // sda is the CD-ROM drive's.
+    assert_eq!(out, "sdb\n");
+    // libvirt lists the virtio disks before the scsi ones.
     assert_eq!(
         disk_aliases(&l),
-        ["containerdisk", "scratch", "hpfile", "hpblock"]
+        ["containerdisk", "scratch", "hpfile", "cd", "hpblock"]
     );
     let xml = l.domain_xml();
     assert!(
@@ -156,6 +173,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         "test -b /dev/vdc && cat /sys/block/vdc/serial",
     );
     assert_eq!(serial.trim(), "HPFILE1");
+    // The guest names its first scsi disk sda (the CD-ROM drive is sr0).
     guest_until(&l, "the scsi disk", "test -b /dev/sda");
     for (dev, data) in [("/dev/vdc", "FILE-DATA"), ("/dev/sda", "BLOCK-DATA")] {
         let (code, out) = guest(
@@ -171,7 +189,10 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     // the other stays.
     let (ok, _, err) = l.ctl(&["removevolume", "hpfile"]);
     assert!(ok, "{err}\n{}", l.log());
-    assert_eq!(disk_aliases(&l), ["containerdisk", "scratch", "hpblock"]);
+    assert_eq!(
+        disk_aliases(&l),
+        ["containerdisk", "scratch", "cd", "hpblock"]
+    );
     guest_until(&l, "the unplugged disk gone", "! test -e /sys/block/vdc");
     let (_, inactive) = l.virsh(&["dumpxml", "--inactive", "e2e_hotplug"]);
     assert!(
@@ -185,6 +206,74 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     assert_eq!((code, out.as_str()), (0, "BLOCK-DATA"));
     // The file is the user's again (no mount left on it).
     assert!(file.is_file());
+
+    // CD-ROM: the empty drive (sda in the domain, sr0 in the guest) gets
+    // an ISO, which the guest mounts and reads; ejected, the medium is
+    // gone from guest and domain (live and defined) and the drive stays.
+    let tree = dir.path().join("iso");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("hello.txt"), "CDROM-DATA").unwrap();
+    let iso = dir.path().join("cd.iso");
+    let st = std::process::Command::new("xorrisofs")
+        .args(["-quiet", "-V", "E2ECD", "-o"])
+        .arg(&iso)
+        .arg(&tree)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    give_to_qemu_user(&iso);
+    let no_medium = "! dd if=/dev/sr0 of=/dev/null bs=2048 count=1 2>/dev/null";
+    let (code, _) = guest(&l, no_medium);
+    assert_eq!(code, 0, "the drive starts empty");
+    let (ok, out, err) = l.ctl(&["addvolume", "cd", "--image", iso.to_str().unwrap()]);
+    assert!(ok, "{err}\n{}", l.log());
+    assert_eq!(out, "sda\n");
+    let xml = l.domain_xml();
+    assert!(
+        xml.contains("<source file='/var/run/kubevirt/hotplug-disks/cd.img'"),
+        "{xml}"
+    );
+    let read = guest_until(
+        &l,
+        "the inserted ISO",
+        "mount -o ro -t iso9660 /dev/sr0 /mnt && cat /mnt/hello.txt; r=$?; umount /mnt; exit $r",
+    );
+    assert_eq!(read, "CDROM-DATA");
+    let (ok, _, err) = l.ctl(&["removevolume", "cd"]);
+    assert!(ok, "{err}\n{}", l.log());
+    guest_until(&l, "the ejected medium gone", no_medium);
+    let (_, inactive) = l.virsh(&["dumpxml", "--inactive", "e2e_hotplug"]);
+    for x in [l.domain_xml(), inactive] {
+        assert!(!x.contains("cd.img") && x.contains("device='cdrom'"), "{x}");
+    }
+    assert_eq!(
+        disk_aliases(&l),
+        ["containerdisk", "scratch", "cd", "hpblock"]
+    );
+
+    // Link state of the default interface (bridge on the pod network):
+    // down, then up; the guest's carrier follows, the domain too.
+    let (ok, _, err) = l.ctl(&["link", "nic9", "--state", "down"]);
+    assert!(
+        !ok && err.contains("the VMI has no interface \"nic9\""),
+        "{err}"
+    );
+    guest_until(
+        &l,
+        "the carrier",
+        "test \"$(cat /sys/class/net/eth0/carrier)\" = 1",
+    );
+    for (state, carrier) in [("down", "0"), ("up", "1")] {
+        let (ok, _, err) = l.ctl(&["link", "default", "--state", state]);
+        assert!(ok, "link {state}: {err}\n{}", l.log());
+        let xml = l.domain_xml();
+        assert!(xml.contains(&format!("<link state='{state}'/>")), "{xml}");
+        guest_until(
+            &l,
+            &format!("carrier {carrier}"),
+            &format!("test \"$(cat /sys/class/net/eth0/carrier)\" = {carrier}"),
+        );
+    }
 
     // vCPUs on the same guest: 1 → 3 → 2 sockets of 1 core (maxSockets 4
     // under LiveUpdate); the guest onlines what is plugged (its udev-like
@@ -219,6 +308,57 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         );
     }
     assert!(l.serial().contains("GUEST-CPU-ONLINE cpu2"));
+
+    // Memory: 1 Gi → 2 Gi through virtio-mem (maxGuest 4Gi); refusals
+    // first, in virt-controller's words, the guest untouched.
+    let mem_total = |l: &Launcher| -> u64 {
+        let (_, out) = guest(
+            l,
+            "sed -n 's/^MemTotal: *\\([0-9]*\\) kB$/\\1/p' /proc/meminfo",
+        );
+        out.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("MemTotal: {out:?}"))
+    };
+    let before_kib = mem_total(&l);
+    assert!(!l.domain_xml().contains("virtio-mem"));
+    for (size, want) in [
+        (
+            "5Gi",
+            "memory updated in template spec to a value higher than what's available",
+        ),
+        (
+            "512Mi",
+            "memory updated in template spec to a value lower than what the VM started with",
+        ),
+        ("1025Mi", "Guest memory must be 2Mi aligned"),
+    ] {
+        let (ok, _, err) = l.ctl(&["memory", size]);
+        assert!(!ok && err.contains(want), "{size}: {err}");
+    }
+    assert!(!l.domain_xml().contains("virtio-mem"));
+    let (ok, out, err) = l.ctl(&["memory", "2Gi"]);
+    assert!(ok, "{err}\n{}", l.log());
+    assert_eq!(out, "2Gi\n", "the domain's current memory");
+    let xml = l.domain_xml();
+    assert!(xml.contains("<memory model='virtio-mem'>"), "{xml}");
+    assert!(
+        xml.contains("<requested unit='KiB'>1048576</requested>"),
+        "{xml}"
+    );
+    let start = Instant::now();
+    let after_kib = loop {
+        let now = mem_total(&l);
+        if now >= before_kib + 1_000_000 || start.elapsed() > Duration::from_secs(60) {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(
+        (before_kib + 1_000_000..=before_kib + 1_048_576).contains(&after_kib),
+        "MemTotal {before_kib} kB → {after_kib} kB\n{}",
+        l.serial()
+    );
 
     l.stop(Duration::from_secs(120));
 }

@@ -22,6 +22,7 @@ mod firmware;
 mod graceful;
 mod harness;
 mod hooks;
+mod hostdevices;
 mod hotplug;
 #[path = "../support/inputs.rs"]
 mod inputs;

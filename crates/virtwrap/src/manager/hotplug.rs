@@ -6,8 +6,13 @@
 //! whose source lies under virt-handler's hot-plug directory
 //! ([`api::hotplug::HOTPLUG_DISK_DIR`]) on the virtio or scsi bus (or no
 //! bus) take part: a permanent disk is never attached or detached here,
-//! and a sata disk (which virt-api refuses to hot-plug) is left alone. Both
-//! with `VIR_DOMAIN_AFFECT_LIVE | VIR_DOMAIN_AFFECT_CONFIG`, as KubeVirt.
+//! and a sata disk (which virt-api refuses to hot-plug) is left alone.
+//! CD-ROM drives (any bus) get their medium changed instead (KubeVirt's
+//! `getUpdatedDisks`): a drive whose source is empty or a hot-plug
+//! volume's, and whose converted source differs, is updated in place —
+//! inject when a hot-plug volume now backs it, eject when it no longer
+//! does. All with `VIR_DOMAIN_AFFECT_LIVE | VIR_DOMAIN_AFFECT_CONFIG`, as
+//! KubeVirt.
 
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
@@ -42,13 +47,64 @@ fn pluggable(d: &Disk) -> bool {
 }
 
 /// What a sync changes: the disks to detach (from the live domain, as it
-/// has them) and to attach (as converted).
+/// has them), to attach (as converted) and the CD-ROM drives whose medium
+/// changes (the live drive with its new source).
 #[derive(Debug, Default, PartialEq)]
 pub struct DiskChanges {
     /// Live hot-plug disks whose target the converted domain no longer has.
     pub detach: Vec<Disk>,
     /// Converted hot-plug disks whose target the live domain lacks.
     pub attach: Vec<Disk>,
+    /// Live CD-ROM drives with the medium they get (none: ejected).
+    pub update: Vec<Disk>,
+}
+
+/// A drive whose medium hot-plug may change: empty or a hot-plug volume.
+fn changeable_medium(d: &Disk) -> bool {
+    let src = source_path(d);
+    src.is_empty() || api::hotplug::is_hotplug_source(src)
+}
+
+/// KubeVirt's `getUpdatedDisks`: each live CD-ROM drive whose medium is
+/// empty or a hot-plug volume's gets the converted drive's (of the same
+/// target; none when the converted domain lacks the drive) when the two
+/// differ: the live drive with that source, `type` `file` or `block` and
+/// driver format `raw`. Sources are compared by path (libvirt adds an
+/// `index` to the live one).
+fn cdrom_updates(live: &[Disk], wanted: &[Disk]) -> Vec<Disk> {
+    let mut out = Vec::new();
+    for old in live.iter().filter(|d| d.device == "cdrom") {
+        let new = wanted.iter().find(|d| d.target.dev == old.target.dev);
+        if new.is_some_and(|n| n.device != "cdrom" || !changeable_medium(n))
+            || !changeable_medium(old)
+        {
+            continue;
+        }
+        let new_source = new.and_then(|n| n.source.clone()).filter(|s| {
+            s.file
+                .as_deref()
+                .or(s.dev.as_deref())
+                .is_some_and(|p| !p.is_empty())
+        });
+        let new_path = new_source
+            .as_ref()
+            .and_then(|s| s.file.as_deref().or(s.dev.as_deref()))
+            .unwrap_or("");
+        if new_path == source_path(old) {
+            continue;
+        }
+        let mut d = old.clone();
+        d.disk_type = if new_source.as_ref().is_some_and(|s| s.file.is_some()) {
+            "file"
+        } else {
+            "block"
+        }
+        .into();
+        d.source = new_source;
+        d.driver.get_or_insert_with(Default::default).format = Some("raw".into());
+        out.push(d);
+    }
+    out
 }
 
 /// Compares the live domain's disks (`live`) with the converted ones
@@ -67,6 +123,7 @@ pub fn disk_changes(live: &[Disk], wanted: &[Disk]) -> DiskChanges {
             .filter(|d| pluggable(d) && !live_targets.contains(d.target.dev.as_str()))
             .cloned()
             .collect(),
+        update: cdrom_updates(live, wanted),
     }
 }
 
@@ -126,6 +183,19 @@ impl LibvirtDomainManager {
             tracing::info!(domain = %name, alias, target = %d.target.dev, "Attaching disk");
             dom.attach_device_flags(&d.to_xml()?, LIVE_AND_CONFIG)
                 .inspect_err(|e| tracing::error!(domain = %name, "attaching device: {e}"))?;
+        }
+        for d in changes.update {
+            let alias = d.alias.as_ref().map(|a| a.name.as_str()).unwrap_or("");
+            let src = source_path(&d);
+            if !src.is_empty() {
+                if let Err(why) = ready_to_use(src) {
+                    tracing::info!(domain = %name, alias, "CD-ROM medium not ready to use, not inserted yet: {why}");
+                    continue;
+                }
+            }
+            tracing::info!(domain = %name, alias, target = %d.target.dev, source = src, "Updating disk");
+            dom.update_device_flags(&d.to_xml()?, LIVE_AND_CONFIG)
+                .inspect_err(|e| tracing::error!(domain = %name, "updating device: {e}"))?;
         }
         Ok(())
     }
@@ -194,6 +264,54 @@ mod tests {
         // A source beside the directory is none of its.
         let beside = disk("vdb", "virtio", "/var/run/kubevirt/hotplug-disks-x/a.img");
         assert_eq!(disk_changes(&[], &[beside]), DiskChanges::default());
+    }
+
+    fn cdrom(dev: &str, source: Option<&str>) -> Disk {
+        let mut d = disk(dev, "sata", source.unwrap_or(""));
+        d.device = "cdrom".into();
+        if source.is_none() {
+            d.source = None;
+            d.disk_type = "block".into();
+        }
+        d
+    }
+
+    #[test]
+    fn cdrom_media_are_inserted_and_ejected_in_place() {
+        let iso = "/var/run/kubevirt/hotplug-disks/cd.img";
+        let empty = cdrom("sda", None);
+        let full = cdrom("sda", Some(iso));
+        // Inject: the live empty drive gets the file, as a raw file disk.
+        let c = disk_changes(std::slice::from_ref(&empty), std::slice::from_ref(&full));
+        assert!(c.attach.is_empty() && c.detach.is_empty());
+        assert_eq!(c.update.len(), 1);
+        let u = &c.update[0];
+        assert_eq!((u.disk_type.as_str(), source_path(u)), ("file", iso));
+        assert_eq!(u.driver.as_ref().unwrap().format.as_deref(), Some("raw"));
+        // Same medium: nothing.
+        assert!(
+            disk_changes(std::slice::from_ref(&full), std::slice::from_ref(&full))
+                .update
+                .is_empty()
+        );
+        // Eject: the converted drive is empty (or gone): no source, block.
+        for wanted in [vec![empty.clone()], vec![]] {
+            let c = disk_changes(std::slice::from_ref(&full), &wanted);
+            assert_eq!(c.update.len(), 1);
+            assert_eq!(
+                (c.update[0].disk_type.as_str(), c.update[0].source.is_none()),
+                ("block", true)
+            );
+        }
+        // A drive with a permanent medium (a container disk's ISO) is left.
+        let permanent = cdrom("sda", Some(BOOT));
+        assert!(disk_changes(
+            std::slice::from_ref(&permanent),
+            std::slice::from_ref(&empty)
+        )
+        .update
+        .is_empty());
+        assert!(disk_changes(&[empty], &[permanent]).update.is_empty());
     }
 
     #[test]

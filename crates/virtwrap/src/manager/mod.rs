@@ -9,6 +9,11 @@
 //!   ExpandDisks; the config drive's tagged devices;
 //! - `lifecycle`: kill, delete and undefine, the shutdown request,
 //!   pause, unpause, reset, soft reboot, listing;
+//! - `vcpus`, `memory`: vCPU and memory hot-plug (SyncVirtualMachineCPUs,
+//!   SyncVirtualMachineMemory); `hotplug`: volumes and CD-ROM media on a
+//!   running domain; `nics`: the link state of its interfaces;
+//! - `hostdev_hotplug`: SR-IOV host devices attached to a running domain
+//!   (HotplugHostDevices, one at a time);
 //! - `dump`: the memory dump, the dirty rate, the QEMU version;
 //! - `screen`: GetScreenshot; [`sev`]: KubeVirt's SEV answers;
 //! - `time_sync`: the guest's clock set after a resume or a migration;
@@ -22,10 +27,13 @@
 
 pub mod backup;
 mod dump;
+pub mod hostdev_hotplug;
 pub mod hotplug;
 mod lifecycle;
+pub mod memory;
 mod migrate;
 mod migrate_target;
+pub mod nics;
 mod screen;
 pub mod sev;
 mod sync;
@@ -258,6 +266,8 @@ pub struct LibvirtDomainManager {
     /// was undefined: virt-handler deletes a shut-off domain at once, and
     /// the monitor must still tell a crash from a power-off.
     ended: Mutex<Option<(&'static str, &'static str)>>,
+    /// HotplugHostDevices runs one at a time (`hostdev_hotplug`).
+    hostdev_flight: hostdev_hotplug::SingleFlight,
     /// The collected hook sidecars (none unless `--hook-sidecars`).
     hooks: std::sync::Arc<hooks::Manager>,
     /// KubeVirt's `setTimeOnce`: the guest's clock is set after the first
@@ -317,6 +327,7 @@ impl LibvirtDomainManager {
             metadata,
             qemu_version,
             ended: Mutex::new(None),
+            hostdev_flight: hostdev_hotplug::SingleFlight::default(),
             hooks: std::sync::Arc::new(hooks::Manager::new(hooks::HOOK_SOCKETS_DIR)),
             set_time_once: std::sync::Once::new(),
             incoming: std::sync::atomic::AtomicBool::new(false),

@@ -107,6 +107,7 @@ impl LibvirtDomainManager {
                     if ACTIVE.contains(&st) {
                         tracing::debug!(domain = %name, "domain already active");
                         self.sync_disks(vmi, &d, &spec)?;
+                        self.sync_network(vmi, &d, &spec)?;
                         self.expand_online(vmi, &d, &ctx);
                         return Ok(());
                     }

@@ -3,7 +3,8 @@
 
 use domain::{
     Address, Alias, BackingStore, Channel, Console, Controller, Devices, Disk, DiskDriver,
-    DiskSource, Filesystem, Graphics, HostDevice, Input, Interface, MemBalloon, Rng, Serial, Video,
+    DiskSource, Filesystem, Graphics, HostDevice, Input, Interface, MemBalloon, MemoryDevice,
+    MemoryValue, Rng, Serial, Video,
 };
 use serde_json::{json, Value};
 
@@ -59,7 +60,32 @@ pub(super) fn devices_json(d: &Devices) -> Value {
             "Model": s(&v.model),
             "CID": { "Auto": v.cid.auto, "Address": v.cid.address },
         })),
-        "Memory": null,
+        "Memory": opt(d.memory.first(), memory_device_json),
+    })
+}
+
+/// `api.MemoryDevice` (a single pointer in Go: the first one):
+/// `{Model, Target{Size, Requested, Current, Node, Block, Address}, Alias,
+/// Address}`; the sizes are Go values (zero when absent), the target's
+/// DIMM address is not in the model (`null`).
+fn memory_device_json(m: &MemoryDevice) -> Value {
+    let size = |v: &Option<MemoryValue>| {
+        let v = v.clone().unwrap_or_default();
+        json!({ "Value": v.value, "Unit": v.unit })
+    };
+    let t = &m.target;
+    json!({
+        "Model": m.model,
+        "Target": {
+            "Size": size(&t.size),
+            "Requested": size(&t.requested),
+            "Current": size(&t.current),
+            "Node": s(&t.node),
+            "Block": size(&t.block),
+            "Address": null,
+        },
+        "Alias": opt(m.alias.as_ref(), alias_json),
+        "Address": opt(m.address.as_ref(), address_json),
     })
 }
 

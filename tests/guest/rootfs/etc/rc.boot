@@ -34,6 +34,11 @@ log() { echo "[guest $(uptime_s)] $*" >/dev/ttyS0; }
 # scsi_mod.scan=sync, so disks and cdroms behind virtio-scsi exist as soon
 # as modprobe returns.
 t_init=$(uptime_s)
+# Memory hot-plug (virtio-mem, loaded below): what udev's rule does
+# (SUBSYSTEM=="memory", ACTION=="add" -> online): the kernel onlines each
+# memory block as it is added, movable so that it can be unplugged again.
+[ -w /sys/devices/system/memory/auto_online_blocks ] &&
+    echo online_movable >/sys/devices/system/memory/auto_online_blocks
 # shellcheck disable=SC2046
 if ! modprobe -a $(cat /etc/modules) 2>/dev/null; then
     for m in $(cat /etc/modules); do
