@@ -66,10 +66,15 @@ pub(crate) struct Launch<'a> {
     pub started: Instant,
 }
 
-fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
-    let refuse = |f: &str| Err(LauncherError::input(format!("{f} is not supported yet")));
-    if flags.image_volume {
-        return refuse("--image-volume");
+/// Flags that do not fit the mode: `--image-volume` says how kubelet
+/// mounted the pod's container disks; a standalone run takes them from
+/// `--container-disk` instead.
+fn check_flags(flags: &LauncherFlags, mode: crate::pod::Mode) -> Result<(), LauncherError> {
+    if flags.image_volume && mode == crate::pod::Mode::Standalone {
+        return Err(LauncherError::input_at(
+            "--image-volume",
+            "image volumes are mounted by kubelet in a pod; a standalone run takes its container disks from --container-disk",
+        ));
     }
     Ok(())
 }
@@ -97,7 +102,7 @@ pub fn run_vmi(
     source: PodSource<'_>,
     started: Instant,
 ) -> Result<(), LauncherError> {
-    check_flags(flags)?;
+    check_flags(flags, source.mode())?;
     let host = host::for_launcher(flags, arch)?;
     // Standalone claims: checked now; their sizes become the VMI's
     // status.volumeStatus, as virt-handler reports a claim's.
