@@ -150,3 +150,65 @@ fn pod_in_a_box_with_a_hook_sidecar_the_guest_reads_its_smbios_vendor() {
         sidecar.log()
     );
 }
+
+/// The image's `node-labeller.sh` (virt-handler's node-labeller init
+/// container) in the image's layout (`image/fast-rootfs`, chrooted, in a
+/// mount and PID namespace of its own, `/var/lib/kubevirt-node-labeller` a
+/// tmpfs as virt-handler's volume): it starts the image's libvirt daemon
+/// (libvirtd: Debian 12 has no virtqemud) and writes libvirt's three
+/// reports. No guest; the daemon ends with the namespace.
+#[test]
+fn node_labeller_script_writes_libvirts_reports() {
+    crate::harness::require_stack();
+    let dir = tempfile::Builder::new()
+        .prefix("vl-labeller-")
+        .tempdir()
+        .unwrap();
+    let bin_dir = crate::harness::launcher_bin().parent().unwrap().to_owned();
+    let script = r#"set -e
+mount --make-rprivate /
+R=$1/root; mkdir "$R"
+"$2/image/fast-rootfs" "$R" >/dev/null
+mount -t proc proc "$R/proc"; mount --rbind /sys "$R/sys"; mount --rbind /dev "$R/dev"
+mount -t tmpfs t "$R/run"; mount -t tmpfs t "$R/tmp"
+O=$R/var/lib/kubevirt-node-labeller; mkdir -p "$O"; mount -t tmpfs t "$O"
+chroot "$R" /usr/bin/node-labeller.sh >"$1/labeller.log" 2>&1
+for f in virsh_domcapabilities.xml supported_features.xml capabilities.xml; do
+    echo "== $f"; cat "$O/$f"
+done
+"#;
+    let out = std::process::Command::new("unshare")
+        .args([
+            "--mount", "--pid", "--uts", "--fork", "bash", "-c", script, "labeller",
+        ])
+        .arg(dir.path())
+        .arg(crate::harness::repo_root())
+        .env("BIN_DIR", &bin_dir)
+        .output()
+        .expect("unshare");
+    let log = std::fs::read_to_string(dir.path().join("labeller.log")).unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n--- node-labeller.sh ---\n{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(log.contains("libvirtd -d"), "{log}");
+    let part = |name: &str| {
+        stdout
+            .split(&format!("== {name}\n"))
+            .nth(1)
+            .and_then(|s| s.split("\n== ").next())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let dom = part("virsh_domcapabilities.xml");
+    assert!(
+        dom.contains("<domainCapabilities>") && dom.contains("<machine>pc-q35-"),
+        "{dom}"
+    );
+    let features = part("supported_features.xml");
+    assert!(features.contains("<cpu mode='custom'"), "{features}");
+    let caps = part("capabilities.xml");
+    assert!(caps.contains("<arch>x86_64</arch>"), "{caps}");
+}
