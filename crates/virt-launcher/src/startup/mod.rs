@@ -237,3 +237,37 @@ pub fn run_vmi(
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        flags: LauncherFlags,
+    }
+
+    #[test]
+    fn image_volume_is_a_pods_flag_and_refused_standalone() {
+        let f = Cmd::try_parse_from(["virt-launcher", "--image-volume"])
+            .unwrap()
+            .flags;
+        assert!(f.image_volume);
+        assert!(check_flags(&f, crate::pod::Mode::Pod).is_ok());
+        let e = check_flags(&f, crate::pod::Mode::Standalone).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string().starts_with("--image-volume: ")
+                && e.to_string().contains("--container-disk"),
+            "{e}"
+        );
+        let pod = crate::pod::Pod::kubelet(true);
+        assert_eq!(
+            pod.image_volumes,
+            Some(storage::image_volume::ImageVolumeRoots::default())
+        );
+        assert_eq!(crate::pod::Pod::kubelet(false).image_volumes, None);
+    }
+}
