@@ -93,6 +93,16 @@ impl Paths {
         format!("{}/kernel-boot", dir(&self.container_disk_dir))
     }
 
+    /// Where the kernel boot artifact at `artifact` (the image's
+    /// `kernelPath` or `initrdPath`) is for QEMU:
+    /// `<container-disk-dir>/kernel-boot/<basename>` (KubeVirt keeps only
+    /// the base name); `None` when the last component is empty, `.` or `..`.
+    pub fn kernel_boot_artifact(&self, artifact: &str) -> Option<String> {
+        let name = artifact.rsplit('/').next()?;
+        (!name.is_empty() && name != "." && name != "..")
+            .then(|| format!("{}/{name}", self.kernel_boot_dir()))
+    }
+
     /// The writable qcow2 overlay of a containerDisk or ephemeral volume:
     /// `<ephemeral-disk-dir>/disk-data/<vol>/disk.qcow2`.
     pub fn overlay(&self, volume: &str) -> String {

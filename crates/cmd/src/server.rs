@@ -94,8 +94,11 @@ impl<H: Handler> CmdService<H> {
                 ))))
             })?;
         let vmi = decoded.map_err(|e| fail(&CommandError::NoValidVmi(Some(e.to_string()))))?;
+        // A VMI naming another UID is refused (KubeVirt's launcher does not
+        // check; this one serves one VMI). A VMI without a UID passes:
+        // KubeVirt's own virt-freezer sends only the name and namespace.
         let mine = self.handler.vmi_uid();
-        if !mine.is_empty() && vmi.uid() != mine {
+        if !mine.is_empty() && !vmi.uid().is_empty() && vmi.uid() != mine {
             return Err(fail(&CommandError::OtherUid {
                 namespace: vmi.namespace().to_owned(),
                 name: vmi.metadata.name.clone(),

@@ -286,6 +286,19 @@ async fn answers_like_kubevirts_server() {
         "{}",
         r.message
     );
+    // A VMI with only a name and namespace, as KubeVirt's virt-freezer
+    // sends it (Go's json.Marshal of such a VMI): no UID to compare.
+    let r = c
+        .delete_virtual_machine(VmiRequest {
+            vmi: Some(Vmi {
+                vmi_json: br#"{"metadata":{"name":"v","namespace":"n","creationTimestamp":null},"spec":{"domain":{"resources":{},"devices":{}}},"status":{}}"#.to_vec(),
+            }),
+            options: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.success, "{}", r.message);
     let r = c
         .kill_virtual_machine(VmiRequest {
             vmi: Some(Vmi {

@@ -207,19 +207,18 @@ pub fn convert(
             os.cmdline = Some(args.clone());
         }
         if let Some(c) = &kb.container {
-            let dir = ctx.paths.kernel_boot_dir();
             let file = |field: &str, p: &Option<String>| -> Result<Option<String>, ConvertError> {
                 let Some(p) = p.as_deref().filter(|p| !p.is_empty()) else {
                     return Ok(None);
                 };
-                let name = basename(p).ok_or_else(|| {
+                let path = ctx.paths.kernel_boot_artifact(p).ok_or_else(|| {
                     ConvertError::invalid(
                         format!("{base}.container.{field}"),
                         format!("{p:?} does not name a file"),
                     )
                 })?;
-                crate::xml_text(&format!("{base}.container.{field}"), name)?;
-                Ok(Some(format!("{dir}/{name}")))
+                crate::xml_text(&format!("{base}.container.{field}"), &path)?;
+                Ok(Some(path))
             };
             os.kernel = file("kernelPath", &c.kernel_path)?;
             os.initrd = file("initrdPath", &c.initrd_path)?;
@@ -238,13 +237,6 @@ pub fn convert(
         });
     }
     Ok(os)
-}
-
-/// Last path component of `p` when it is a usable file name (not empty,
-/// `.` or `..`): the only part KubeVirt keeps of kernel boot paths.
-fn basename(p: &str) -> Option<&str> {
-    let name = p.rsplit('/').next()?;
-    (!name.is_empty() && name != "." && name != "..").then_some(name)
 }
 
 /// `<sysinfo type='smbios'>` with the system entries `uuid`, `serial`,

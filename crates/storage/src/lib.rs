@@ -7,7 +7,7 @@
 //!
 //! | source | action |
 //! |---|---|
-//! | containerDisk | verify `disk_<i>.img` with `qemu-img info` under CPU and memory limits (raw, or qcow2 without a backing file), then create the qcow2 overlay `disk-data/<vol>/disk.qcow2` the guest writes to; the image itself is never written |
+//! | containerDisk | (with `--image-volume`: `disk_<i>.img` first linked into the image volume, [`image_volume::link`]) verify `disk_<i>.img` with `qemu-img info` under CPU and memory limits (raw, or qcow2 without a backing file), then create the qcow2 overlay `disk-data/<vol>/disk.qcow2` the guest writes to; the image itself is never written |
 //! | emptyDisk | create a sparse qcow2 of the capacity rounded down to 1 MiB, or reuse it |
 //! | hostDisk | `Disk`: must exist; `DiskOrCreate`: create a sparse raw file of the capacity, with the claims' room and toleration check ([`pvc::create_image`]) |
 //! | persistentVolumeClaim / dataVolume | `/dev/<vol>` block device, else `vmi-disks/<vol>/disk.img`, created sparse in the claim's directory when absent and the VMI's status gives the claim's size ([`pvc`]: KubeVirt's toleration, reserve and 1 MiB rules); with ExpandDisks grown to the claim's usable size before the domain starts |
@@ -27,6 +27,7 @@ pub mod configdisk;
 mod expand;
 pub mod fat;
 mod files;
+pub mod image_volume;
 pub mod iso;
 pub mod pvc;
 pub mod qemu_img;

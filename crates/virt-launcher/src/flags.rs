@@ -49,7 +49,10 @@ pub struct LauncherFlags {
     /// stand-in sets the pod up as root, then the launcher proper becomes 107).
     #[arg(long)]
     pub run_as_nonroot: bool,
-    /// Container disks come from Kubernetes image volumes; not supported yet.
+    /// Container disks and the kernel boot image come from Kubernetes image
+    /// volumes under /var/run/kubevirt-image-volume and
+    /// /var/run/kubevirt-kernel-boot (KubeVirt's ImageVolume feature gate):
+    /// each sync links them into --container-disk-dir.
     #[arg(long)]
     pub image_volume: bool,
     /// Number of hook sidecars to wait for: before libvirt starts, the

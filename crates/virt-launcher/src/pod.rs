@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use api::VirtualMachineInstance;
 use converter::HostFacts;
+use storage::image_volume::ImageVolumeRoots;
 use storage::ConfigSources;
 
 use crate::error::LauncherError;
@@ -95,7 +96,7 @@ impl PodSource<'_> {
         host: &HostFacts,
     ) -> Result<Pod, LauncherError> {
         match self {
-            PodSource::Kubelet => Ok(Pod::kubelet()),
+            PodSource::Kubelet => Ok(Pod::kubelet(flags.image_volume)),
             PodSource::Standalone {
                 args,
                 default_interface,
@@ -132,12 +133,20 @@ pub struct Pod {
     /// to a daemon with its own host UUID ("Attempt to migrate guest to
     /// the same host"): each gets a random one.
     pub host_uuid: Option<String>,
+    /// `Some` with `--image-volume`: where the image volumes of the
+    /// container disks and the kernel boot image are mounted (KubeVirt's
+    /// `/var/run/kubevirt-image-volume/disk_<i>`,
+    /// `/var/run/kubevirt-kernel-boot`); every sync links the files the
+    /// domain uses to them ([`crate::sync::VmiSync`]). `None`: the
+    /// container disks are where virt-handler (or the stand-in) mounts them.
+    pub image_volumes: Option<ImageVolumeRoots>,
 }
 
 impl Pod {
     /// A pod kubelet and virt-handler made: everything is where KubeVirt
-    /// puts it.
-    pub fn kubelet() -> Pod {
+    /// puts it; `image_volume`: virt-controller mounted the container
+    /// disks as image volumes (`--image-volume`).
+    pub fn kubelet(image_volume: bool) -> Pod {
         Pod {
             mode: Mode::Pod,
             config_sources: ConfigSources::Pod,
@@ -145,6 +154,7 @@ impl Pod {
             mounts: Vec::new(),
             network: PodNetworkSetup::Given,
             host_uuid: None,
+            image_volumes: image_volume.then(ImageVolumeRoots::default),
         }
     }
 }
@@ -324,7 +334,7 @@ mod tests {
 
     #[test]
     fn the_runtime_plan_is_decided_by_mode_user_and_mount_capability() {
-        let mut pod = Pod::kubelet();
+        let mut pod = Pod::kubelet(false);
         let root = pod.runtime_plan(RuntimeUser::Root, true);
         assert!(root.private_runtime && root.enter_as.is_none());
         // KubeVirt's root compute container has no CAP_SYS_ADMIN: the

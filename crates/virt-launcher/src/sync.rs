@@ -2,12 +2,17 @@
 //! came from the manifest at start-up or from virt-handler's
 //! SyncVirtualMachine: the pod's network for it ([`PodNetwork`]: phase 2
 //! when the domain is about to start, SR-IOV VFs), then the domain manager
-//! with this sync's inputs.
+//! with this sync's inputs. With `--image-volume` every sync (and migration
+//! target preparation) first links the container disks and kernel boot
+//! artifacts into their image volumes ([`storage::image_volume::link`]), as
+//! KubeVirt's SyncVMI and PrepareMigrationTarget do before they convert.
 
 use std::sync::Arc;
 
+use api::layout::Paths;
 use api::VirtualMachineInstance;
 use converter::ClusterOptions;
+use storage::image_volume::ImageVolumeRoots;
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError, SyncInputs};
 
 use crate::podnet::PodNetwork;
@@ -28,12 +33,40 @@ pub enum SyncError {
 pub struct VmiSync {
     manager: Arc<LibvirtDomainManager>,
     network: Arc<PodNetwork>,
+    /// `--image-volume`: where the image volumes are mounted and the
+    /// pod's paths (the container-disk directory the links go in).
+    image_volumes: Option<(ImageVolumeRoots, Paths)>,
 }
 
 impl VmiSync {
     /// Syncs through `manager`, with the pod's network `network`.
     pub fn new(manager: Arc<LibvirtDomainManager>, network: Arc<PodNetwork>) -> Self {
-        VmiSync { manager, network }
+        VmiSync {
+            manager,
+            network,
+            image_volumes: None,
+        }
+    }
+
+    /// Container disks and kernel boot artifacts come from the image
+    /// volumes under `roots` (`--image-volume`): each sync links them into
+    /// `paths`' container-disk directory first.
+    #[must_use]
+    pub fn with_image_volumes(mut self, roots: ImageVolumeRoots, paths: Paths) -> Self {
+        self.image_volumes = Some((roots, paths));
+        self
+    }
+
+    /// KubeVirt's `linkImageVolumeFilePaths`, with `--image-volume`; a
+    /// failure fails the sync (KubeVirt logs it and returns it).
+    fn link_image_volumes(&self, vmi: &VirtualMachineInstance) -> Result<(), SyncError> {
+        let Some((roots, paths)) = &self.image_volumes else {
+            return Ok(());
+        };
+        storage::image_volume::link(vmi, paths, roots).map_err(|e| {
+            tracing::error!(reason = %e, "failed link ImageVolumeFilePaths");
+            SyncError::Manager(ManagerError::Storage(e))
+        })
     }
 
     /// The domain manager.
@@ -53,6 +86,7 @@ impl VmiSync {
         vmi: &VirtualMachineInstance,
         cluster: &ClusterOptions,
     ) -> Result<domain::Domain, SyncError> {
+        self.link_image_volumes(vmi)?;
         let starting = !self.manager.is_active(vmi)?;
         self.with_inputs(vmi, cluster, starting, |inputs| {
             Ok(self.manager.sync_vmi(vmi, inputs)?)
@@ -114,6 +148,7 @@ impl VmiSync {
         cluster: &ClusterOptions,
         share_dir: &str,
     ) -> Result<(), SyncError> {
+        self.link_image_volumes(vmi)?;
         self.with_inputs(vmi, cluster, true, |inputs| {
             Ok(self
                 .manager

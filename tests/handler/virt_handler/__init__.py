@@ -43,7 +43,9 @@ What of virt-handler it reproduces (the module doing it in brackets):
   domain change, AddAfter where vm.go asks for it, rate-limited backoff on
   errors; execute()'s stale-domain and migration checks; sync()'s
   shouldShutdown / shouldDelete / shouldUpdate; processVmUpdate (start:
-  container disks present in the pod, then SyncVirtualMachine with
+  container disks present in the pod, or at once with the ImageVolume gate
+  (`--image-volume`: mount.go's ContainerDisksReady when no bind mount is
+  needed), then SyncVirtualMachine with
   virt-handler's VirtualMachineOptions: default SMBIOS, balloon period 10,
   preallocated volumes, the node's NUMA topology, ClusterConfig, `tap` for
   masquerade/bridge; running: the memory dumps in progress, isolation, the

@@ -124,10 +124,14 @@ class Controller:
     into VirtualMachineOptions (`expand_disks`)."""
 
     def __init__(self, cluster, informer, clients, expand_disks=False, violation=print,
-                 busy_after_shutoff=0, node=None):
+                 busy_after_shutoff=0, node=None, image_volume=False):
         self.cluster = cluster
         # This virt-handler's node: a VMI owned by another is left alone.
         self.node = node
+        # The cluster's ImageVolume feature gate: the pod has image volumes and
+        # no container-disk-binary init container, so the container disk
+        # mounter has nothing to bind-mount (mount.go's needsBindMountFunc).
+        self.image_volume = image_volume
         # A virt-handler busy with other VMIs: its worker reaches the
         # stopped domain only this many seconds after the notification.
         self.busy_after_shutoff = busy_after_shutoff
@@ -381,11 +385,13 @@ class Controller:
     def starting_vmi_ready(self, vmi):
         """handleStartingVMI's wait for container disks: each containerDisk
         volume's image is in the pod (the harness mounts it where
-        virt-handler's mounter would)."""
+        virt-handler's mounter would); with the ImageVolume gate, ready at once
+        (ContainerDisksReady: no bind mount needed; the launcher links the
+        disks itself)."""
         import os
         from .notify import open_in_root
         n = sum(1 for v in vmi["spec"].get("volumes") or [] if v.get("containerDisk"))
-        if n == 0:
+        if n == 0 or self.image_volume:
             return True
         try:
             fd = open_in_root(f"/proc/{self.clients.detect_pid(vmi)}/root",

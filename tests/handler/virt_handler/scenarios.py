@@ -11,7 +11,7 @@ paths, a sync while the guest is shutting down); they are marked so.
 
 Output (stdout), one line each: markers the test waits for
 (READY-FOR-CRASH, READY-FOR-DAEMON-KILL, READY-FOR-SIGTERM, RESYNC-SEEN),
-data lines (`EVENTS <types>`, `MEMORY-DUMP <record>`, `MEMORY-DUMP-FAILED
+data lines (`EVENTS <types>`, `PROBE-SYNC-ERROR <message>`, `MEMORY-DUMP <record>`, `MEMORY-DUMP-FAILED
 <record>`, `CALLS <json>`, `GRACE <json>`, `RECORDS <json>`), then `OK`;
 or `FAIL: <what>` and exit status 1. Every notify event is also written to
 --events as JSON lines ({"type", "domain", "status"} or {"type": "K8S",
@@ -67,7 +67,8 @@ class Handler:
                                        self.notify.sock)
         self.ctrl = Controller(self.cluster, self.informer, self.clients,
                                expand_disks=a.expand_disks, violation=self.violation,
-                               busy_after_shutoff=a.busy_after_shutoff, node=NODE)
+                               busy_after_shutoff=a.busy_after_shutoff, node=NODE,
+                               image_volume=a.image_volume)
 
     def violation(self, msg):
         if msg not in self.violations:
@@ -390,18 +391,48 @@ def memory_dumps(h):
     run_dumps(h, out, Failure)
 
 
-def probe_before_sync(h):
-    """Before virt-handler has synced anything: its domain informer's list
-    (listAllKnownDomains: a new client, GetDomain) and its dirty-rate
-    scraper (a new client per scrape, GetDomainDirtyRateStats), each
-    reporting what it would log."""
-    from .cmdclient import LauncherClient
+def wait_launcher_socket(h):
+    """The launcher's command socket in the pod's share, once it exists."""
     sock = os.path.join(h.a.share, "sockets", "launcher-sock")
     deadline = time.time() + 120
     while not os.path.exists(sock):
         if time.time() > deadline:
             raise Failure(f"no {sock}")
         time.sleep(0.1)
+    return sock
+
+
+def probe_bad_image_path(h, path):
+    """A probe virt-handler never makes (a VMI's containerDisk path never
+    changes): before the first sync, SyncVirtualMachine of the VMI with its
+    first containerDisk's `path` set to `path`, which leads out of the image
+    volume; the launcher must refuse it. Prints PROBE-SYNC-ERROR <message>."""
+    import copy
+    from .cmdclient import LauncherClient
+    sock = wait_launcher_socket(h)
+    v = copy.deepcopy(h.vmi())
+    vol = next((x for x in v["spec"]["volumes"] if "containerDisk" in x), None)
+    if vol is None:
+        raise Failure("--probe-bad-image-path needs a containerDisk volume")
+    vol["containerDisk"]["path"] = path
+    c = LauncherClient(sock)
+    try:
+        c.sync_virtual_machine(vmimod.marshal(v), h.ctrl.options(v))
+    except CmdError as e:
+        out("PROBE-SYNC-ERROR " + str(e))
+        return
+    finally:
+        c.close()
+    raise Failure(f"a sync with containerDisk.path {path} succeeded")
+
+
+def probe_before_sync(h):
+    """Before virt-handler has synced anything: its domain informer's list
+    (listAllKnownDomains: a new client, GetDomain) and its dirty-rate
+    scraper (a new client per scrape, GetDomainDirtyRateStats), each
+    reporting what it would log."""
+    from .cmdclient import LauncherClient
+    sock = wait_launcher_socket(h)
     res = {}
     c = LauncherClient(sock)
     try:
@@ -606,6 +637,8 @@ def run(h):
     if a.probe_before_sync:
         probe_before_sync(h)
         return
+    if a.probe_bad_image_path:
+        probe_bad_image_path(h, a.probe_bad_image_path)
     start_and_check(h)
     pause_unpause(h)
     if a.crash:
@@ -679,6 +712,13 @@ def parse(argv):
     ap.add_argument("--probe-before-sync", action="store_true",
                     help="only what virt-handler asks before its first sync (the domain list, a "
                     "dirty-rate scrape); prints PROBE <json>")
+    ap.add_argument("--image-volume", action="store_true",
+                    help="the ImageVolume feature gate: container disks are the pod's image "
+                    "volumes, nothing for virt-handler to mount or wait for")
+    ap.add_argument("--probe-bad-image-path", metavar="PATH",
+                    help="before the first sync, a probe: SyncVirtualMachine with the first "
+                    "containerDisk's path set to PATH (leading out of its image volume) must fail; "
+                    "prints PROBE-SYNC-ERROR <message>")
     ap.add_argument("--stop", choices=["delete", "delete-ignored", "sigterm", "sigterm-stalled"],
                     default="delete",
                     help="how the VMI ends: deleted (the guest powers off), deleted while the guest "

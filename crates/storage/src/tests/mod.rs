@@ -1,6 +1,7 @@
 //! Preparation against real files and the real tools (qemu-img, and
 //! `isoinfo` (genisoimage) and `xorriso` to read the ISO images back; both
 //! from .ci/install), one file per concern: image volumes (`images`),
+//! `--image-volume` links (`image_volumes`),
 //! cloud-init (`cloud_init`), config disks (`config_disks`), claims
 //! (`claims`).
 //! The helpers they share are here.
@@ -8,6 +9,7 @@
 mod claims;
 mod cloud_init;
 mod config_disks;
+mod image_volumes;
 mod images;
 
 use std::collections::BTreeMap;

@@ -321,6 +321,7 @@ pub fn prepare(
             PodNetworkSetup::Given
         },
         host_uuid: Some(random_host_uuid()?),
+        image_volumes: None,
     })
 }
 

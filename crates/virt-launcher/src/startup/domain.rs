@@ -162,10 +162,11 @@ impl Services {
             .with_hooks(Arc::clone(hooks))
             .with_credential_check_interval(credential_check_interval()),
         );
-        let sync = Arc::new(VmiSync::new(
-            Arc::clone(&manager),
-            Arc::clone(launch.network),
-        ));
+        let mut sync = VmiSync::new(Arc::clone(&manager), Arc::clone(launch.network));
+        if let Some(roots) = &launch.pod.image_volumes {
+            sync = sync.with_image_volumes(roots.clone(), launch.host.paths.clone());
+        }
+        let sync = Arc::new(sync);
         tracing::info!(ms = ms(launch.started), "libvirt ready");
         // The guest agent: its own connection and poller thread; what it
         // learns reaches virt-handler through the event bridge.

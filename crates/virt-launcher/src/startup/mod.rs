@@ -66,10 +66,15 @@ pub(crate) struct Launch<'a> {
     pub started: Instant,
 }
 
-fn check_flags(flags: &LauncherFlags) -> Result<(), LauncherError> {
-    let refuse = |f: &str| Err(LauncherError::input(format!("{f} is not supported yet")));
-    if flags.image_volume {
-        return refuse("--image-volume");
+/// Flags that do not fit the mode: `--image-volume` says how kubelet
+/// mounted the pod's container disks; a standalone run takes them from
+/// `--container-disk` instead.
+fn check_flags(flags: &LauncherFlags, mode: crate::pod::Mode) -> Result<(), LauncherError> {
+    if flags.image_volume && mode == crate::pod::Mode::Standalone {
+        return Err(LauncherError::input_at(
+            "--image-volume",
+            "image volumes are mounted by kubelet in a pod; a standalone run takes its container disks from --container-disk",
+        ));
     }
     Ok(())
 }
@@ -97,7 +102,7 @@ pub fn run_vmi(
     source: PodSource<'_>,
     started: Instant,
 ) -> Result<(), LauncherError> {
-    check_flags(flags)?;
+    check_flags(flags, source.mode())?;
     let host = host::for_launcher(flags, arch)?;
     // Standalone claims: checked now; their sizes become the VMI's
     // status.volumeStatus, as virt-handler reports a claim's.
@@ -231,4 +236,38 @@ pub fn run_vmi(
         }
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        flags: LauncherFlags,
+    }
+
+    #[test]
+    fn image_volume_is_a_pods_flag_and_refused_standalone() {
+        let f = Cmd::try_parse_from(["virt-launcher", "--image-volume"])
+            .unwrap()
+            .flags;
+        assert!(f.image_volume);
+        assert!(check_flags(&f, crate::pod::Mode::Pod).is_ok());
+        let e = check_flags(&f, crate::pod::Mode::Standalone).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string().starts_with("--image-volume: ")
+                && e.to_string().contains("--container-disk"),
+            "{e}"
+        );
+        let pod = crate::pod::Pod::kubelet(true);
+        assert_eq!(
+            pod.image_volumes,
+            Some(storage::image_volume::ImageVolumeRoots::default())
+        );
+        assert_eq!(crate::pod::Pod::kubelet(false).image_volumes, None);
+    }
 }

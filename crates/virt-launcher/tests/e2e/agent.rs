@@ -2,7 +2,8 @@
 //! reached through the launcher's command socket with `virt-launcher ctl`
 //! (the same gRPC calls virt-handler and virt-probe make) and, for the raw
 //! replies, through the launcher's libvirt with the launcher's own agent
-//! channel.
+//! channel; KubeVirt's virt-probe and virt-freezer (`crates/image-tools`)
+//! against the same guests.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -55,6 +56,59 @@ fn wait_for(l: &Launcher, what: &str, timeout: Duration, f: impl Fn() -> bool) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// One of KubeVirt's image programs of this build (`crates/image-tools`:
+/// virt-probe, virt-freezer), beside the launcher.
+fn image_tool(name: &str) -> std::path::PathBuf {
+    let p = launcher_bin().with_file_name(name);
+    assert!(
+        p.is_file(),
+        "{} is missing: cargo build -p image-tools",
+        p.display()
+    );
+    p
+}
+
+/// Runs `cmd`: (exit code, stdout, stderr).
+fn run_tool(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().expect("run the image program");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// virt-probe as virt-controller wraps a probe for VMI `name` in namespace
+/// `e2e` (`--domainName e2e_<name> --timeoutSeconds T ...`), on `l`'s socket.
+fn virt_probe(l: &Launcher, name: &str, args: &[&str]) -> (i32, String, String) {
+    run_tool(
+        Command::new(image_tool("virt-probe"))
+            .arg("--socket")
+            .arg(l.state.join("share/sockets/launcher-sock"))
+            .args([
+                "--domainName",
+                &format!("e2e_{name}"),
+                "--timeoutSeconds",
+                "5",
+            ])
+            .args(args),
+    )
+}
+
+/// virt-freezer as a backup hook runs it in the compute container: in the
+/// launcher's mount namespace, where `/run/kubevirt/sockets/launcher-sock`
+/// (its fixed socket) is the launcher's.
+fn virt_freezer(l: &Launcher, args: &[&str]) -> (i32, String, String) {
+    run_tool(
+        Command::new("nsenter")
+            .arg("--mount")
+            .arg("--target")
+            .arg(l.worker_pid().to_string())
+            .arg(image_tool("virt-freezer"))
+            .args(args),
+    )
 }
 
 fn agent_channel_state(dom: &Value) -> String {
@@ -161,6 +215,24 @@ fn agent_info_os_hostname_interfaces_exec_and_ping() {
     let (ok, _, err) = ctl(&l, &["exec", "--", "/no/such/program"]);
     assert!(!ok && !err.is_empty(), "a missing program is an error");
     assert_eq!(ctl_json(&l, &["guestping"])["ok"], true);
+    // virt-probe (KubeVirt's exec and guest-agent ping probes): the
+    // command's exit code is the probe's, its output printed with a
+    // newline; the ping exits 0; a call without an answer exits 255.
+    let (code, out, err) = virt_probe(
+        &l,
+        "agentinfo",
+        &["--command", "/bin/sh", "--", "-c", "echo probe; exit 4"],
+    );
+    assert_eq!((code, out.as_str()), (4, "probe\n\n"), "{err}");
+    let (code, out, err) = virt_probe(&l, "agentinfo", &["--command", "/bin/true"]);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    let (code, _, err) = virt_probe(&l, "agentinfo", &["--guestAgentPing"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = virt_probe(&l, "agentinfo", &["--command", "/no/such/program"]);
+    assert!(
+        code == 255 && err.contains("Failed executing the command"),
+        "{code} {err}"
+    );
     // A reader that goes away (`ctl ... | head`) is no failure of ctl.
     let mut child = Command::new(launcher_bin())
         .arg("ctl")
@@ -231,6 +303,31 @@ fn freeze_thaw_and_thaw_by_itself_after_the_unfreeze_timeout() {
             )
             .unwrap()
     };
+    // virt-freezer, as KubeVirt's backup hooks run it: freeze, then thaw.
+    let (code, _, err) = virt_freezer(
+        &l,
+        &["--freeze", "--name", "agentfreeze", "--namespace", "e2e"],
+    );
+    assert!(
+        code == 0 && err.contains("Operation completed successfully"),
+        "{code} {err}\n--- launcher ---\n{}",
+        l.log()
+    );
+    assert!(guest_status().contains("frozen"), "{}", guest_status());
+    let (code, _, err) = virt_freezer(
+        &l,
+        &["--unfreeze", "--name", "agentfreeze", "--namespace", "e2e"],
+    );
+    assert!(
+        code == 0 && err.contains("\"component\":\"freezer\""),
+        "{code} {err}"
+    );
+    assert!(guest_status().contains("thawed"), "{}", guest_status());
+    let (code, _, err) = virt_freezer(&l, &["--name", "agentfreeze", "--namespace", "e2e"]);
+    assert!(
+        code == 1 && err.contains("either --freeze or --unfreeze must be set"),
+        "{code} {err}"
+    );
     assert_eq!(ctl_json(&l, &["freeze"])["ok"], true);
     assert!(
         guest_status().contains("frozen"),

@@ -314,8 +314,18 @@ impl Launcher {
     /// `VIRT_LAUNCHER_E2E_NONROOT=1`. The VMI comes from virt-handler (its
     /// stand-in, through `<dir>/share`); virt-handler's network phase 1 runs
     /// for it first. `hook_sidecars` sidecar sockets are expected in
-    /// `hooks` (the `hook-sidecar-sockets` volume).
-    pub fn start_pod_box(yaml: &str, hook_sidecars: u32, hooks: Option<&Path>) -> Launcher {
+    /// `hooks` (the `hook-sidecar-sockets` volume). `image_volume`: a
+    /// cluster with KubeVirt's ImageVolume feature gate (the command carries
+    /// `--image-volume`, the test guest's disk is at `/disk/guest.img` in the
+    /// first containerDisk's image volume, `/disk/boot.img` an absolute link
+    /// to it inside the image, `/disk/escape.img` a link leading out: see
+    /// `tests/podbox/pod-in-a-box`).
+    pub fn start_pod_box(
+        yaml: &str,
+        hook_sidecars: u32,
+        hooks: Option<&Path>,
+        image_volume: bool,
+    ) -> Launcher {
         require_stack();
         let image = guest_image();
         let bin_dir = launcher_bin().parent().expect("bin dir").to_owned();
@@ -325,6 +335,13 @@ impl Launcher {
             "{} is missing: cargo build -p virt-launcher-monitor",
             monitor.display()
         );
+        for tool in ["container-disk", "virt-tail", "virt-freezer", "virt-probe"] {
+            assert!(
+                bin_dir.join(tool).is_file(),
+                "{} is missing (image/fast-rootfs installs it): cargo build -p image-tools",
+                bin_dir.join(tool).display()
+            );
+        }
         let dir = tempfile::Builder::new()
             .prefix("vl-podbox-")
             .tempdir()
@@ -348,7 +365,15 @@ impl Launcher {
         let mut cmd = Command::new("unshare");
         cmd.args(["--mount", "--pid", "--uts", "--net", "--fork"])
             .arg(repo_root().join("tests/podbox/pod-in-a-box"))
-            .args(pod_box_command(name, ns, &uid, tgps, hook_sidecars, n))
+            .args(pod_box_command(
+                name,
+                ns,
+                &uid,
+                tgps,
+                hook_sidecars,
+                image_volume,
+                n,
+            ))
             .env("POD_HOSTNAME", name.split('.').next().unwrap_or(name))
             .env("POD_ROOT", dir.path().join("pod-root"))
             .env("POD_PRIVATE", &private)
@@ -358,6 +383,9 @@ impl Launcher {
             .env("BIN_DIR", &bin_dir);
         if let Some(h) = hooks {
             cmd.env("POD_HOOKS", h);
+        }
+        if image_volume {
+            cmd.env("POD_IMAGE_VOLUME", "1");
         }
         if nonroot() {
             cmd.env("POD_NONROOT", "1");
@@ -955,7 +983,8 @@ impl Drop for Launcher {
 /// with UID `uid`, `terminationGracePeriodSeconds` `tgps` and
 /// `hook_sidecars` sidecars: `--qemu-timeout` is 240 s plus a jitter below
 /// 120 s (here `seq % 120`), the grace period `tgps + 15`; then
-/// `--run-as-nonroot` in non-root mode and `--allow-emulation` (a cluster
+/// `--run-as-nonroot` in non-root mode, `--image-volume` with the
+/// ImageVolume gate (`image_volume`) and `--allow-emulation` (a cluster
 /// with `useEmulation`). One word is not virt-controller's: the test
 /// machines' nested `/dev/kvm` cannot run guests, so `--use-emulation`
 /// (this launcher's) makes the launcher choose TCG although `/dev/kvm`
@@ -966,6 +995,7 @@ pub fn pod_box_command(
     uid: &str,
     tgps: i64,
     hook_sidecars: u32,
+    image_volume: bool,
     seq: usize,
 ) -> Vec<String> {
     let mut c: Vec<String> = [
@@ -998,6 +1028,9 @@ pub fn pod_box_command(
     .collect();
     if nonroot() {
         c.push("--run-as-nonroot".into());
+    }
+    if image_volume {
+        c.push("--image-volume".into());
     }
     c.push("--allow-emulation".into());
     c.push("--use-emulation".into());

@@ -1,0 +1,22 @@
+//! `container-disk` (see [`image_tools::container_disk`]).
+
+use image_tools::container_disk::{error_log, parse, serve, Action};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match parse(&args) {
+        Ok(Action::NoOp) => 0,
+        Ok(Action::Serve(copy)) => match serve(&copy) {
+            Ok(()) => 0,
+            Err(e) => {
+                error_log(&e);
+                1
+            }
+        },
+        Err(e) => {
+            error_log(&e);
+            1
+        }
+    };
+    std::process::exit(code);
+}
