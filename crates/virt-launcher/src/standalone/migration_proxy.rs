@@ -5,29 +5,31 @@
 //! `migration-source.go` `handleSourceMigrationProxy`), for two standalone
 //! launchers on one host:
 //!
-//! - the target side (`StartTargetListener`): one TCP listener on the
-//!   loopback address, on a port the kernel picks, for each of the target
-//!   launcher's Unix files: its libvirt socket, then
+//! - the target side (`StartTargetListener`): one listener for each of
+//!   the target launcher's Unix files: its libvirt socket, then
 //!   `<share>/migrationproxy/<uid>-49152-source.sock` (and `-49153-` for
 //!   block migration), where the incoming QEMU and NBD server listen;
 //! - the source side (`StartSourceListener`): for each target port, the
 //!   Unix socket `<source share>/migrationproxy/<key>-source.sock` (key
 //!   `<uid>` for libvirt, `<uid>-49152`, `<uid>-49153`), any old file
 //!   removed first, that the source launcher's libvirt and QEMU connect to;
-//!   each connection is forwarded to its TCP port, and from there to the
-//!   target's Unix file, bytes both ways until either side closes.
+//!   each connection is forwarded to its target listener, and from there to
+//!   the target's Unix file, bytes both ways until either side closes.
 //!
 //! The source sockets (and the `migrationproxy` directory when the proxy
 //! makes it) belong to the owner of the source's share directory, so a
 //! non-root launcher's QEMU (uid 107) can connect.
 //!
 //! virt-handler's hop between the nodes is TCP with TLS; here both ends
-//! are on one host and the hop is plain TCP on the loopback address
-//! (virt-handler's `DisableTLS` form). It runs until SIGTERM or SIGINT and
-//! then removes the source sockets it made.
+//! are on one host and the hop is a Unix socket in a directory only the
+//! proxy's user can enter (`mkdtemp`, 0700). A TCP port on the loopback
+//! address would hand the target's libvirt socket, root's for a root
+//! launcher, to every local user (found by a new-user trial: `virsh -c
+//! qemu+tcp://127.0.0.1:<port>/system` as `nobody` could suspend the VM).
+//! It runs until SIGTERM or SIGINT and then removes the sockets it made.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::Shutdown;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -128,8 +130,18 @@ pub fn run(args: &ProxyArgs) -> Result<(), LauncherError> {
         &[virtwrap::migration::DIRECT_MIGRATION_PORT]
     };
     crate::startup::signals::install_signal_handlers()?;
-    // Target side: (source key's port, TCP port) for each target file.
-    let mut routes: Vec<(u16, u16)> = Vec::new();
+    // The hop: a private directory for the target side's listeners.
+    let hop_dir = nix::unistd::mkdtemp(&std::env::temp_dir().join("virt-launcher-proxy-XXXXXX"))
+        .map_err(|e| err(format!("mkdtemp for the proxy's hop: {e}")))?;
+    let result = serve(args, ports, &hop_dir);
+    let _ = std::fs::remove_dir_all(&hop_dir);
+    result
+}
+
+/// [`run`] with the hop's private directory `hop_dir`.
+fn serve(args: &ProxyArgs, ports: &[u16], hop_dir: &Path) -> Result<(), LauncherError> {
+    // Target side: (source key's port, hop socket) for each target file.
+    let mut routes: Vec<(u16, PathBuf)> = Vec::new();
     let mut targets = vec![(0u16, args.target_libvirt_socket.clone())];
     for &p in ports {
         targets.push((
@@ -142,20 +154,20 @@ pub fn run(args: &ProxyArgs) -> Result<(), LauncherError> {
         ));
     }
     for (src_port, file) in targets {
-        let l = TcpListener::bind(("127.0.0.1", 0))
+        let hop = hop_dir.join(format!("hop-{src_port}.sock"));
+        let l = UnixListener::bind(&hop)
             .map_err(|e| err(format!("target listener for {}: {e}", file.display())))?;
-        let port = l.local_addr().map_err(err)?.port();
-        tracing::info!(target = %file.display(), port, "proxy created on target");
+        tracing::info!(target = %file.display(), hop = %hop.display(), "proxy created on target");
         spawn_accept("target", move || {
             let (c, _) = l.accept()?;
             let file = file.clone();
             Ok(Box::new(move || {
                 let u = UnixStream::connect(&file)?;
-                pump_tcp_unix(c, u);
+                pump(c, u);
                 Ok(())
             }) as Job)
         })?;
-        routes.push((src_port, port));
+        routes.push((src_port, hop));
     }
     // Source side.
     let owner = {
@@ -180,7 +192,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), LauncherError> {
                 .map_err(|e| err(format!("chown {}: {e}", dir.display())))?;
         }
     }
-    for (src_port, tcp_port) in routes {
+    for (src_port, hop) in routes {
         let path = PathBuf::from(virtwrap::migration::proxy_socket(
             &args.source_share.to_string_lossy(),
             &args.uid,
@@ -199,13 +211,14 @@ pub fn run(args: &ProxyArgs) -> Result<(), LauncherError> {
         // non-root VMI's sockets to the qemu user.
         std::os::unix::fs::lchown(&path, Some(owner.0), Some(owner.1))
             .map_err(|e| err(format!("chown {}: {e}", path.display())))?;
-        tracing::info!(socket = %path.display(), port = tcp_port, "proxy created on source");
+        tracing::info!(socket = %path.display(), hop = %hop.display(), "proxy created on source");
         made.push(path);
         spawn_accept("source", move || {
             let (c, _) = l.accept()?;
+            let hop = hop.clone();
             Ok(Box::new(move || {
-                let t = TcpStream::connect(("127.0.0.1", tcp_port))?;
-                pump_tcp_unix(t, c);
+                let t = UnixStream::connect(&hop)?;
+                pump(t, c);
                 Ok(())
             }) as Job)
         })?;
@@ -268,7 +281,7 @@ fn spawn_accept(
 
 /// Copies bytes both ways between `t` and `u` until both directions end;
 /// the end of one direction is passed on as a half close.
-fn pump_tcp_unix(t: TcpStream, u: UnixStream) {
+fn pump(t: UnixStream, u: UnixStream) {
     let (Ok(t2), Ok(u2)) = (t.try_clone(), u.try_clone()) else {
         return;
     };
@@ -331,21 +344,21 @@ mod tests {
         }
     }
 
-    /// Bytes go both ways through the Unix → TCP → Unix chain, and a
+    /// Bytes go both ways through the Unix → hop → Unix chain, and a
     /// half close reaches the far end.
     #[test]
     fn forwards_both_ways() {
         let dir = tempfile::tempdir().unwrap();
         let far = dir.path().join("far.sock");
         let far_l = UnixListener::bind(&far).unwrap();
-        let tcp = TcpListener::bind(("127.0.0.1", 0)).unwrap();
-        let port = tcp.local_addr().unwrap().port();
+        let hop = dir.path().join("hop.sock");
+        let hop_l = UnixListener::bind(&hop).unwrap();
         let f = far.clone();
         spawn_accept("target", move || {
-            let (c, _) = tcp.accept()?;
+            let (c, _) = hop_l.accept()?;
             let f = f.clone();
             Ok(Box::new(move || {
-                pump_tcp_unix(c, UnixStream::connect(&f)?);
+                pump(c, UnixStream::connect(&f)?);
                 Ok(())
             }) as Job)
         })
@@ -354,8 +367,9 @@ mod tests {
         let near_l = UnixListener::bind(&near).unwrap();
         spawn_accept("source", move || {
             let (c, _) = near_l.accept()?;
+            let hop = hop.clone();
             Ok(Box::new(move || {
-                pump_tcp_unix(TcpStream::connect(("127.0.0.1", port))?, c);
+                pump(UnixStream::connect(&hop)?, c);
                 Ok(())
             }) as Job)
         })
