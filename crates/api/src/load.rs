@@ -279,12 +279,20 @@ fn from_vm(mut vm: Value) -> Result<VirtualMachineInstance, LoadError> {
     Ok(vmi)
 }
 
+/// Decodes the VMI and bounds its device lists ([`crate::limits`]) before
+/// anything else looks at it.
 fn decode(value: Value, prefix: &str) -> Result<VirtualMachineInstance, LoadError> {
-    serde_path_to_error::deserialize::<_, VirtualMachineInstance>(value).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        FieldError::new(format!("{prefix}{path}"), e.into_inner().to_string()).into()
-    })
+    let vmi =
+        serde_path_to_error::deserialize::<_, VirtualMachineInstance>(value).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            LoadError::from(FieldError::new(
+                format!("{prefix}{path}"),
+                e.into_inner().to_string(),
+            ))
+        })?;
+    crate::limits::check_counts(&vmi, prefix)?;
+    Ok(vmi)
 }
 
 #[cfg(test)]
