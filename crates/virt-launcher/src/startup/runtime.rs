@@ -261,6 +261,13 @@ pub(crate) fn run_in_runtime(
             "/var/run/libvirt/virtlogd.pid".into(),
         ],
         env: user.daemon_env(),
+        // QEMU writes the serial console log through a pipe to virtlogd
+        // that libvirt opened when it started the domain; a new virtlogd
+        // gets no pipe from a running QEMU (KubeVirt's launcher restarts
+        // virtlogd the same way, and loses the same log).
+        restart_loses: Some(
+            "the running guest's serial console log (virt-serial0-log) ends here: QEMU wrote it through the virtlogd that died, and a restarted virtlogd gets it again only when the domain starts again".into(),
+        ),
     })
     .map_err(|e| spawn_err("virtlogd", e))?;
     sup.start(DaemonSpec {
@@ -273,6 +280,8 @@ pub(crate) fn run_in_runtime(
             format!("/var/run/libvirt/{}.pid", daemon.name()),
         ],
         env: user.daemon_env(),
+        // A restarted daemon finds the running QEMU again.
+        restart_loses: None,
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 

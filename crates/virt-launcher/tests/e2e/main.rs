@@ -16,6 +16,7 @@ mod bad_input;
 mod capscache;
 mod define;
 mod dirtyrate;
+mod faults;
 mod firmware;
 mod graceful;
 mod harness;
