@@ -20,8 +20,10 @@ guest printed GUEST-READY, for `--minutes` (default 30):
     per Pause, one Running per Unpause, in that order: a lost or reordered
     event fails the run);
   * every `--sample` seconds (default 60) the launcher's PSS
-    (/proc/PID/smaps_rollup, the inner launcher and the outer `run`), its
-    open descriptors, and the PSS of its libvirt daemon and virtlogd.
+    (/proc/PID/smaps_rollup, the inner launcher and the outer `run`; PSS
+    divides shared pages among the processes mapping them, so it moves
+    when other launchers start or stop) and RssAnon (its private memory,
+    which does not), its open descriptors, and the PSS of its libvirt daemon and virtlogd.
 
 It prints the series, the RPC counts (answered with success, answered with
 an error, by message, and not answered: a transport error or a timeout),
@@ -49,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tests/handler"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import grpc  # noqa: E402
-from launcher import pss_kib  # noqa: E402
+from launcher import pss_kib, status_kib  # noqa: E402
 from virt_handler import cmdclient  # noqa: E402
 from virt_handler.stubs import pb  # noqa: E402
 
@@ -152,6 +154,7 @@ def pids_of(outer):
 def sample(outer):
     inner, daemons = pids_of(outer)
     s = {"t": time.time(), "launcher_pss": pss_kib(inner), "outer_pss": pss_kib(outer),
+         "launcher_anon": status_kib(inner, "RssAnon"),
          "fds": len(os.listdir(f"/proc/{inner}/fd"))}
     for comm in ("libvirtd", "virtqemud", "virtlogd"):
         if comm in daemons:
@@ -320,18 +323,21 @@ def check_events(events, c, pauses):
 
 def report(a, samples, c, cycles, pauses, churns, problems, rc):
     print(f"\n== soak: {a.minutes} min, {cycles} loop cycles, {pauses} pauses, {churns} agent restarts")
-    print(f"{'min':>6} {'launcher PSS':>13} {'outer PSS':>10} {'fds':>5} {'daemon PSS':>11} {'daemon fds':>10} {'virtlogd PSS':>12}")
+    print(f"{'min':>6} {'launcher PSS':>13} {'RssAnon':>11} {'outer PSS':>10} {'fds':>5} {'daemon PSS':>11} {'daemon fds':>10} {'virtlogd PSS':>12}")
     t0 = samples[0]["t"]
     for s in samples:
         dpss = s.get("libvirtd_pss", s.get("virtqemud_pss"))
         dfds = s.get("libvirtd_fds", s.get("virtqemud_fds"))
-        print(f"{(s['t'] - t0) / 60:6.1f} {s['launcher_pss']:10} KiB {s['outer_pss']:6} KiB {s['fds']:5} "
+        print(f"{(s['t'] - t0) / 60:6.1f} {s['launcher_pss']:10} KiB {s['launcher_anon']:7} KiB {s['outer_pss']:6} KiB {s['fds']:5} "
               f"{dpss:7} KiB {dfds:10} {s.get('virtlogd_pss', 0):8} KiB")
     base = samples[1] if len(samples) > 2 else samples[0]
     last = samples[-1]
     print(f"launcher PSS: first {samples[0]['launcher_pss']} KiB, after warm-up {base['launcher_pss']} KiB, "
           f"last {last['launcher_pss']} KiB, max {max(s['launcher_pss'] for s in samples)} KiB "
           f"(growth after warm-up {last['launcher_pss'] - base['launcher_pss']:+} KiB)")
+    print(f"launcher RssAnon (private memory, unlike PSS not shared with other processes): first "
+          f"{samples[0]['launcher_anon']} KiB, after warm-up {base['launcher_anon']} KiB, last {last['launcher_anon']} KiB, "
+          f"max {max(s['launcher_anon'] for s in samples)} KiB")
     print(f"launcher fds: first {samples[0]['fds']}, last {last['fds']}, max {max(s['fds'] for s in samples)}")
     print("RPCs answered with success: " + ", ".join(f"{k} {v}" for k, v in sorted(c.ok.items())))
     print(f"RPCs answered with an error: {sum(c.answered_err.values())}")
