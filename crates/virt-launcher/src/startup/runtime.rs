@@ -42,12 +42,18 @@ pub(crate) fn mount(
     flags: &LauncherFlags,
     pod: &Pod,
 ) -> Result<(), LauncherError> {
+    // The state directory's parts are mounted from descriptors opened
+    // below the held state directory, never by path.
     for (rel, target) in LIBVIRT_DIRS {
-        mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
+        let (fd, shown) = state.subdir_fd(rel)?;
+        mounts.bind_dir_fd(&fd, &shown, Path::new(target))?;
     }
     for m in &pod.mounts {
         match m {
-            PodMount::State { rel, target } => mounts.bind_dir(&state.subdir(rel)?, target)?,
+            PodMount::State { rel, target } => {
+                let (fd, shown) = state.subdir_fd(rel)?;
+                mounts.bind_dir_fd(&fd, &shown, target)?;
+            }
             PodMount::WritableDir { source, target } => {
                 let existed = source.exists();
                 mounts.bind_dir(source, target)?;
