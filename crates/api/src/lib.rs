@@ -16,6 +16,7 @@ pub mod fuzzing;
 pub mod hotplug;
 pub mod interfaces_live;
 pub mod layout;
+pub mod limits;
 pub mod load;
 pub mod mac;
 pub mod names;

@@ -279,6 +279,8 @@ fn from_vm(mut vm: Value) -> Result<VirtualMachineInstance, LoadError> {
     Ok(vmi)
 }
 
+/// Decodes the VMI and bounds its device lists ([`crate::limits`]) before
+/// anything else looks at it.
 fn decode(value: Value, prefix: &str) -> Result<VirtualMachineInstance, LoadError> {
     let mut lists = Vec::new();
     list_paths(&value, &mut String::new(), &mut String::new(), &mut lists);
@@ -291,6 +293,7 @@ fn decode(value: Value, prefix: &str) -> Result<VirtualMachineInstance, LoadErro
                 e.into_inner().to_string(),
             ))
         })?;
+    crate::limits::check_counts(&vmi, prefix)?;
     refuse_lists_read_as_objects(&vmi, &lists, prefix)?;
     Ok(vmi)
 }

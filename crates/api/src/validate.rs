@@ -62,6 +62,11 @@ pub fn identity(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
 /// identity ([`identity`]), the files libvirt names after it
 /// ([`crate::names::check_libvirt_files`]), then the spec.
 pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
+    // Decoding bounds the lists already; a VMI built otherwise (fuzzing,
+    // tests) gets the same bound before the per-device checks below.
+    if let Err(e) = crate::limits::check_counts(vmi, "") {
+        return vec![e];
+    }
     let mut errs = identity(vmi);
     if errs.is_empty() {
         if let Err(e) = crate::names::check_libvirt_files(vmi) {

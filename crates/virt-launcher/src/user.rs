@@ -60,15 +60,23 @@ impl RuntimeUser {
         self == RuntimeUser::NonRoot
     }
 
-    /// The libvirt URI the launcher connects with (`createLibvirtConnection`;
-    /// the socket is given separately, [`RuntimeUser::daemon_socket`]). KubeVirt's auth
-    /// callback answers with user `qemu`; the daemon's Unix socket here
-    /// asks for no authentication (`auth_unix_rw = "none"`), so no callback
-    /// is called.
-    pub fn libvirt_uri(self) -> &'static str {
+    /// The libvirt URI the launcher connects with (`createLibvirtConnection`:
+    /// non-root, the session URI naming the daemon's socket, as KubeVirt's
+    /// `qemu+unix:///session?socket=/var/run/libvirt/virtqemud-sock`).
+    /// Naming the socket also keeps libvirt's client from starting a
+    /// session daemon of its own when the socket does not answer (the
+    /// supervised daemon just died): such a daemon, nobody's child, took
+    /// the pid file and every restart of the real one failed (issue 19).
+    /// KubeVirt's auth callback answers with user `qemu`; the daemon's Unix
+    /// socket here asks for no authentication (`auth_unix_rw = "none"`),
+    /// so no callback is called.
+    pub fn libvirt_uri(self, daemon: &DaemonKind) -> String {
         match self {
-            RuntimeUser::Root => "qemu:///system",
-            RuntimeUser::NonRoot => "qemu+unix:///session",
+            RuntimeUser::Root => "qemu:///system".into(),
+            RuntimeUser::NonRoot => format!(
+                "qemu+unix:///session?socket={}",
+                self.daemon_socket(daemon).display()
+            ),
         }
     }
 
@@ -218,7 +226,6 @@ mod tests {
     fn the_non_root_column_of_kubevirts_table() {
         let u = RuntimeUser::from_flag(true);
         assert_eq!(u.id(), 107);
-        assert_eq!(u.libvirt_uri(), "qemu+unix:///session");
         assert_eq!(u.qemu_pid_dir(), "/var/run/libvirt/qemu/run");
         assert_eq!(
             u.qemu_conf(),
@@ -233,6 +240,10 @@ mod tests {
         assert_eq!(
             u.daemon_socket(&d),
             PathBuf::from("/var/run/libvirt/virtqemud-sock")
+        );
+        assert_eq!(
+            u.libvirt_uri(&d),
+            "qemu+unix:///session?socket=/var/run/libvirt/virtqemud-sock"
         );
         // Where libvirt's session daemon keeps its QEMU capabilities:
         // $XDG_CACHE_HOME/libvirt/qemu/cache/capabilities.
@@ -250,7 +261,10 @@ mod tests {
         }
         let r = RuntimeUser::from_flag(false);
         assert_eq!(r.id(), 0);
-        assert_eq!(r.libvirt_uri(), "qemu:///system");
+        assert_eq!(
+            r.libvirt_uri(&DaemonKind::Virtqemud("/usr/sbin/virtqemud".into())),
+            "qemu:///system"
+        );
         assert_eq!(r.qemu_pid_dir(), "/var/run/libvirt/qemu");
         assert_eq!(r.qemu_conf(), PathBuf::from("/etc/libvirt/qemu.conf"));
         assert_eq!(

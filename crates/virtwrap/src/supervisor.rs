@@ -42,6 +42,9 @@ pub struct DaemonSpec {
     /// Environment added to the launcher's (the session variables of a
     /// non-root launcher).
     pub env: Vec<(String, String)>,
+    /// What a restart cannot bring back, logged as a warning with every
+    /// restart (virtlogd: the running guest's serial console log).
+    pub restart_loses: Option<String>,
 }
 
 /// A daemon that could not be kept running.
@@ -241,6 +244,9 @@ fn supervise(d: &Supervised, fatal: &Sender<DaemonFailure>, delay: Duration) {
             return;
         }
         tracing::error!(daemon = %d.spec.name, pid, "exited unexpectedly ({how}); restarting in {} ms", delay.as_millis());
+        if let Some(lost) = &d.spec.restart_loses {
+            tracing::warn!(daemon = %d.spec.name, "{lost}");
+        }
         thread::sleep(delay);
         if d.stopping.load(Ordering::SeqCst) {
             return;
@@ -270,6 +276,7 @@ mod tests {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
             env: Vec::new(),
+            restart_loses: None,
         }
     }
 

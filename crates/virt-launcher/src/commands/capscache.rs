@@ -117,6 +117,7 @@ fn probe(daemon: &DaemonKind) -> Result<(), LauncherError> {
             format!("/var/run/libvirt/{}.pid", daemon.name()),
         ],
         env: Vec::new(),
+        restart_loses: None,
     })
     .map_err(|e| LauncherError::runtime(format!("cannot start {}: {e}", daemon.name())))?;
     let connector = Connector {

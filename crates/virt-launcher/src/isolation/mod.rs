@@ -131,6 +131,50 @@ impl Mounts {
         self.bind(source, target, false)
     }
 
+    /// Bind-mounts the directory `source` holds over `target` (created if
+    /// missing) without trusting its path (issue 19). `source` was opened
+    /// before this mount namespace was made, so the kernel refuses to mount
+    /// from it directly; its path `shown` is opened again here with no
+    /// symbolic link followed anywhere (`openat2` with
+    /// `RESOLVE_NO_SYMLINKS`), that descriptor must be the same directory
+    /// (device and inode) as the held one, and the mount is made from it
+    /// through `/proc/self/fd/<n>`: what is mounted is the directory that
+    /// was checked, whatever happens to the path in between.
+    ///
+    /// # Errors
+    /// [`IsolationError`] from mkdir, open or mount, or when the path now
+    /// names another directory than the held one.
+    pub fn bind_dir_fd(
+        &mut self,
+        source: &std::os::fd::OwnedFd,
+        shown: &Path,
+        target: &Path,
+    ) -> Result<(), IsolationError> {
+        use rustix::fs::{openat2, Mode, OFlags, ResolveFlags, CWD};
+        use std::os::fd::AsRawFd;
+        fs::create_dir_all(target).map_err(io_err("mkdir", target))?;
+        let here = openat2(
+            CWD,
+            shown,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS,
+        )
+        .map_err(|e| io_err("open", shown)(e.into()))?;
+        let (a, b) = (
+            rustix::fs::fstat(source).map_err(|e| io_err("stat", shown)(e.into()))?,
+            rustix::fs::fstat(&here).map_err(|e| io_err("stat", shown)(e.into()))?,
+        );
+        if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) {
+            return Err(io_err("open", shown)(io::Error::other(
+                "is no longer the directory the launcher created",
+            )));
+        }
+        let held = PathBuf::from(format!("/proc/self/fd/{}", here.as_raw_fd()));
+        tracing::debug!(source = %shown.display(), "bind mount from a checked descriptor");
+        self.bind(&held, target, false)
+    }
+
     /// Bind-mounts directory `source` (which must exist: a claim's
     /// directory is never created) over `target` (created if missing),
     /// read-only when `read_only`.

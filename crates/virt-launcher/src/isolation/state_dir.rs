@@ -251,6 +251,18 @@ impl StateDir {
     /// [`IsolationError::Io`] for a component that is not a plain name, a
     /// link, or a failed mkdir.
     pub fn subdir(&self, rel: &str) -> Result<PathBuf, IsolationError> {
+        self.subdir_fd(rel).map(|(_, p)| p)
+    }
+
+    /// [`StateDir::subdir`], with a descriptor of the subdirectory itself
+    /// (each component opened relative to the last, never through a link),
+    /// so that it can be bind-mounted from the descriptor
+    /// ([`super::Mounts::bind_dir_fd`]) rather than by a path someone could
+    /// swap in between (issue 19).
+    ///
+    /// # Errors
+    /// As [`StateDir::subdir`]; an empty `rel` is not a plain relative path.
+    pub fn subdir_fd(&self, rel: &str) -> Result<(OwnedFd, PathBuf), IsolationError> {
         let p = self.root.join(rel);
         let mut cur: Option<OwnedFd> = None;
         for comp in Path::new(rel).components() {
@@ -273,7 +285,14 @@ impl StateDir {
             }
             cur = Some(fd);
         }
-        Ok(p)
+        match cur {
+            Some(fd) => Ok((fd, p)),
+            None => Err(IsolationError::Io {
+                op: "mkdir",
+                path: p,
+                source: io::Error::other("not a plain relative path"),
+            }),
+        }
     }
 
     /// Removes the state at exit: everything in it, then the marker and the

@@ -103,7 +103,7 @@ impl Services {
         virtwrap::events::start_event_loop();
         let connector = Connector {
             daemon: daemon.name().into(),
-            uri: launch.user.libvirt_uri().into(),
+            uri: launch.user.libvirt_uri(daemon),
             socket: launch.user.daemon_socket(daemon),
         };
         // Libvirt's events, the agent's updates and the events preparing the

@@ -42,12 +42,18 @@ pub(crate) fn mount(
     flags: &LauncherFlags,
     pod: &Pod,
 ) -> Result<(), LauncherError> {
+    // The state directory's parts are mounted from descriptors opened
+    // below the held state directory, never by path.
     for (rel, target) in LIBVIRT_DIRS {
-        mounts.bind_dir(&state.subdir(rel)?, Path::new(target))?;
+        let (fd, shown) = state.subdir_fd(rel)?;
+        mounts.bind_dir_fd(&fd, &shown, Path::new(target))?;
     }
     for m in &pod.mounts {
         match m {
-            PodMount::State { rel, target } => mounts.bind_dir(&state.subdir(rel)?, target)?,
+            PodMount::State { rel, target } => {
+                let (fd, shown) = state.subdir_fd(rel)?;
+                mounts.bind_dir_fd(&fd, &shown, target)?;
+            }
             PodMount::WritableDir { source, target } => {
                 let existed = source.exists();
                 mounts.bind_dir(source, target)?;
@@ -261,6 +267,13 @@ pub(crate) fn run_in_runtime(
             "/var/run/libvirt/virtlogd.pid".into(),
         ],
         env: user.daemon_env(),
+        // QEMU writes the serial console log through a pipe to virtlogd
+        // that libvirt opened when it started the domain; a new virtlogd
+        // gets no pipe from a running QEMU (KubeVirt's launcher restarts
+        // virtlogd the same way, and loses the same log).
+        restart_loses: Some(
+            "the running guest's serial console log (virt-serial0-log) ends here: QEMU wrote it through the virtlogd that died, and a restarted virtlogd gets it again only when the domain starts again".into(),
+        ),
     })
     .map_err(|e| spawn_err("virtlogd", e))?;
     sup.start(DaemonSpec {
@@ -273,6 +286,8 @@ pub(crate) fn run_in_runtime(
             format!("/var/run/libvirt/{}.pid", daemon.name()),
         ],
         env: user.daemon_env(),
+        // A restarted daemon finds the running QEMU again.
+        restart_loses: None,
     })
     .map_err(|e| spawn_err(daemon.name(), e))?;
 

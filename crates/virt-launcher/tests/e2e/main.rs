@@ -18,6 +18,7 @@ mod bad_input;
 mod capscache;
 mod define;
 mod dirtyrate;
+mod faults;
 mod firmware;
 mod graceful;
 mod harness;

@@ -46,7 +46,8 @@ fn check_pod(l: &Launcher, hostname: &str) {
     );
     assert!(!log.contains("pod-in-a-box:"), "{log}");
     let uri = if nonroot() {
-        "\"uri\":\"qemu+unix:///session\""
+        // The daemon's socket named, as KubeVirt's URI does.
+        "\"uri\":\"qemu+unix:///session?socket=/var/run/libvirt/"
     } else {
         "\"uri\":\"qemu:///system\""
     };

@@ -210,3 +210,50 @@ fn subdirectories_are_traversable_by_the_daemons_users() {
         0o700
     );
 }
+
+/// Issue 19: the descriptor `subdir_fd` returns keeps naming the directory
+/// it opened when the path is swapped afterwards (renamed away, a link to
+/// another directory put in its place), which is what the runtime's bind
+/// mounts from it rely on; and opening through such a link is refused.
+#[test]
+fn issue19_a_subdirectory_descriptor_survives_a_swapped_path() {
+    use std::os::unix::fs::MetadataExt;
+    let t = tempfile::tempdir().unwrap();
+    let s = StateDir::acquire(&t.path().join("st")).unwrap();
+    let (fd, path) = s.subdir_fd("libvirt/run").unwrap();
+    assert_eq!(path, t.path().join("st/libvirt/run"));
+    let ino = fs::metadata(&path).unwrap().ino();
+    let elsewhere = t.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::rename(&path, t.path().join("st/libvirt/moved")).unwrap();
+    symlink(&elsewhere, &path).unwrap();
+    let held = rustix::fs::fstat(&fd).unwrap();
+    assert_eq!(held.st_ino, ino);
+    assert_ne!(fs::metadata(&path).unwrap().ino(), ino);
+    assert!(s.subdir_fd("libvirt/run").is_err());
+    assert!(s.subdir_fd("").is_err());
+}
+
+/// Issue 19: a path swapped between the creation of a state subdirectory
+/// and its bind mount is refused before anything is mounted (a link in
+/// its place, or another directory renamed there).
+#[test]
+fn issue19_a_swapped_subdirectory_is_never_mounted() {
+    let t = tempfile::tempdir().unwrap();
+    let s = StateDir::acquire(&t.path().join("st")).unwrap();
+    let target = t.path().join("target");
+    let mut mounts = super::super::Mounts {
+        targets: Vec::new(),
+    };
+    let (fd, path) = s.subdir_fd("etc").unwrap();
+    let other = t.path().join("st/other");
+    fs::create_dir(&other).unwrap();
+    fs::rename(&path, t.path().join("st/moved")).unwrap();
+    fs::rename(&other, &path).unwrap();
+    let e = mounts.bind_dir_fd(&fd, &path, &target).unwrap_err();
+    assert!(e.to_string().contains("no longer the directory"), "{e}");
+    fs::remove_dir(&path).unwrap();
+    symlink(t.path().join("st/moved"), &path).unwrap();
+    assert!(mounts.bind_dir_fd(&fd, &path, &target).is_err());
+    assert!(mounts.targets.is_empty());
+}
