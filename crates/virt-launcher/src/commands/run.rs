@@ -130,7 +130,18 @@ pub fn pod(flags: &LauncherFlags, started: Instant) -> Result<(), LauncherError>
     startup::signals::install_signal_handlers()?;
     let arch = Arch::host().map_err(|e| LauncherError::runtime(e.to_string()))?;
     let (vmi, sync) = match std::env::var("STANDALONE_VMI") {
-        Ok(doc) => (input::load(doc.as_bytes(), flags, arch, None)?.0, true),
+        Ok(doc) => {
+            // The variable is the input's name: a field path stays as it
+            // is, a document that does not parse says where it came from.
+            let vmi = input::load(doc.as_bytes(), flags, arch, None).map_err(|mut e| {
+                e.field = Some(match e.field.take() {
+                    Some(f) => format!("STANDALONE_VMI: {f}"),
+                    None => "STANDALONE_VMI".to_owned(),
+                });
+                e
+            })?;
+            (vmi.0, true)
+        }
         Err(_) => (input::identity_from_flags(flags)?, false),
     };
     startup::run_vmi(vmi, sync, flags, arch, PodSource::Kubelet, started)

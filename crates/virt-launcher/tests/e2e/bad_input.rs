@@ -647,3 +647,38 @@ fn network_values_are_refused_by_convert_and_run_alike() {
         assert_refused(&yaml, &["--setup-pod-network"], expect);
     }
 }
+
+/// Pod mode's VMI from `STANDALONE_VMI`: an error names the variable
+/// before the field (or alone, for a document that does not parse), exit
+/// 2, before anything starts.
+#[test]
+fn a_bad_standalone_vmi_variable_is_named_in_the_error() {
+    require_stack();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("{\"bad", "virt-launcher: STANDALONE_VMI: malformed document"),
+        (
+            "{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\",\"metadata\":{\"name\":\"bad\"},\"spec\":{\"domain\":{\"devices\":{},\"cpu\":[3,2]}}}",
+            "virt-launcher: STANDALONE_VMI: spec.domain.cpu: is a list where an object belongs",
+        ),
+    ];
+    for (doc, want) in cases {
+        let state = dir.path().join("state");
+        let out = Command::new(launcher_bin())
+            .env("STANDALONE_VMI", doc)
+            .args([
+                "--uid",
+                "bad-standalone-vmi",
+                "--use-emulation",
+                "--state-dir",
+            ])
+            .arg(&state)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().last().unwrap_or("");
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(last.starts_with(want), "{last}");
+        assert!(!state.exists(), "refused input made the state directory");
+    }
+}
