@@ -540,7 +540,7 @@ fn claim_and_backend_storage_directories_with_other_files_are_refused() {
     assert_refused(
         &efi,
         &["--backend-storage", &bs],
-        "holds precious, but may hold only nvram, swtpm, lost+found; refusing to use it",
+        "holds precious, but may hold only nvram, swtpm, cbt, lost+found; refusing to use it",
     );
     let after: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
