@@ -267,6 +267,13 @@ fuzz_target!(|input: Input| {
     } = input;
     "kubevirt.io/v1".clone_into(&mut vmi.api_version);
     "VirtualMachineInstance".clone_into(&mut vmi.kind);
+    // Longer device lists are refused by count at decoding (api::limits),
+    // by design: keep the round trip to the lists a VMI may have.
+    let max = api::limits::MAX_DEVICES;
+    vmi.spec.domain.devices.disks.truncate(max);
+    vmi.spec.domain.devices.interfaces.truncate(max);
+    vmi.spec.volumes.truncate(max);
+    vmi.spec.networks.truncate(max);
     // What virt-handler sends is this VMI as JSON: it must decode to itself.
     let mut json = serde_json::to_value(&vmi).expect("a VMI serialises");
     match api::load::from_value(json.clone()) {
