@@ -106,7 +106,7 @@ struct Resolved {
 /// One line: a component missing or not a directory, a `..` or link
 /// leading above `root`, more than [`MAX_PATH_ELEMENTS`] elements, a
 /// final file that is not a regular file.
-pub fn resolve(root: &Path, rel: &str) -> Result<PathBuf, String> {
+pub(crate) fn resolve(root: &Path, rel: &str) -> Result<PathBuf, String> {
     let r = walk(root, rel)?;
     let st = rfs::fstat(&r.fd).map_err(|e| format!("{}: {e}", r.path.display()))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
@@ -207,7 +207,11 @@ fn walk(root: &Path, rel: &str) -> Result<Resolved, String> {
 ///
 /// # Errors
 /// One line, KubeVirt's words where it has them.
-pub fn disk_source(roots: &ImageVolumeRoots, index: usize, path: &str) -> Result<PathBuf, String> {
+pub(crate) fn disk_source(
+    roots: &ImageVolumeRoots,
+    index: usize,
+    path: &str,
+) -> Result<PathBuf, String> {
     let root = roots.disk_root(index);
     if !path.is_empty() {
         return resolve(&root, path);
@@ -259,7 +263,10 @@ pub fn disk_source(roots: &ImageVolumeRoots, index: usize, path: &str) -> Result
 ///
 /// # Errors
 /// One line (see [`resolve`]).
-pub fn kernel_boot_source(roots: &ImageVolumeRoots, artifact: &str) -> Result<PathBuf, String> {
+pub(crate) fn kernel_boot_source(
+    roots: &ImageVolumeRoots,
+    artifact: &str,
+) -> Result<PathBuf, String> {
     resolve(&roots.kernel_boot_dir, artifact)
 }
 

@@ -173,6 +173,21 @@ impl LauncherHandler {
             Err(CommandError::NoSuchDomain(name.to_owned()))
         }
     }
+
+    /// The VMI of a call that changes the running domain (vCPUs, memory,
+    /// host devices): it must name this launcher's domain, is admitted as
+    /// a synced VMI is, and the cached domain JSON is dropped, since the
+    /// domain is about to change.
+    fn admit_change(
+        &self,
+        vmi: &VirtualMachineInstance,
+    ) -> Result<VirtualMachineInstance, CommandError> {
+        self.check_domain(&vmi.domain_name())?;
+        let vmi =
+            crate::input::admit_synced(vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
+        self.cache.invalidate();
+        Ok(vmi)
+    }
 }
 
 /// JSON of a value whose types always serialise.
@@ -283,22 +298,16 @@ impl Handler for LauncherHandler {
         vmi: &VirtualMachineInstance,
         _opts: &SyncOptions,
     ) -> Result<(), CommandError> {
-        self.check_domain(&vmi.domain_name())?;
-        let vmi =
-            crate::input::admit_synced(vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
-        self.cache.invalidate();
+        let vmi = self.admit_change(vmi)?;
         self.manager.update_vcpus(&vmi).map_err(command_error)
     }
 
     fn hotplug_host_devices(&self, vmi: &VirtualMachineInstance) -> Result<(), CommandError> {
-        self.check_domain(&vmi.domain_name())?;
-        let vmi =
-            crate::input::admit_synced(vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
+        let vmi = self.admit_change(vmi)?;
         let sriov_pci = self
             .sync
             .sriov_addresses(&vmi)
             .map_err(|e| CommandError::Failed(e.to_string()))?;
-        self.cache.invalidate();
         self.manager
             .hotplug_host_devices(vmi, sriov_pci)
             .map_err(command_error)
@@ -309,10 +318,7 @@ impl Handler for LauncherHandler {
         vmi: &VirtualMachineInstance,
         _opts: &SyncOptions,
     ) -> Result<(), CommandError> {
-        self.check_domain(&vmi.domain_name())?;
-        let vmi =
-            crate::input::admit_synced(vmi).map_err(|e| CommandError::Failed(e.to_string()))?;
-        self.cache.invalidate();
+        let vmi = self.admit_change(vmi)?;
         self.manager
             .update_guest_memory(&vmi)
             .map_err(command_error)
