@@ -205,6 +205,38 @@ fn case_013_io_native_needs_cache_none_and_a_preallocated_image() {
     }
     assert!(preallocated(&dir.join("full/disk.img")));
     assert!(!preallocated(&dir.join("sparse/disk.img")));
+    // qcow2 by its virtual size (KubeVirt's `qemu-img info` rule): a fresh
+    // overlay (a small, fully allocated file) over the full image is not
+    // preallocated, a qcow2 made with full preallocation is; a link is not
+    // followed.
+    let overlay = dir.join("overlay.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-F",
+        "raw",
+        "-b",
+        dir.join("full/disk.img").to_str().unwrap(),
+        overlay.to_str().unwrap(),
+    ]);
+    assert!(!preallocated(&overlay));
+    let full_qcow2 = dir.join("full.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-o",
+        "preallocation=full",
+        full_qcow2.to_str().unwrap(),
+        "1M",
+    ]);
+    assert!(preallocated(&full_qcow2));
+    let link = dir.join("link.img");
+    std::os::unix::fs::symlink(dir.join("full/disk.img"), &link).unwrap();
+    assert!(!preallocated(&link));
     let doc = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: s, uid: u1}\nspec:\n  domain:\n    memory: {guest: 64Mi}\n    devices:\n      disks:\n      - {name: full, disk: {bus: virtio}}\n      - {name: sparse, disk: {bus: virtio}}\n      - {name: userio, io: threads, disk: {bus: virtio}}\n      - {name: wt, cache: writethrough, disk: {bus: virtio}}\n  volumes:\n  - {name: full, persistentVolumeClaim: {claimName: a}}\n  - {name: sparse, persistentVolumeClaim: {claimName: b}}\n  - {name: userio, persistentVolumeClaim: {claimName: c}}\n  - {name: wt, persistentVolumeClaim: {claimName: d}}\n";
     let v = api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap();
     let p = prepare(&v, &e.ctx, &PrepareOptions::default()).unwrap();
