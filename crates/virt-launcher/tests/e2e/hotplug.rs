@@ -362,3 +362,90 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
 
     l.stop(Duration::from_secs(120));
 }
+
+/// The CPUs of this process's cgroup cpuset (what the launcher reads as
+/// the pod's, v2 then v1), expanded.
+fn own_cpuset() -> Vec<u32> {
+    let text = [
+        "/sys/fs/cgroup/cpuset.cpus.effective",
+        "/sys/fs/cgroup/cpuset/cpuset.cpus",
+    ]
+    .iter()
+    .find_map(|f| std::fs::read_to_string(f).ok())
+    .expect("a cgroup cpuset file");
+    converter::cputune::parse_cpu_list(&text).expect("cpuset")
+}
+
+/// The `<vcpupin>` elements of `xml` as (vCPU, cpuset).
+fn vcpupins(xml: &str) -> Vec<(String, String)> {
+    xml.split("<vcpupin ")
+        .skip(1)
+        .map(|e| {
+            let attr = |name: &str| {
+                e.split(&format!("{name}='"))
+                    .nth(1)
+                    .and_then(|v| v.split('\'').next())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (attr("vcpu"), attr("cpuset"))
+        })
+        .collect()
+}
+
+/// Dedicated CPUs and a vCPU hot-plug (KubeVirt's UpdateVCPUs pins the
+/// vCPUs again for the new count on the pod's cpuset): 1 → 2 sockets
+/// pins vCPU 1 on the pod's second CPU, live and in the definition; 3
+/// vCPUs do not fit a 2-CPU cpuset and are refused in the converter's
+/// words with KubeVirt's prefix, the guest running on.
+#[test]
+fn dedicated_vcpus_are_pinned_again_after_a_hot_plug() {
+    let pod = own_cpuset();
+    assert!(
+        pod.len() >= 2,
+        "this test needs 2 CPUs in its cgroup cpuset: {pod:?}"
+    );
+    let yaml = guest_vmi("pinned", "virtio").replace(
+        "    cpu: {cores: 1}\n",
+        "    cpu: {sockets: 1, dedicatedCpuPlacement: true}\n",
+    );
+    assert!(yaml.contains("dedicatedCpuPlacement"), "{yaml}");
+    let (mut l, serial) = Launcher::boot(&yaml, &[]);
+    assert!(serial.contains("GUEST-READY"), "{serial}");
+    let first = (String::from("0"), pod[0].to_string());
+    assert_eq!(vcpupins(&l.domain_xml()), vec![first.clone()]);
+
+    let (ok, _, err) = l.ctl(&["cpus", "2"]);
+    assert!(ok, "cpus 2: {err}\n{}", l.log());
+    guest_until(
+        &l,
+        "two vCPUs online",
+        "test \"$(cat /sys/devices/system/cpu/online)\" = 0-1",
+    );
+    let want = vec![first, (String::from("1"), pod[1].to_string())];
+    assert_eq!(vcpupins(&l.domain_xml()), want, "live");
+    let (ok, inactive) = l.virsh(&["dumpxml", "--inactive", &l.domain]);
+    assert!(ok, "{inactive}");
+    assert_eq!(vcpupins(&inactive), want, "definition");
+    let (ok, affinity) = l.virsh(&["vcpupin", &l.domain, "--vcpu", "1", "--live"]);
+    assert!(ok, "{affinity}");
+    assert!(
+        affinity
+            .lines()
+            .any(|line| line.split_whitespace().collect::<Vec<_>>() == ["1", &pod[1].to_string()]),
+        "{affinity}"
+    );
+
+    if pod.len() == 2 {
+        let (ok, _, err) = l.ctl(&["cpus", "3"]);
+        assert!(!ok, "3 dedicated vCPUs on 2 CPUs");
+        assert!(
+            err.contains("failed to update vCPUs")
+                && err.contains("not enough exclusive threads provided"),
+            "{err}"
+        );
+        assert!(l.domstate().starts_with("running"), "{}", l.log());
+        guest_until(&l, "the guest answers", "true");
+    }
+    l.stop(Duration::from_secs(90));
+}

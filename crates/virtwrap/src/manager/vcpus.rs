@@ -3,10 +3,22 @@
 //! vCPU count becomes the VMI's sockets × cores × threads
 //! (`virDomainSetVcpusFlags` with `VIR_DOMAIN_VCPU_LIVE | _CONFIG`; the
 //! domain was defined with `maxSockets` × cores × threads vCPUs, those of
-//! the sockets after the first hot-pluggable). Errors carry KubeVirt's
-//! prefix `failed to update vCPUs: `.
+//! the sockets after the first hot-pluggable). With dedicated CPUs the
+//! vCPUs (and an isolated emulator thread) are then pinned again, live and
+//! in the definition, as the converter pins them for the new count on the
+//! pod's cpuset (`virDomainPinVcpuFlags`, `virDomainPinEmulator`; KubeVirt
+//! re-computes the pinning with `AdjustDomainForTopologyAndCPUSet`).
+//! Errors carry KubeVirt's prefix `failed to update vCPUs: `.
+//!
+//! Deviation: KubeVirt reads the pod's cpuset again at each call; this
+//! launcher read it at start (`converter::HostFacts::pod_cpuset`). The set
+//! of a running pod's exclusive CPUs does not change (Kubernetes' static
+//! CPU manager assigns it when the container starts; a vCPU hot-plug that
+//! needs more CPUs moves the VM to a new pod by live migration, whose
+//! launcher reads its own).
 
 use api::VirtualMachineInstance;
+use converter::ConvertError;
 use virt::domain::Domain as VirtDomain;
 use virt::sys;
 
@@ -34,34 +46,38 @@ pub fn requested_vcpus(vmi: &VirtualMachineInstance) -> Result<u32, String> {
         .ok_or_else(|| "too many vCPUs".to_owned())
 }
 
+/// libvirt's CPU map for a CPU list (`2`, `4,5`): bit n of byte n / 8 set
+/// for CPU n.
+///
+/// # Errors
+/// [`ManagerError::Convert`] for a list that does not parse (the
+/// converter's own output, so a bug).
+fn cpu_map(cpuset: &str) -> Result<Vec<u8>, ManagerError> {
+    let cpus = converter::cputune::parse_cpu_list(cpuset)
+        .map_err(|m| ManagerError::Convert(ConvertError::Host(m)))?;
+    let top = cpus.iter().copied().max().unwrap_or(0) as usize;
+    let mut map = vec![0u8; top / 8 + 1];
+    for c in cpus {
+        map[c as usize / 8] |= 1 << (c % 8);
+    }
+    Ok(map)
+}
+
 impl LibvirtDomainManager {
-    /// KubeVirt's `UpdateVCPUs` for `vmi`'s domain. Dedicated CPUs (which
-    /// KubeVirt re-pins after the change) are refused by name.
+    /// KubeVirt's `UpdateVCPUs` for `vmi`'s domain: the vCPU count, then,
+    /// with dedicated CPUs, their pinning (see the module docs).
     ///
     /// # Errors
     /// [`ManagerError::Prefixed`] with [`ERROR_PREFIX`]: no domain, a
     /// topology virt-api refuses, libvirt's refusal (e.g. more vCPUs than
-    /// the domain's maximum).
+    /// the domain's maximum), a pod cpuset too small for the new count
+    /// (the converter's words).
     pub fn update_vcpus(&self, vmi: &VirtualMachineInstance) -> Result<(), ManagerError> {
         let _modifying = self.modifying();
         let prefixed = |e: ManagerError| ManagerError::Prefixed {
             prefix: ERROR_PREFIX,
             source: Box::new(e),
         };
-        let dedicated = vmi
-            .spec
-            .domain
-            .cpu
-            .as_ref()
-            .is_some_and(|c| c.dedicated_cpu_placement);
-        if dedicated {
-            return Err(prefixed(ManagerError::Convert(
-                converter::ConvertError::unsupported(
-                    "spec.domain.cpu.dedicatedCpuPlacement",
-                    "re-pinning dedicated CPUs after a vCPU hot-plug",
-                ),
-            )));
-        }
         let count = requested_vcpus(vmi).map_err(|m| {
             prefixed(ManagerError::Convert(converter::ConvertError::invalid(
                 "spec.domain.cpu.sockets",
@@ -75,6 +91,25 @@ impl LibvirtDomainManager {
                 count,
                 sys::VIR_DOMAIN_VCPU_LIVE | sys::VIR_DOMAIN_VCPU_CONFIG,
             )?;
+            let live = domain::Domain::from_xml(&dom.get_xml_desc(0)?)?;
+            let ctx = converter::ConvertContext::from_parts(
+                &self.host,
+                &converter::ClusterOptions::default(),
+                converter::Prepared::default(),
+                std::collections::BTreeMap::new(),
+            );
+            let Some(tune) = converter::cputune::convert(vmi, &ctx, count, live.iothreads)?
+            else {
+                return Ok(());
+            };
+            let flags = sys::VIR_DOMAIN_AFFECT_LIVE | sys::VIR_DOMAIN_AFFECT_CONFIG;
+            for pin in &tune.vcpupin {
+                dom.pin_vcpu_flags(pin.vcpu, &cpu_map(&pin.cpuset)?, flags)?;
+            }
+            if let Some(emulator) = &tune.emulatorpin {
+                dom.pin_emulator(&cpu_map(&emulator.cpuset)?, flags)?;
+            }
+            tracing::info!(domain = %name, vcpupin = tune.vcpupin.len(), "dedicated vCPUs pinned again");
             Ok(())
         })
         .map_err(prefixed)?;
@@ -90,6 +125,15 @@ mod tests {
     fn vmi(cpu: &str) -> VirtualMachineInstance {
         let doc = format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: a}}\nspec:\n  domain:\n    cpu: {cpu}\n    memory: {{guest: 1Gi}}\n");
         api::load_vmi(doc.as_bytes(), api::Arch::Amd64).unwrap()
+    }
+
+    #[test]
+    fn cpu_maps_set_one_bit_per_cpu() {
+        assert_eq!(cpu_map("0").unwrap(), vec![0b1]);
+        assert_eq!(cpu_map("1").unwrap(), vec![0b10]);
+        assert_eq!(cpu_map("4,5").unwrap(), vec![0b11_0000]);
+        assert_eq!(cpu_map("9").unwrap(), vec![0, 0b10]);
+        assert!(cpu_map("x").is_err());
     }
 
     #[test]
