@@ -225,6 +225,7 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
             .unwrap_or_else(|| panic!("no AFTER-DAEMON-KILL line: {rest}")),
     )
     .unwrap();
+    eprintln!("AFTER-DAEMON-KILL {after}");
     assert!(after["syncsOk"].as_u64().unwrap() >= 1, "{after}");
     let events: Vec<(String, String)> = after["eventsAfterPause"]
         .as_array()
