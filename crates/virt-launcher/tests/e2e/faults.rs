@@ -251,6 +251,10 @@ fn a_guest_writing_to_a_full_claim_is_paused_for_an_io_error_and_unpause_resumes
         // reads Unknown, as KubeVirt would report it too.)
         let (ok, out, err) = l.ctl(&["unpause"]);
         assert!(ok, "Unpause: {out}{err}");
+        // Let the retried writes fail and QEMU stop again before room is
+        // made: a stop still pending from them would otherwise land after
+        // the next Unpause (seen once: Paused again with room to spare, as
+        // it would be in KubeVirt; another Unpause would resume it).
         std::thread::sleep(Duration::from_secs(3));
         wait_domain(&l, "Paused (");
         assert!(!l.serial().contains("FILL-DONE"), "{}", l.serial());
