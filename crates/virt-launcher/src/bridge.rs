@@ -172,6 +172,9 @@ pub fn bridge(
         let read = read_domain(manager, id);
         match read {
             Ok(Some(d)) => {
+                if d.state == "Paused" && d.reason == "IOError" {
+                    report_io_errors(manager, id, &d.spec, notifier);
+                }
                 let json = status_json(id, &d.spec, d.state, d.reason, agent.store(), &md);
                 cache.set(Some(json.clone()));
                 gone_sent = false;
@@ -215,4 +218,100 @@ pub fn bridge(
 /// A reconnection before any domain exists says nothing about deletion.
 fn first_connect_only(ev: &DomainEvent) -> bool {
     matches!(ev, DomainEvent::Reconnected)
+}
+
+/// KubeVirt's notifier for a domain paused for an I/O error (v1.6.6
+/// `notify-client/client.go`, `ReasonPausedIOError`): a Warning event
+/// `IOerror` per disk libvirt reports an error for, naming its volume.
+/// KubeVirt then sends the domain once per such disk; here the domain
+/// follows once, as for any event (the same state each time).
+fn report_io_errors(
+    manager: &LibvirtDomainManager,
+    id: &Identity,
+    spec: &domain::Domain,
+    notifier: &Notifier,
+) {
+    let errors = match manager.disk_errors(&id.domain_name()) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::error!("Could not get disks with errors: {e}");
+            return;
+        }
+    };
+    for e in &errors {
+        let message = io_error_message(spec, e);
+        tracing::warn!(disk = %e.target, "{message}");
+        notifier.send(Event::K8s {
+            json: cmd::notify::k8s_event(
+                &id.name,
+                &id.namespace,
+                &id.uid,
+                "Warning",
+                "IOerror",
+                &message,
+            ),
+        });
+    }
+}
+
+/// KubeVirt's message for a disk error: the volume is the disk's alias
+/// without `ua-` (`GetVolumeNameByTarget`; empty when no disk has that
+/// target).
+fn io_error_message(spec: &domain::Domain, e: &virtwrap::manager::DiskError) -> String {
+    let volume = spec
+        .devices
+        .disk
+        .iter()
+        .find(|d| d.target.dev == e.target)
+        .and_then(|d| d.alias.as_ref())
+        .map_or("", |a| {
+            a.name
+                .strip_prefix(wire::api_domain::USER_ALIAS_PREFIX)
+                .unwrap_or(&a.name)
+        });
+    match e.kind {
+        virtwrap::manager::DiskErrorKind::NoSpace => {
+            format!("VM Paused due to not enough space on volume: {volume}")
+        }
+        virtwrap::manager::DiskErrorKind::Unspecified => {
+            format!("VM Paused due to IO error at the volume: {volume}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use virtwrap::manager::{DiskError, DiskErrorKind};
+
+    fn spec() -> domain::Domain {
+        domain::Domain::from_xml(
+            "<domain type='qemu'><name>ns_vm</name><memory unit='b'>1</memory><vcpu>1</vcpu><os><type>hvm</type></os><devices>\
+             <disk type='file' device='disk'><source file='/a'/><target dev='vda' bus='virtio'/><alias name='ua-rootdisk'/></disk>\
+             <disk type='file' device='disk'><source file='/b'/><target dev='vdb' bus='virtio'/><alias name='ua-data'/></disk>\
+             </devices></domain>",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn io_error_messages_name_the_volume_as_kubevirt_does() {
+        let s = spec();
+        let e = |target: &str, kind| DiskError {
+            target: target.into(),
+            kind,
+        };
+        assert_eq!(
+            io_error_message(&s, &e("vdb", DiskErrorKind::NoSpace)),
+            "VM Paused due to not enough space on volume: data"
+        );
+        assert_eq!(
+            io_error_message(&s, &e("vda", DiskErrorKind::Unspecified)),
+            "VM Paused due to IO error at the volume: rootdisk"
+        );
+        assert_eq!(
+            io_error_message(&s, &e("sdz", DiskErrorKind::NoSpace)),
+            "VM Paused due to not enough space on volume: "
+        );
+    }
 }

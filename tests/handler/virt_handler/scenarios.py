@@ -11,7 +11,7 @@ paths, a sync while the guest is shutting down); they are marked so.
 
 Output (stdout), one line each: markers the test waits for
 (READY-FOR-CRASH, READY-FOR-DAEMON-KILL, READY-FOR-SIGTERM, RESYNC-SEEN),
-data lines (`EVENTS <types>`, `PROBE-SYNC-ERROR <message>`, `MEMORY-DUMP <record>`, `MEMORY-DUMP-FAILED
+data lines (`EVENTS <types>`, `AFTER-DAEMON-KILL <json>`, `PROBE-SYNC-ERROR <message>`, `MEMORY-DUMP <record>`, `MEMORY-DUMP-FAILED
 <record>`, `CALLS <json>`, `GRACE <json>`, `RECORDS <json>`), then `OK`;
 or `FAIL: <what>` and exit status 1. Every notify event is also written to
 --events as JSON lines ({"type", "domain", "status"} or {"type": "K8S",
@@ -224,8 +224,9 @@ def start_and_check(h):
 def pause_unpause(h):
     """virt-handler's REST pause/unpause: the client's Pause/Unpause."""
     c = h.client()
+    n0 = len(h.notify.events)
     c.pause_virtual_machine(vmimod.marshal(h.vmi()))
-    h.wait_event(status_is("Paused", "User"), "Paused/User")
+    h.wait_event(status_is("Paused", "User"), "Paused/User", start=n0)
     h.wait_vmi(lambda v: any(x["type"] == "Paused" and x.get("reason") == "PausedByUser"
                              for x in v["status"].get("conditions") or []), "Paused condition")
     if h.get_domain("after pause")["Status"]["Status"] != "Paused":
@@ -277,6 +278,50 @@ def resync(h):
         time.sleep(0.1)
     h.wait_serial(h.a.resync_marker, 120)
     out("RESYNC-SEEN")
+
+
+def after_daemon_kill(h):
+    """The test kills the libvirt daemon under the running domain after
+    READY-FOR-DAEMON-KILL. The launcher notifies virt-handler's ERROR
+    (Libvirt reconnect) and the Running domain again; then GetDomain
+    answers Running, the controller's next SyncVirtualMachine succeeds,
+    and a user's pause and unpause reach the notify server as Paused/User
+    and Running events. Prints AFTER-DAEMON-KILL <json>."""
+    n = len(h.notify.events)
+    t_kill = time.time()
+    out("READY-FOR-DAEMON-KILL")
+    _, i = h.wait_event(lambda e: e[0] == "ERROR" and "Libvirt reconnect" in (e[2] or {}).get("message", ""),
+                        "ERROR (Libvirt reconnect)", 120, n)
+    h.wait_event(status_is("Running"), "Running after the reconnect", 120, i + 1)
+    deadline = time.time() + 60
+    while True:
+        try:
+            if h.get_domain("after the daemon restart")["Status"]["Status"] == "Running":
+                break
+        except CmdError:
+            pass
+        if time.time() > deadline:
+            raise Failure("GetDomain after the daemon restart")
+        time.sleep(1)
+    # The controller syncs on every domain event; ask once more so that a
+    # sync runs now whatever the events did, and wait for one that
+    # succeeded, started after the kill.
+    h.ctrl.queue.add()
+    deadline = time.time() + 60
+    while not [c for c in h.calls("SyncVirtualMachine") if c["start"] > t_kill and c["ok"]]:
+        if time.time() > deadline:
+            failed = [c for c in h.calls("SyncVirtualMachine") if c["start"] > t_kill]
+            raise Failure(f"no successful SyncVirtualMachine after the daemon restart: {failed}")
+        time.sleep(0.2)
+    syncs = [c for c in h.calls("SyncVirtualMachine") if c["start"] > t_kill]
+    before = len(h.notify.events)
+    pause_unpause(h)
+    kinds = [(t, d and d["Status"]["Status"], d and d["Status"]["Reason"]) for t, d, _, _ in h.notify.events[before:]]
+    if h.get_domain("after the pause and unpause")["Status"]["Status"] != "Running":
+        raise Failure("GetDomain after the pause and unpause past the daemon restart")
+    out("AFTER-DAEMON-KILL " + json.dumps({
+        "reconnectEvent": i, "syncs": len(syncs), "syncsOk": sum(1 for c in syncs if c["ok"]),
+        "eventsAfterPause": kinds}))
 
 
 def stop_by_deletion(h):
@@ -648,21 +693,7 @@ def run(h):
         h.wait_vmi(h.phase("Failed"), "VMI phase Failed", 60)
     else:
         if a.daemon_kill:
-            n = len(h.notify.events)
-            out("READY-FOR-DAEMON-KILL")
-            _, i = h.wait_event(lambda e: e[0] == "ERROR" and "Libvirt reconnect" in (e[2] or {}).get("message", ""),
-                                "ERROR (Libvirt reconnect)", 120, n)
-            h.wait_event(status_is("Running"), "Running after the reconnect", 120, i + 1)
-            deadline = time.time() + 60
-            while True:
-                try:
-                    if h.get_domain("after the daemon restart")["Status"]["Status"] == "Running":
-                        break
-                except CmdError:
-                    pass
-                if time.time() > deadline:
-                    raise Failure("GetDomain after the daemon restart")
-                time.sleep(1)
+            after_daemon_kill(h)
         if a.serial:
             h.wait_serial("GUEST-READY")
             if a.stop in ("delete",):

@@ -1,6 +1,9 @@
 //! Faults of the launcher's own parts (issue 19, item 5): the libvirt
 //! daemon killed while the start's SyncVMI waits on it, virtlogd killed
-//! under a running guest, and a state directory whose file system is full.
+//! under a running guest, a state directory whose file system is full,
+//! and a guest disk whose file system fills up under the guest. (The
+//! daemon killed under a running pod-mode launcher driven by virt-handler
+//! is `protocol::a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on`.)
 //! The launcher keeps the VM or reports its loss, never hangs, and never
 //! exits 0 with a VM left behind.
 //!
@@ -27,7 +30,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::harness::{guest_vmi, processes_in_ns, Launcher, Opts, BOOT_TIMEOUT};
+use crate::harness::{give_to_qemu_user, guest_vmi, processes_in_ns, Launcher, Opts, BOOT_TIMEOUT};
+use crate::volumes::{disk_vmi, on_small_fs};
 
 fn signal(pid: u32, sig: Signal) {
     kill(Pid::from_raw(i32::try_from(pid).unwrap()), sig).unwrap();
@@ -160,6 +164,129 @@ fn a_full_state_directory_is_one_clear_error_and_leaves_nothing() {
             .collect();
         assert!(partial.is_empty(), "{size}: half-written files {partial:?}");
     }
+}
+
+/// A guest writing to a filesystem claim whose file system fills up
+/// (KubeVirt v1.6.6: every disk's `error_policy` is `stop` unless the VMI
+/// says otherwise, so QEMU pauses the guest on ENOSPC; libvirt's reason is
+/// I/O error, KubeVirt's `IOError`). The claim's sparse disk.img is made on
+/// a 20 MiB file system which the test then fills from beside the claim;
+/// the guest writes 12 MiB when told to (through the guest agent). The
+/// launcher reports Paused (IOError) in GetDomain and logs the message of
+/// KubeVirt's `IOerror` event naming the volume; an Unpause while the file
+/// system is still full leaves it paused (QEMU retries the write);
+/// once room is made, Unpause resumes it and the guest's write completes
+/// into the image.
+#[test]
+fn a_guest_writing_to_a_full_claim_is_paused_for_an_io_error_and_unpause_resumes_it() {
+    let body = "( while [ ! -e /run/fill-go ]; do sleep 0.2; done\necho FILL-START\ndd if=/dev/urandom of=$d bs=1M count=12 conv=fsync 2>/dev/null\necho \"FILL-DONE rc=$?\" ) >/dev/ttyS0 2>&1 &";
+    let y = disk_vmi(
+        "fullclaim",
+        "data",
+        "fullclaimdisk",
+        "persistentVolumeClaim: {claimName: my-claim}",
+        body,
+    );
+    let root = tempfile::Builder::new()
+        .prefix("vl-e2e-fullclaim-")
+        .tempdir()
+        .unwrap();
+    on_small_fs(root.path(), 20 << 20, || {
+        let dir = root.path().join("claim");
+        std::fs::create_dir(&dir).unwrap();
+        give_to_qemu_user(&dir);
+        let arg = format!("data={},capacity=16Mi", dir.display());
+        let (mut l, _) = Launcher::boot(&y, &["--pvc", &arg]);
+        // Fill the file system from beside the claim directory.
+        let filler = root.path().join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while std::io::Write::write_all(&mut f, &[0x5a; 65536]).is_ok() {}
+        drop(f);
+        let domain = |l: &Launcher| {
+            let (ok, out, err) = l.ctl(&["domain"]);
+            assert!(ok, "GetDomain: {err}\n{}", l.log());
+            out
+        };
+        let wait_domain = |l: &Launcher, want: &str| {
+            let t = Instant::now();
+            loop {
+                let d = domain(l);
+                if d.contains(want) {
+                    return;
+                }
+                assert!(
+                    t.elapsed() < BOOT_TIMEOUT,
+                    "GetDomain never read {want:?}, last {d:?}\n{}",
+                    l.log()
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        };
+        // Tell the guest to write (the agent may still be connecting).
+        let t = Instant::now();
+        loop {
+            let (ok, _, err) = l.ctl(&["exec", "--", "/bin/touch", "/run/fill-go"]);
+            if ok {
+                break;
+            }
+            assert!(t.elapsed() < BOOT_TIMEOUT, "exec: {err}\n{}", l.log());
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        l.wait_serial("FILL-START", 1, BOOT_TIMEOUT);
+        wait_domain(&l, "Paused (IOError)");
+        assert!(
+            l.domstate().contains("I/O error"),
+            "libvirt: {}",
+            l.domstate()
+        );
+        wait_log(
+            &mut l,
+            "VM Paused due to not enough space on volume: data",
+            Duration::from_secs(30),
+        );
+        // Unpause with the file system still full: QEMU retries the write
+        // and stops again. (libvirt names the reason I/O error only when
+        // its handler finds the domain running; the retried write can fail
+        // while libvirt is still finishing the resume, and the pause then
+        // reads Unknown, as KubeVirt would report it too.)
+        let (ok, out, err) = l.ctl(&["unpause"]);
+        assert!(ok, "Unpause: {out}{err}");
+        // Let the retried writes fail and QEMU stop again before room is
+        // made: a stop still pending from them would otherwise land after
+        // the next Unpause (seen once: Paused again with room to spare, as
+        // it would be in KubeVirt; another Unpause would resume it).
+        std::thread::sleep(Duration::from_secs(3));
+        wait_domain(&l, "Paused (");
+        assert!(!l.serial().contains("FILL-DONE"), "{}", l.serial());
+        // Room made: Unpause resumes the guest and its write completes.
+        std::fs::remove_file(&filler).unwrap();
+        let (ok, out, err) = l.ctl(&["unpause"]);
+        assert!(ok, "Unpause: {out}{err}");
+        let serial = l.wait_serial("FILL-DONE", 1, BOOT_TIMEOUT);
+        assert!(serial.contains("FILL-DONE rc=0"), "{serial}");
+        let d = domain(&l);
+        let du = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("df -k {0}; ls -lsR {0}", root.path().display()))
+            .output()
+            .unwrap();
+        assert!(
+            d.contains("Running"),
+            "GetDomain {d:?}, libvirt {:?}\n{}\n{}\n{}",
+            l.domstate(),
+            String::from_utf8_lossy(&du.stdout),
+            l.serial(),
+            l.log()
+        );
+        let img = dir.join("disk.img");
+        let allocated =
+            std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(&img).unwrap()) * 512;
+        assert!(
+            allocated >= 12 << 20,
+            "the guest's 12 MiB are not in the image: {allocated} B allocated"
+        );
+        l.stop_and_check(Duration::from_secs(120));
+    });
 }
 
 /// A tmpfs of a given size mounted on a directory, unmounted when dropped.

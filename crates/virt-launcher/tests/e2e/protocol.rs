@@ -181,6 +181,13 @@ fn a_killed_qemu_is_reported_as_a_crash() {
     assert!(!alive(qemu));
 }
 
+/// The libvirt daemon killed under a running domain in a pod-mode launcher
+/// (issue 19): the supervisor starts it again, the launcher reconnects and
+/// notifies virt-handler's ERROR (Libvirt reconnect) and the Running
+/// domain; the stand-in's GetDomain reads Running, its next
+/// SyncVirtualMachine succeeds, and a pause and unpause after the restart
+/// reach its notify server as Paused/User and Running events; the same
+/// QEMU runs on until the VMI is deleted.
 #[test]
 fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
     let yaml = guest_vmi("reconnect", "virtio");
@@ -209,6 +216,35 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
         st.success() && rest.contains("OK"),
         "{seen}{rest}\n{err}\n--- launcher ---\n{}",
         l.log()
+    );
+    // After the restart: a successful sync, then Paused/User and Running
+    // again, in that order, among the notifications.
+    let after: serde_json::Value = serde_json::from_str(
+        rest.lines()
+            .find_map(|l| l.strip_prefix("AFTER-DAEMON-KILL "))
+            .unwrap_or_else(|| panic!("no AFTER-DAEMON-KILL line: {rest}")),
+    )
+    .unwrap();
+    eprintln!("AFTER-DAEMON-KILL {after}");
+    assert!(after["syncsOk"].as_u64().unwrap() >= 1, "{after}");
+    let events: Vec<(String, String)> = after["eventsAfterPause"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e[1].as_str().unwrap_or("").to_owned(),
+                e[2].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let paused = events
+        .iter()
+        .position(|(s, r)| s == "Paused" && r == "User")
+        .unwrap_or_else(|| panic!("no Paused/User event after the restart: {after}"));
+    assert!(
+        events[paused..].iter().any(|(s, _)| s == "Running"),
+        "no Running event after the unpause: {after}"
     );
     // The same QEMU ran through the daemon's death until the handler shut it down.
     assert!(l.serial().contains("GUEST-SHUTDOWN"), "{}", l.serial());

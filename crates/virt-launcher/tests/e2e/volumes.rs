@@ -380,7 +380,7 @@ fn vfat_config_disk_is_read_by_the_guest() {
 /// The test guest with one more disk, the volume `volume` (its source
 /// `source`, YAML in flow style) with virtio serial `serial`, and user-data
 /// running `body` with `$d` set to that disk's device node.
-fn disk_vmi(name: &str, volume: &str, serial: &str, source: &str, body: &str) -> String {
+pub(crate) fn disk_vmi(name: &str, volume: &str, serial: &str, source: &str, body: &str) -> String {
     vmi(
         name,
         &format!("      - name: cloudinit\n        disk: {{bus: virtio}}\n      - name: {volume}\n        serial: {serial}\n        disk: {{bus: virtio}}"),
@@ -642,7 +642,11 @@ fn block_mode_claim_on_a_loop_device_is_read_and_written_by_the_guest() {
 /// Runs `f` in a thread of its own with a private mount namespace where a
 /// tmpfs of `size` bytes is mounted at `dir`; processes it spawns see it,
 /// the host never does, and it vanishes with the thread.
-fn on_small_fs<T: Send>(dir: &std::path::Path, size: u64, f: impl FnOnce() -> T + Send) -> T {
+pub(crate) fn on_small_fs<T: Send>(
+    dir: &std::path::Path,
+    size: u64,
+    f: impl FnOnce() -> T + Send,
+) -> T {
     use nix::mount::{mount, MsFlags};
     std::thread::scope(|s| {
         s.spawn(|| {

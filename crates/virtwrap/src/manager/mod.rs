@@ -26,6 +26,7 @@
 //! else a conversion needs comes with each sync.
 
 pub mod backup;
+mod disk_errors;
 mod dump;
 pub mod hostdev_hotplug;
 pub mod hotplug;
@@ -40,6 +41,7 @@ mod sync;
 mod time_sync;
 pub mod vcpus;
 
+pub use disk_errors::{DiskError, DiskErrorKind, MAX_DISK_ERRORS};
 pub use migrate::MigrationSetup;
 
 use std::collections::{BTreeMap, BTreeSet};
