@@ -30,7 +30,7 @@ tests/guest/build
 # the modes (BOTH_MODES) run as root too; the rest of the workspace runs as
 # root. Every test runs once, those of BOTH_MODES twice: the same cost as
 # running the whole workspace as root plus BOTH_MODES non-root.
-NONROOT_SUITES=(lifecycle volumes network agent memory_dump graceful dirtyrate hotplug podbox faults)
+NONROOT_SUITES=(lifecycle volumes network agent memory_dump graceful dirtyrate hotplug nics podbox faults)
 BOTH_MODES=(
     lifecycle::boots_the_test_guest_and_shuts_it_down_on_sigterm
     lifecycle::pod_mode_runs_the_vmi_from_standalone_vmi

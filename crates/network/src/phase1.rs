@@ -170,6 +170,12 @@ impl NodeNamespace {
         Ok(node)
     }
 
+    /// The namespace `ns` (an open `/proc/.../ns/net` or a descriptor of
+    /// one) made by another process: a hot-plug's node side.
+    pub fn from_file(ns: File) -> Self {
+        NodeNamespace { ns }
+    }
+
     /// Runs `f` on a thread that joined the namespace: commands it starts
     /// run there.
     ///
@@ -243,14 +249,30 @@ pub fn add_pod_link(
     addrs: &PodAddrs,
     node: Option<&NodeNamespace>,
 ) -> Result<(), String> {
+    add_pod_link_for(std::process::id(), name, peer, addrs, node)
+}
+
+/// [`add_pod_link`] for a pod whose network namespace is that of process
+/// `pod_pid` (in this PID namespace), where the calling thread must be
+/// too: a hot-plug's pod link, made by a process other than the launcher
+/// (`ctl addinterface`).
+///
+/// # Errors
+/// The failing command and its message.
+pub fn add_pod_link_for(
+    pod_pid: u32,
+    name: &str,
+    peer: &str,
+    addrs: &PodAddrs,
+    node: Option<&NodeNamespace>,
+) -> Result<(), String> {
     let mtu = POD_MTU.to_string();
     let mac = api::mac::format_mac(&addrs.mac);
     match node {
         Some(node) => {
             // Made from the node's side, the pod's end created straight in
-            // this process's namespace (by PID: `ip` shares our PID
-            // namespace).
-            let pid = std::process::id().to_string();
+            // the pod's namespace (by PID: `ip` shares our PID namespace).
+            let pid = pod_pid.to_string();
             let (peer4, peer6) = (addrs.peer4.to_string(), addrs.peer6.map(|a| a.to_string()));
             node.run(|| {
                 ip(&[
@@ -477,6 +499,28 @@ pub fn setup_bridge(
         gateway: Some(addrs.gateway4.map(|g| g.to_string()).unwrap_or_default()),
         ..DhcpConfigCache::default()
     })
+}
+
+/// Undoes [`setup_bridge`] (and the pod link of [`add_pod_link`]) for
+/// `pod_iface` in the current network namespace: the dummy, the tap, the
+/// bridge and the renamed pod link (a veth: its CNI end goes with it), as
+/// the CNI's DEL and the pod's end of a hot-unplugged network leave
+/// nothing behind. Links already gone are skipped.
+///
+/// # Errors
+/// The failing command and its message.
+pub fn remove_bridge(pod_iface: &str) -> Result<(), String> {
+    for link in [
+        pod_iface.to_owned(),
+        converter::interfaces::tap_name(pod_iface),
+        converter::interfaces::bridge_name(pod_iface),
+        bridged_nic_name(pod_iface),
+    ] {
+        if link_exists(&link)? {
+            ip(&["link", "del", &link])?;
+        }
+    }
+    Ok(())
 }
 
 /// What phase 2 needs to know of a pod link.

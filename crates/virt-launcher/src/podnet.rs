@@ -31,6 +31,30 @@ pub enum SriovSource {
     NetworkInfo(Option<PathBuf>),
 }
 
+/// For which interfaces a sync runs network phase 2 (for those of them
+/// that have no host facts yet).
+#[derive(Clone, Copy, Debug)]
+pub enum Phase2<'a> {
+    /// None: the domain runs and nothing is to be plugged.
+    Skip,
+    /// Every live pod interface: the domain is about to start (KubeVirt's
+    /// `FilterNetsForVMStartup`).
+    Start,
+    /// The interfaces of these names: NICs to hot-plug into the running
+    /// domain ([`virtwrap::manager::nics::networks_to_plug`]).
+    Plug(&'a [String]),
+}
+
+impl Phase2<'_> {
+    fn wants(&self, name: &str) -> bool {
+        match self {
+            Phase2::Skip => false,
+            Phase2::Start => true,
+            Phase2::Plug(names) => names.iter().any(|n| n == name),
+        }
+    }
+}
+
 /// The pod's network for this launcher's VMI (see the module docs).
 #[derive(Debug)]
 pub struct PodNetwork {
@@ -44,8 +68,8 @@ struct State {
     interfaces: BTreeMap<String, InterfaceHost>,
     /// Host PCI address of each SR-IOV interface found, by interface name.
     sriov_pci: BTreeMap<String, String>,
-    /// The DHCP servers phase 2 started.
-    servers: Vec<DhcpServers>,
+    /// The DHCP servers phase 2 started, by interface name.
+    servers: BTreeMap<String, DhcpServers>,
 }
 
 impl PodNetwork {
@@ -62,44 +86,82 @@ impl PodNetwork {
     }
 
     /// The host facts of `vmi`'s live pod interfaces
-    /// ([`api::vmi::Interface::is_live_pod_interface`]). When
-    /// `run_phase2` (the domain is about to start) and one has none yet,
-    /// network phase 2 runs, the one place it does: in the pod's network
-    /// namespace, where phase 1 (virt-handler's, or the standalone
-    /// stand-in's) made the links, reading phase 1's caches from the
-    /// private directory and the pod's `/etc/resolv.conf`; its DHCP servers
-    /// start. Held locked while it runs, so two syncs never run it twice.
+    /// ([`api::vmi::Interface::is_live_pod_interface`]), after network
+    /// phase 2 ran for those `phase2` names that have none yet: the one
+    /// place it runs, once per interface, in the pod's network namespace,
+    /// where phase 1 (virt-handler's, or the standalone stand-in's) made
+    /// the links, reading phase 1's caches from the private directory and
+    /// the pod's `/etc/resolv.conf`; each interface's DHCP servers start.
+    /// Held locked while it runs, so two syncs never run it twice.
     ///
     /// # Errors
     /// One line naming the interface field (see
-    /// [`network::phase2::prepare`]), or a DHCP server that cannot start.
+    /// [`network::phase2::prepare`]), or a DHCP server that cannot start;
+    /// the interfaces prepared before the failing one stay prepared.
     pub fn interfaces(
         &self,
         vmi: &VirtualMachineInstance,
-        run_phase2: bool,
+        phase2: Phase2<'_>,
     ) -> Result<BTreeMap<String, InterfaceHost>, String> {
         let mut st = self.state();
-        let missing = vmi
+        let missing: Vec<String> = vmi
             .live_pod_interfaces()
-            .any(|(_, i)| !st.interfaces.contains_key(&i.name));
-        if !(missing && run_phase2) {
+            .map(|(_, i)| i.name.clone())
+            .filter(|n| !st.interfaces.contains_key(n) && phase2.wants(n))
+            .collect();
+        if missing.is_empty() {
             return Ok(st.interfaces.clone());
         }
         let resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-        let p = network::phase2::prepare(
-            vmi,
-            Path::new(PRIVATE_DIR),
-            &resolv,
-            &network::phase1::pod_link,
-            &network::phase1::link_exists,
-        )?;
-        st.servers.push(DhcpServers::start(p.dhcp, p.dhcp6)?);
-        tracing::info!(
-            interfaces = ?p.hosts.keys().collect::<Vec<_>>(),
-            "network phase 2 done for the synced VMI"
-        );
-        st.interfaces.extend(p.hosts);
+        for name in missing {
+            let p = network::phase2::prepare_for(
+                vmi,
+                &|n| n == name,
+                Path::new(PRIVATE_DIR),
+                &resolv,
+                &network::phase1::pod_link,
+                &network::phase1::link_exists,
+            )?;
+            let servers = DhcpServers::start(p.dhcp, p.dhcp6)?;
+            tracing::info!(interface = %name, "network phase 2 done for the synced VMI");
+            st.interfaces.extend(p.hosts);
+            st.servers.insert(name, servers);
+        }
         Ok(st.interfaces.clone())
+    }
+
+    /// Forgets the interfaces phase 2 prepared that are no longer live pod
+    /// interfaces of `vmi` (unplugged: `state: absent`, or gone from the
+    /// spec) and stops their DHCP servers, so that a later plug of the same
+    /// name runs phase 2 afresh. Called once the domain no longer has them.
+    pub fn release_unplugged(&self, vmi: &VirtualMachineInstance) {
+        let live: std::collections::BTreeSet<&str> = vmi
+            .live_pod_interfaces()
+            .map(|(_, i)| i.name.as_str())
+            .collect();
+        let gone: Vec<String> = self
+            .state()
+            .interfaces
+            .keys()
+            .filter(|n| !live.contains(n.as_str()))
+            .cloned()
+            .collect();
+        self.forget(&gone);
+    }
+
+    /// Forgets what phase 2 prepared for the interfaces `names` and stops
+    /// their DHCP servers.
+    pub fn forget(&self, names: &[String]) {
+        let mut st = self.state();
+        for name in names {
+            let known = st.interfaces.remove(name).is_some();
+            if let Some(servers) = st.servers.remove(name) {
+                servers.stop();
+            }
+            if known {
+                tracing::info!(interface = %name, "network phase 2 of the interface undone: its DHCP servers stopped");
+            }
+        }
     }
 
     /// The host PCI address of each live SR-IOV interface of `vmi`, by
@@ -130,7 +192,7 @@ impl PodNetwork {
 
     /// Stops the DHCP servers.
     pub fn stop(&self) {
-        for servers in std::mem::take(&mut self.state().servers) {
+        for servers in std::mem::take(&mut self.state().servers).into_values() {
             servers.stop();
         }
     }

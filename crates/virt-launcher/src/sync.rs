@@ -15,7 +15,7 @@ use converter::ClusterOptions;
 use storage::image_volume::ImageVolumeRoots;
 use virtwrap::{DomainManager, LibvirtDomainManager, ManagerError, SyncInputs};
 
-use crate::podnet::PodNetwork;
+use crate::podnet::{Phase2, PodNetwork};
 
 /// Why a sync failed.
 #[derive(Debug, thiserror::Error)]
@@ -74,10 +74,13 @@ impl VmiSync {
         &self.manager
     }
 
-    /// Prepares the pod's network for `vmi` (phase 2 only when its domain
-    /// is not running yet: KubeVirt sets the network up before it starts
-    /// the domain), then syncs the domain under `cluster`'s settings.
-    /// Returns the domain spec.
+    /// Prepares the pod's network for `vmi` (phase 2 for every interface
+    /// when its domain is not running yet: KubeVirt sets the network up
+    /// before it starts the domain; on a running domain for the NICs to
+    /// hot-plug, [`virtwrap::manager::nics::networks_to_plug`]), then syncs
+    /// the domain under `cluster`'s settings; on a running domain the
+    /// unplugged interfaces' DHCP servers stop afterwards. Returns the
+    /// domain spec.
     ///
     /// # Errors
     /// [`SyncError`].
@@ -88,9 +91,33 @@ impl VmiSync {
     ) -> Result<domain::Domain, SyncError> {
         self.link_image_volumes(vmi)?;
         let starting = !self.manager.is_active(vmi)?;
-        self.with_inputs(vmi, cluster, starting, |inputs| {
-            Ok(self.manager.sync_vmi(vmi, inputs)?)
-        })
+        let plug = if starting {
+            Vec::new()
+        } else {
+            self.manager.interfaces_to_plug(vmi)?
+        };
+        let phase2 = match (starting, plug.is_empty()) {
+            (true, _) => Phase2::Start,
+            (false, false) => Phase2::Plug(&plug),
+            (false, true) => Phase2::Skip,
+        };
+        let spec = self
+            .with_inputs(vmi, cluster, phase2, |inputs| {
+                Ok(self.manager.sync_vmi(vmi, inputs)?)
+            })
+            .inspect_err(|_| {
+                // A NIC that phase 2 prepared but the failed sync did not
+                // plug is forgotten (its DHCP servers stopped): the next
+                // sync runs phase 2 for it afresh.
+                if !plug.is_empty() {
+                    let still = self.manager.interfaces_to_plug(vmi).unwrap_or_default();
+                    self.network.forget(&still);
+                }
+            })?;
+        if !starting {
+            self.network.release_unplugged(vmi);
+        }
+        Ok(spec)
     }
 
     /// The host PCI address of each of `vmi`'s SR-IOV interfaces (see
@@ -108,18 +135,18 @@ impl VmiSync {
     }
 
     /// Runs `f` with this sync's inputs for `vmi`: the pod's interfaces
-    /// (phase 2 run first when `starting`) and the SR-IOV addresses, under
-    /// `cluster`'s settings.
+    /// (phase 2 run first for those `phase2` names) and the SR-IOV
+    /// addresses, under `cluster`'s settings.
     fn with_inputs<T>(
         &self,
         vmi: &VirtualMachineInstance,
         cluster: &ClusterOptions,
-        starting: bool,
+        phase2: Phase2<'_>,
         f: impl FnOnce(&SyncInputs<'_>) -> Result<T, SyncError>,
     ) -> Result<T, SyncError> {
         let interfaces = self
             .network
-            .interfaces(vmi, starting)
+            .interfaces(vmi, phase2)
             .map_err(SyncError::Network)?;
         let sriov_pci = self
             .network
@@ -149,7 +176,7 @@ impl VmiSync {
         share_dir: &str,
     ) -> Result<(), SyncError> {
         self.link_image_volumes(vmi)?;
-        self.with_inputs(vmi, cluster, true, |inputs| {
+        self.with_inputs(vmi, cluster, Phase2::Start, |inputs| {
             Ok(self
                 .manager
                 .prepare_migration_target(vmi, inputs, share_dir)?)

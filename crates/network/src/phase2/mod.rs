@@ -104,13 +104,32 @@ pub fn prepare(
     link: &LinkReader,
     link_exists: &LinkExists,
 ) -> Result<Phase2, String> {
+    prepare_for(vmi, &|_| true, private_dir, resolv_conf, link, link_exists)
+}
+
+/// [`prepare`] for the live pod interfaces whose name `wanted` accepts
+/// only (KubeVirt's `SetupPodNetworkPhase2` for the networks it is given:
+/// at start all of them, on a NIC hot-plug the new one). The interface
+/// index, which picks the bridge binding's fake server address, stays the
+/// interface's index in the whole spec.
+///
+/// # Errors
+/// As [`prepare`], for the interfaces wanted.
+pub fn prepare_for(
+    vmi: &VirtualMachineInstance,
+    wanted: &dyn Fn(&str) -> bool,
+    private_dir: &std::path::Path,
+    resolv_conf: &str,
+    link: &LinkReader,
+    link_exists: &LinkExists,
+) -> Result<Phase2, String> {
     let mut out = Phase2 {
         hosts: BTreeMap::new(),
         dhcp: Vec::new(),
         dhcp6: Vec::new(),
     };
     let rc = parse_resolv_conf(resolv_conf);
-    for (i, iface) in vmi.live_pod_interfaces() {
+    for (i, iface) in vmi.live_pod_interfaces().filter(|(_, x)| wanted(&x.name)) {
         let path = format!("spec.domain.devices.interfaces[{i}]");
         let Some(net) = vmi.spec.networks.iter().find(|n| n.name == iface.name) else {
             return Err(format!(

@@ -13,6 +13,7 @@ mod backup;
 mod hotplug;
 mod memorydump;
 mod migrate;
+mod nics;
 mod vmstats;
 
 /// What to ask the launcher.
@@ -90,6 +91,16 @@ pub enum Action {
     /// (SyncVirtualMachine, as virt-handler sends it after a LiveUpdate of
     /// the VM's interface state).
     Link,
+    /// Standalone `run --setup-pod-network` only: `addinterface NAME
+    /// --network-name [NS/]NAD`, a bridge interface on a secondary (Multus)
+    /// network hot-plugged into the running VM: the VM's LiveUpdate as
+    /// virt-api and virt-controller hand it on, the pod link Multus and
+    /// virt-handler's phase 1 would make, then SyncVirtualMachine; prints
+    /// the interface's pod link and MAC.
+    Addinterface,
+    /// Standalone `run` only: `removeinterface NAME`, a hot-plugged bridge
+    /// interface unplugged (`state: absent`), its pod link removed.
+    Removeinterface,
     /// Live-migrate the guest to the launcher of `--target-socket` (started
     /// with `run --migration-target`), through `virt-launcher
     /// migration-proxy`: SyncMigrationTarget there, then
@@ -138,6 +149,14 @@ pub struct CtlArgs {
     /// Addvolume: the disk's serial.
     #[arg(long)]
     pub serial: Option<String>,
+    /// Addinterface: the Multus network, `[namespace/]name` of its
+    /// NetworkAttachmentDefinition.
+    #[arg(long)]
+    pub network_name: Option<String>,
+    /// Addinterface: the interface's binding; KubeVirt hot-plugs only
+    /// `bridge` (the default) and SR-IOV.
+    #[arg(long, default_value = "bridge")]
+    pub binding: String,
     /// Link: the interface's new link state, `up` or `down`.
     #[arg(long)]
     pub state: Option<String>,
@@ -269,6 +288,8 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             | Action::RedefineCheckpoint
             | Action::Memory
             | Action::Link
+            | Action::Addinterface
+            | Action::Removeinterface
     );
     if let (Some(p), false) = (&args.path, takes_path) {
         let name = args
@@ -457,6 +478,7 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             Action::Cpus => hotplug::cpus(&mut c, args).await?,
             Action::Memory => hotplug::memory(&mut c, args).await?,
             Action::Link => hotplug::link(&mut c, args).await?,
+            Action::Addinterface | Action::Removeinterface => nics::interface(&mut c, args).await?,
             Action::Migrate | Action::MigrateCancel => {
                 let dom = current_domain(&mut c).await?;
                 if args.action == Action::MigrateCancel {
@@ -543,7 +565,14 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             ),
             Action::Vmstats => pretty(),
             Action::Addvolume => format!("{}\n", out["target"].as_str().unwrap_or("")),
-            Action::Removevolume | Action::Cpus | Action::Link => "ok\n".to_owned(),
+            Action::Removevolume | Action::Cpus | Action::Link | Action::Removeinterface => {
+                "ok\n".to_owned()
+            }
+            Action::Addinterface => format!(
+                "{}\t{}\n",
+                out["podInterface"].as_str().unwrap_or(""),
+                out["mac"].as_str().unwrap_or("")
+            ),
             Action::Memory => format!("{}\n", out["guestCurrent"].as_str().unwrap_or("")),
             Action::Memorydump => pretty(),
             Action::Guestinfo

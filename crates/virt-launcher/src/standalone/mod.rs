@@ -29,6 +29,7 @@ pub mod container;
 pub mod hotplug;
 pub mod migration_proxy;
 pub mod network;
+pub mod nics;
 pub mod volumes;
 
 use std::collections::BTreeSet;

@@ -34,6 +34,7 @@ mod migration;
 mod monitor;
 mod names;
 mod network;
+mod nics;
 mod nonroot;
 mod parity;
 mod podbox;

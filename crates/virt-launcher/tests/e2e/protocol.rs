@@ -399,7 +399,7 @@ fn pod_mode_sync_of_a_passt_vmi_runs_no_dhcp_and_reaches_passt() {
     );
     assert!(
         log.contains("network phase 2 done for the synced VMI")
-            && log.contains(r#""interfaces":"[\"default\"]""#)
+            && log.contains(r#""interface":"default""#)
             && log.contains("domain defined"),
         "{log}"
     );

@@ -107,7 +107,7 @@ impl LibvirtDomainManager {
                     if ACTIVE.contains(&st) {
                         tracing::debug!(domain = %name, "domain already active");
                         self.sync_disks(vmi, &d, &spec)?;
-                        self.sync_network(vmi, &d, &spec)?;
+                        self.sync_network(vmi, &d, &spec, &ctx.prepared.interfaces)?;
                         self.expand_online(vmi, &d, &ctx);
                         return Ok(());
                     }
@@ -221,10 +221,13 @@ impl LibvirtDomainManager {
         ctx.prepared = storage::prepare(vmi, &ctx, &opts)?;
         ctx.prepared.interfaces = inputs.interfaces.clone();
         // An interface still without host facts (no phase 2 ran for it)
-        // would start without network: refused by name.
+        // would start without network: refused by name. On a running
+        // domain such an interface (not yet reported by virt-handler) is
+        // converted as KubeVirt converts it, and not plugged (see
+        // `nics::networks_to_plug`).
         if let Some((i, _)) = vmi
             .live_pod_interfaces()
-            .find(|(_, x)| !inputs.interfaces.contains_key(&x.name))
+            .find(|(_, x)| start && !inputs.interfaces.contains_key(&x.name))
         {
             return Err(ConvertError::unsupported(
                 format!("spec.domain.devices.interfaces[{i}]"),

@@ -11,6 +11,9 @@
 #                                    holds its virtio port open
 #   GUEST-SHUTDOWN                   from /etc/rc.shutdown, on any power-off
 #   GUEST-CPU-ONLINE cpu<N>          any time: a hot-added CPU was onlined
+#   GUEST-NIC-ADDED ethN mac=<m> / GUEST-NIC-REMOVED ethN
+#                                    any time: a hot-plugged NIC (then its
+#                                    GUEST-DHCP line) or one unplugged
 # Other output: "[guest <uptime>] ..." diagnostics, the user-data's own output,
 # "Please press Enter to activate this console." (the askfirst shell, see
 # /etc/inittab) and kernel messages. The tty turns each \n into \r\n.
@@ -199,6 +202,34 @@ if [ -e /sys/class/net/eth0 ]; then
     # No wait for DHCPv6: many networks have none (QEMU's user network,
     # the bridge binding); its lease comes with a GUEST-DHCP6 marker.
 fi
+# ---- NIC hot-plug: what udev's rule and a network manager would do
+# (SUBSYSTEM=="net", ACTION=="add" -> DHCP): every second, an ethN that
+# appeared since boot gets udhcpc, with a line "GUEST-NIC-ADDED ethN
+# mac=<mac>"; one that went away, "GUEST-NIC-REMOVED ethN" (its udhcpc
+# exits with the link).
+(
+    known=" $(cd /sys/class/net && echo eth*) "
+    while :; do
+        now=" "
+        for n in /sys/class/net/eth*; do
+            [ -e "$n" ] || continue
+            ifc=${n##*/}
+            now="$now$ifc "
+            case $known in *" $ifc "*) continue ;; esac
+            echo "GUEST-NIC-ADDED $ifc mac=$(cat "$n/address")" >/dev/ttyS0
+            udhcpc -i "$ifc" -s /usr/share/udhcpc/default.script -p "/run/udhcpc.$ifc.pid" \
+                -t 8 -T 1 -A 3 -b -S -x "hostname:$(hostname)" >/dev/null 2>&1 &
+        done
+        for ifc in $known; do
+            case $now in *" $ifc "*) continue ;; esac
+            echo "GUEST-NIC-REMOVED $ifc" >/dev/ttyS0
+            kill "$(cat "/run/udhcpc.$ifc.pid" 2>/dev/null)" 2>/dev/null
+            rm -f "/run/udhcpc.$ifc.pid" "/run/ip.$ifc"
+        done
+        known=$now
+        sleep 1
+    done
+) </dev/null >/dev/null 2>&1 &
 # A TCP service for the network e2e tests (masquerade `ports` forwarding):
 # GET / on ports 8080 and 80 answers GUEST-HTTP.
 if [ -s /run/ip.eth0 ]; then
