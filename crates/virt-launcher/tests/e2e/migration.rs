@@ -13,7 +13,7 @@
 //! behind when killed), then the migration itself and a second hop from
 //! the target that switches to post-copy. Cost: one guest boot (the
 //! targets' QEMUs are incoming guests), six target launchers without a
-//! boot, ~6 s of migration under TCG: about 75-105 s of test time.
+//! boot, ~6 s of migration under TCG: 95-120 s of test time here (loaded 2-core host).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
