@@ -276,3 +276,34 @@ fn monitor_steps_follow_kubevirts_rules() {
     p.remaining = 40;
     assert_eq!(p.step(at(21), "Paused", &pause), Step::AbortTimeout(20));
 }
+
+/// What counts as progress is KubeVirt's `processInflightMigration` to the
+/// letter: the data remaining lower than at the previous look (not the
+/// lowest seen), and a zero remaining (the watermark's "none yet"), as
+/// libvirt reports during a block migration's disk copy, always counts.
+#[test]
+fn progress_is_a_drop_since_the_previous_look_and_zero_counts() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    let opts = MigrationOptions {
+        progress_timeout: 5,
+        ..MigrationOptions::default()
+    };
+    let mut p = Progress::new(t0, 0);
+    // 50 at 1 s, then up to 80 (dirtied memory) and down to 70 at 10 s:
+    // above the lowest seen, yet below the previous look: progress.
+    for (s, rem) in [(1, 50), (2, 80), (10, 70)] {
+        p.remaining = rem;
+        assert_eq!(p.step(at(s), "PreCopy", &opts), Step::Wait, "at {s}s");
+    }
+    assert_eq!(p.last_progress, at(10));
+    p.remaining = 70;
+    assert_eq!(p.step(at(16), "PreCopy", &opts), Step::AbortStuck(6));
+    // Zero remaining for a minute: progress at every look, never stuck.
+    let mut p = Progress::new(t0, 0);
+    for s in 1..=60 {
+        p.remaining = 0;
+        assert_eq!(p.step(at(s), "PreCopy", &opts), Step::Wait, "at {s}s");
+    }
+}

@@ -201,6 +201,14 @@ if [ -n "${POD_HOOKS:-}" ]; then mkdir -p /var/run/kubevirt-hooks; mount --bind 
 mkdir -p /var/run/kubevirt/container-disks
 : > /var/run/kubevirt/container-disks/disk_0.img
 mount --bind -o ro "$POD_IMAGE" /var/run/kubevirt/container-disks/disk_0.img
+# A node of its own: in a pod libvirt's host UUID is DMI's product_uuid, the
+# node's (KubeVirt sets no host_uuid); two pods on one host would share it and
+# libvirt refuses to migrate to its own host, where two nodes differ. On a host
+# with DMI each pod sees a fresh one (without DMI, libvirt makes one per daemon).
+if [ -e /sys/devices/virtual/dmi/id/product_uuid ]; then
+    cat /proc/sys/kernel/random/uuid > "${POD_PRIVATE%/*}/product_uuid"
+    mount --bind -o ro "${POD_PRIVATE%/*}/product_uuid" /sys/devices/virtual/dmi/id/product_uuid
+fi
 [ -z "${POD_NONROOT:-}" ] && exec "$@"
 # KubeVirt's non-root pod: the emptyDirs belong to 107 (fsGroup), libvirt's
 # runtime directory is an emptyDir, the image has user qemu (107), the device

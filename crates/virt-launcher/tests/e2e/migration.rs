@@ -5,12 +5,15 @@
 //!
 //! One guest for everything: the cheap refusals first (the guest must keep
 //! running on the source after each), a migration cancelled mid-way, one
-//! whose target launcher is killed mid-way and one aborted past its
-//! completion budget (each with a target launcher of its own, which must
-//! then end cleanly, or leave nothing behind when killed), then the
-//! migration itself. Cost: one guest boot (the targets' QEMUs are incoming
-//! guests), four target launchers without a boot, ~3 s of migration under
-//! TCG: about 55-60 s of test time.
+//! whose target launcher is killed mid-way, one aborted past its
+//! completion budget, one stalled (the proxy stopped once memory flows)
+//! and aborted as stuck, one whose target's libvirt refuses the incoming
+//! domain and one with no target behind the proxy (each with a target
+//! launcher of its own, which must then end cleanly, or leave nothing
+//! behind when killed), then the migration itself and a second hop from
+//! the target that switches to post-copy. Cost: one guest boot (the
+//! targets' QEMUs are incoming guests), six target launchers without a
+//! boot, ~6 s of migration under TCG: 95-120 s of test time here (loaded 2-core host).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -89,8 +92,13 @@ fn start_target(yaml: &str, uid: &str) -> Launcher {
         &Opts {
             uid: Some(uid),
             args: &["--migration-target"],
-            // The pod name SignalTargetPodCleanup compares.
-            env: &[("POD_NAME", std::ffi::OsStr::new("target-pod"))],
+            // The pod name SignalTargetPodCleanup compares; verbosity 4,
+            // where KubeVirt logs a succeeded migration's record (a target
+            // is the source of the next hop).
+            env: &[
+                ("POD_NAME", std::ffi::OsStr::new("target-pod")),
+                ("VIRT_LAUNCHER_LOG_VERBOSITY", std::ffi::OsStr::new("4")),
+            ],
             ..Opts::default()
         },
     );
@@ -155,11 +163,74 @@ fn ended_record(source: &Launcher, migration_uid: &str) -> serde_json::Value {
     }
 }
 
+/// Waits (60 s) until `source`'s libvirt job has sent guest memory
+/// (`virsh domjobinfo`: `Memory processed` above zero): the disks are
+/// copied and the memory transfer has begun.
+fn wait_memory_sent(source: &Launcher) {
+    let start = std::time::Instant::now();
+    loop {
+        let (_, info) = source.virsh(&["domjobinfo", &source.domain]);
+        let sent = info.lines().any(|l| {
+            l.strip_prefix("Memory processed:")
+                .is_some_and(|v| v.trim() != "0.000 B")
+        });
+        if sent {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no memory sent: {info}\n{}",
+            source.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The first log line of `l` past its first `from` bytes whose `msg`
+/// starts with `prefix`, within `secs` seconds: the rest of that `msg`.
+fn wait_log_msg(l: &Launcher, from: usize, prefix: &str, secs: u64) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let log = l.log();
+        let found = log.get(from..).unwrap_or("").lines().find_map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).ok()?;
+            Some(v["msg"].as_str()?.strip_prefix(prefix)?.to_owned())
+        });
+        if let Some(rest) = found {
+            return rest;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "no log line {prefix:?} in {secs} s\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// The proxy process; stopped (SIGTERM) when dropped.
 struct Proxy(Child);
 
 impl Proxy {
     fn start(uid: &str, source: &Launcher, target: &Launcher, log: &Path) -> Proxy {
+        Self::to(
+            uid,
+            source,
+            &target.state.join("share"),
+            &target.state.join("libvirt/run/libvirt-sock"),
+            log,
+        )
+    }
+
+    /// A proxy from `source` to the share directory `target_share` and
+    /// libvirt socket `target_libvirt` of a target, whether one listens
+    /// there or not.
+    fn to(
+        uid: &str,
+        source: &Launcher,
+        target_share: &Path,
+        target_libvirt: &Path,
+        log: &Path,
+    ) -> Proxy {
         let log = std::fs::File::create(log).unwrap();
         let child = Command::new(launcher_bin())
             .arg("migration-proxy")
@@ -167,9 +238,9 @@ impl Proxy {
             .arg("--source-share")
             .arg(source.state.join("share"))
             .arg("--target-share")
-            .arg(target.state.join("share"))
+            .arg(target_share)
             .arg("--target-libvirt-socket")
-            .arg(target.state.join("libvirt/run/libvirt-sock"))
+            .arg(target_libvirt)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
@@ -183,6 +254,13 @@ impl Proxy {
         assert_eq!(&buf, b"ready\n");
         p
     }
+
+    /// Sends the proxy `sig` (SIGSTOP: the network between the pods
+    /// stalls, every byte held; SIGCONT: it flows again).
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.0.id()).unwrap());
+        nix::sys::signal::kill(pid, sig).unwrap();
+    }
 }
 
 impl Drop for Proxy {
@@ -190,6 +268,11 @@ impl Drop for Proxy {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.0.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
+        );
+        // A stopped proxy gets the SIGTERM once it runs again.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGCONT,
         );
         let _ = self.0.wait();
     }
@@ -265,6 +348,7 @@ fn migrates_between_two_launchers() {
     // Cancelled mid-way (1 MiB/s: minutes to go): KubeVirt's abort; the
     // guest runs on at the source, the target's launcher ends cleanly.
     let slow = r#"{"Bandwidth":"1Mi","ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#;
+    let defaults = r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#;
     let mut target = start_target(&yaml, &uid);
     let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
     let (ok, _, err) = ctl_migrate(&source, &target, "m-cancel", slow, None);
@@ -363,6 +447,132 @@ fn migrates_between_two_launchers() {
     target.wait_success(Duration::from_secs(60));
     assert!(target.processes_left().is_empty(), "{}", target.log());
     drop(proxy);
+
+    // Stalled once the memory transfer has begun (the proxy stopped: the
+    // network between the pods holds every byte), a 3 s progress timeout:
+    // libvirt's data remaining stops going down, and after more than 3 s
+    // KubeVirt's abort, while the stream is still held. (Stopped during
+    // the disk copy instead, libvirt reports zero remaining, which counts
+    // as progress in KubeVirt's rule: only the budget would end that.)
+    let mut target = start_target(&yaml, &uid);
+    let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
+    let stall = r#"{"Bandwidth":"1Mi","ProgressTimeout":3,"CompletionTimeoutPerGiB":150}"#;
+    let from = source.log().len();
+    let (ok, _, err) = ctl_migrate(&source, &target, "m-stuck", stall, None);
+    assert!(ok, "{err}");
+    wait_memory_sent(&source);
+    proxy.signal(nix::sys::signal::Signal::SIGSTOP);
+    let reason = wait_log_msg(
+        &source,
+        from,
+        "Live migration abort detected with reason: ",
+        60,
+    );
+    let secs: u64 = reason
+        .strip_prefix("Live migration stuck for ")
+        .and_then(|r| r.strip_suffix(" seconds and has been aborted"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not KubeVirt's stall message: {reason:?}"));
+    assert!((4..=10).contains(&secs), "stuck for {secs} s: {reason}");
+    // The network back: libvirt's job ends (its NBD mirrors and its
+    // connection to the target go through the proxy too), the record holds
+    // the stall, the target's incoming QEMU sees the end of its stream.
+    proxy.signal(nix::sys::signal::Signal::SIGCONT);
+    let m = ended_record(&source, "m-stuck");
+    assert_eq!(
+        (&m["Failed"], &m["AbortStatus"], &m["FailureReason"]),
+        (&true.into(), &"Succeeded".into(), &reason.as_str().into()),
+        "{m}"
+    );
+    target.wait_success(Duration::from_secs(60));
+    assert!(target.processes_left().is_empty(), "{}", target.log());
+    drop(proxy);
+    uptime(&source);
+
+    // A target whose libvirt refuses the incoming domain: the target is
+    // prepared (SyncMigrationTarget; the migration itself finds no proxy
+    // yet), then the container disk's overlay it made is removed, so the
+    // incoming domain names an image the target does not have. The source
+    // records libvirt's refusal in KubeVirt's words; the guest runs on.
+    let mut target = start_target(&yaml, &uid);
+    let (ok, _, err) = ctl_migrate(&source, &target, "m-prepare", defaults, Some("60"));
+    assert!(!ok && err.contains("Failed to connect socket"), "{err}");
+    let daemon = target
+        .processes_left()
+        .into_iter()
+        .find(|(_, name)| name.contains("libvirtd") || name.contains("virtqemud"))
+        .unwrap_or_else(|| panic!("no libvirt daemon in the target\n{}", target.log()));
+    // /var/run is a link to /run, which would resolve in this namespace.
+    let overlay = format!(
+        "/proc/{}/root/run/kubevirt-ephemeral-disks/disk-data/containerdisk/disk.qcow2",
+        daemon.0
+    );
+    std::fs::remove_file(&overlay).unwrap_or_else(|e| panic!("{overlay}: {e}"));
+    let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
+    // ctl migrate without --target-socket: MigrateVirtualMachine only.
+    let (ok, _, err) = source.ctl(&[
+        "migrate",
+        "--migration-uid",
+        "m-refused",
+        "--options",
+        defaults,
+        "--wait",
+        "60",
+    ]);
+    assert!(
+        !ok,
+        "a migration to a target without the disk's image succeeded"
+    );
+    let m = ended_record(&source, "m-refused");
+    let reason = m["FailureReason"].as_str().unwrap_or("");
+    // migrateToURI3's error as KubeVirt records it (the Go binding's
+    // text): the target's libvirt will not make the missing image.
+    assert!(
+        reason.contains("virError(Code=")
+            && reason.contains("pre-creation of storage target for incremental storage migration of disk 'vda' is not supported"),
+        "{m}\n{err}"
+    );
+    assert_eq!(m["Failed"], true, "{m}");
+    uptime(&source);
+    // No domain arrives: the target pod is deleted (SIGTERM) and its
+    // launcher ends cleanly.
+    target.signal(nix::sys::signal::Signal::SIGTERM);
+    target.wait_success(Duration::from_secs(60));
+    assert!(target.processes_left().is_empty(), "{}", target.log());
+    drop(proxy);
+
+    // A target that never became ready: the proxy runs, nothing listens
+    // behind it (no target launcher). The source's libvirt loses the
+    // connection at once; the record holds libvirt's error as KubeVirt
+    // records it; the guest runs on.
+    let nowhere = tempfile::tempdir().unwrap();
+    let proxy = Proxy::to(
+        &uid,
+        &source,
+        nowhere.path(),
+        &nowhere.path().join("libvirt-sock"),
+        &nowhere.path().join("proxy.log"),
+    );
+    let (ok, _, err) = source.ctl(&[
+        "migrate",
+        "--migration-uid",
+        "m-nowhere",
+        "--options",
+        defaults,
+        "--wait",
+        "60",
+    ]);
+    assert!(!ok, "a migration to no target succeeded");
+    let m = ended_record(&source, "m-nowhere");
+    assert!(
+        m["FailureReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("virError(Code=")),
+        "{m}\n{err}"
+    );
+    drop(proxy);
+    let (ok, out, err) = source.ctl(&["domain"]);
+    assert!(ok && out.contains("Running"), "{out}{err}");
     let before = uptime(&source);
 
     // The migration: data written to the emptyDisk before it, read back on
@@ -377,7 +587,6 @@ fn migrates_between_two_launchers() {
     assert!(ok, "{err}");
     let mut target = start_target(&yaml, &uid);
     let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
-    let defaults = r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#;
     let (ok, out, err) = ctl_migrate(&source, &target, "m-1", defaults, Some("180"));
     assert!(
         ok,
@@ -442,6 +651,84 @@ fn migrates_between_two_launchers() {
         std::thread::sleep(Duration::from_millis(200));
     }
     drop(proxy);
+
+    // Post-copy, on the next hop (the target is now the source, as a
+    // migrated VMI's pod is): 1 MiB/s with a 1 s per GiB budget cannot
+    // converge; with post-copy and workload disruption allowed the monitor
+    // switches to post-copy past the budget (KubeVirt's
+    // MigrateStartPostCopy), which completes: the guest runs on the next
+    // target, never restarted.
+    let before = uptime(&target);
+    let mut next = start_target(&yaml, &uid);
+    let proxy = Proxy::start(&uid, &target, &next, &next.dir.path().join("proxy.log"));
+    let post = r#"{"Bandwidth":"1Mi","ProgressTimeout":150,"CompletionTimeoutPerGiB":1,"AllowPostCopy":true,"AllowWorkloadDisruption":true}"#;
+    let (ok, out, err) = ctl_migrate(&target, &next, "m-2", post, Some("180"));
+    let (mut target, m1) = if crate::harness::nonroot() {
+        // QEMU as uid 107 gets no userfaultfd on this host
+        // (vm.unprivileged_userfaultfd 0, /dev/userfaultfd root's 0600):
+        // post-copy is refused as the migration starts, the guest runs on.
+        assert!(
+            !ok && err.contains("Postcopy is not supported: Userfaultfd not available"),
+            "{err}"
+        );
+        uptime(&target);
+        // No domain arrives: the next target's pod is deleted.
+        next.signal(nix::sys::signal::Signal::SIGTERM);
+        next.wait_success(Duration::from_secs(60));
+        assert!(next.processes_left().is_empty(), "{}", next.log());
+        drop(proxy);
+        (target, m1)
+    } else {
+        assert!(
+            ok,
+            "post-copy migration failed: {err}\n--- source ---\n{}\n--- target ---\n{}",
+            target.log(),
+            next.log()
+        );
+        let record: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            (&record["UID"], &record["Failed"]),
+            (&"m-2".into(), &false.into())
+        );
+        // The source's own record says post-copy (the source is gone by
+        // now, and the target's copy is the one sent at the start,
+        // PreCopy, as in KubeVirt, where virt-handler takes the mode from
+        // the source's notifications).
+        let logged = wait_log_msg(&target, 0, "set migration result in metadata: ", 10);
+        let source_record: serde_json::Value = serde_json::from_str(&logged).unwrap();
+        assert_eq!(
+            (
+                &source_record["UID"],
+                &source_record["Failed"],
+                &source_record["Mode"]
+            ),
+            (&"m-2".into(), &false.into(), &"PostCopy".into()),
+            "{source_record}"
+        );
+        assert!(source_record["EndTimestamp"].is_string(), "{source_record}");
+        assert!(
+            target
+                .log()
+                .contains("Starting post copy mode for migration"),
+            "{}",
+            target.log()
+        );
+        target.wait_success(Duration::from_secs(60));
+        assert!(target.log().contains("the domain migrated away"));
+        let left = target.processes_left();
+        assert!(left.is_empty(), "left by the post-copy source: {left:?}");
+        let after = uptime(&next);
+        assert!(
+            after > before,
+            "uptime {after} after post-copy, {before} before"
+        );
+        let (ok, out, err) = next.ctl(&["exec", "--", "head", "-c", "21", "/dev/vdb"]);
+        assert!(ok, "{err}");
+        assert_eq!(out, "migrated-scratch-data");
+        drop(proxy);
+        (next, m1.replace("\"m-1\"", "\"m-2\""))
+    };
+
     // SignalTargetPodCleanup: another pod's name changes nothing; this
     // pod's (POD_NAME) ends the target's wait: the launcher stops.
     let other = m1.replace("target-pod", "another-pod");

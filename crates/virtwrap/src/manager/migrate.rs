@@ -150,6 +150,7 @@ impl LibvirtDomainManager {
         abort_status: &str,
     ) -> Result<(), ()> {
         let mut refused = false;
+        let mut recorded = false;
         self.metadata.update(|md| {
             let Some(m) = md.migration.as_mut() else {
                 return;
@@ -171,6 +172,7 @@ impl LibvirtDomainManager {
             if m.end_timestamp.is_some() {
                 return;
             }
+            recorded = true;
             if failed {
                 m.failed = true;
                 m.failure_reason = reason.to_owned();
@@ -180,6 +182,9 @@ impl LibvirtDomainManager {
                 m.end_timestamp = Some(now_rfc3339());
             }
         });
+        if recorded {
+            log_result(&self.metadata.snapshot().migration.unwrap_or_default());
+        }
         if refused {
             Err(())
         } else {
@@ -631,4 +636,16 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
         }
     }
     total
+}
+
+/// KubeVirt's `set migration result in metadata: <record>` line (the
+/// record as GetDomain shows it): at verbosity 2 (info here) for a failure,
+/// 4 (debug) otherwise, as `setMigrationResultHelper` logs it.
+fn log_result(m: &MigrationMetadata) {
+    let record = serde_json::to_string(m).unwrap_or_default();
+    if m.failed {
+        tracing::info!("set migration result in metadata: {record}");
+    } else {
+        tracing::debug!("set migration result in metadata: {record}");
+    }
 }
