@@ -95,6 +95,73 @@ pub(super) async fn volume(
     }
 }
 
+/// Which of the launcher's sync calls carries a change of the VMI: the one
+/// virt-handler sends after that kind of LiveUpdate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sync {
+    /// SyncVirtualMachine (link state).
+    Vmi,
+    /// SyncVirtualMachineCPUs.
+    Cpus,
+    /// SyncVirtualMachineMemory.
+    Memory,
+}
+
+/// The stand-in's round for a LiveUpdate: reads the stored VMI of the
+/// launcher behind `args.socket`, applies `change` to it (virt-api's and
+/// virt-controller's part, whose refusals leave everything unchanged) and
+/// sends it with `sync`. Returns the state directory and the changed VMI,
+/// which the caller stores once the domain shows the change (the stored VMI
+/// changes only when the launcher accepted).
+///
+/// For [`Sync::Cpus`] it asks again while libvirt reports a vCPU unplug
+/// that timed out, up to [`DEVICE_WAIT`]: virt-handler re-enqueues the VMI
+/// after a failed sync and sends it again; libvirt gives up waiting for
+/// the guest to eject an unplugged vCPU after 5 s ("vcpu unplug request
+/// timed out"), and the next call finds the guest done (or asks again).
+///
+/// # Errors
+/// The refusal of `change` (input), or the launcher's answer.
+async fn live_update(
+    c: &mut cmd::client::CmdChannel,
+    args: &CtlArgs,
+    sync: Sync,
+    change: impl FnOnce(&mut Value) -> Result<(), LauncherError>,
+) -> Result<(std::path::PathBuf, Value), LauncherError> {
+    use crate::standalone::hotplug;
+    let state = hotplug::state_dir_of(&args.socket)?;
+    let mut vmi = hotplug::read_store(&state)?;
+    change(&mut vmi)?;
+    let start = std::time::Instant::now();
+    loop {
+        let req = VmiRequest {
+            vmi: Some(Vmi {
+                vmi_json: vmi.to_string().into_bytes(),
+            }),
+            options: None,
+        };
+        let r = match sync {
+            Sync::Vmi => c.sync_virtual_machine(req).await,
+            Sync::Cpus => c.sync_virtual_machine_cp_us(req).await,
+            Sync::Memory => c.sync_virtual_machine_memory(req).await,
+        }
+        .map_err(err)?
+        .into_inner();
+        match check(Some(r)) {
+            Err(e)
+                if sync == Sync::Cpus
+                    && e.to_string().contains("unplug request timed out")
+                    && start.elapsed() < DEVICE_WAIT =>
+            {
+                tracing::info!("{e}; asking again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            other => break other?,
+        }
+    }
+    Ok((state, vmi))
+}
+
 /// `cpus SOCKETS` (see [`crate::standalone::hotplug::set_sockets`]):
 /// changes the stored VMI's sockets and sends SyncVirtualMachineCPUs; the
 /// stored VMI changes only when the launcher accepted.
@@ -112,36 +179,8 @@ pub(super) async fn cpus(
         .and_then(std::path::Path::to_str)
         .and_then(|s| s.parse::<u32>().ok())
         .ok_or_else(|| LauncherError::input("cpus: give the number of sockets: cpus SOCKETS"))?;
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    hotplug::set_sockets(&mut vmi, sockets)?;
-    // virt-handler re-enqueues the VMI after a failed sync and sends it
-    // again: libvirt gives up waiting for the guest to eject an unplugged
-    // vCPU after 5 s ("vcpu unplug request timed out"), and the next call
-    // finds the guest done (or asks again).
-    let start = std::time::Instant::now();
-    loop {
-        let r = c
-            .sync_virtual_machine_cp_us(VmiRequest {
-                vmi: Some(Vmi {
-                    vmi_json: vmi.to_string().into_bytes(),
-                }),
-                options: None,
-            })
-            .await
-            .map_err(err)?
-            .into_inner();
-        match check(Some(r)) {
-            Err(e)
-                if e.to_string().contains("unplug request timed out")
-                    && start.elapsed() < DEVICE_WAIT =>
-            {
-                tracing::info!("{e}; asking again");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            other => break other?,
-        }
-    }
+    let (state, vmi) =
+        live_update(c, args, Sync::Cpus, |v| hotplug::set_sockets(v, sockets)).await?;
     hotplug::write_store(&state, &vmi)?;
     Ok(json!({ "ok": true }))
 }
@@ -165,21 +204,11 @@ pub(super) async fn memory(
         .as_deref()
         .and_then(std::path::Path::to_str)
         .ok_or_else(|| LauncherError::input("memory: give the guest memory: memory SIZE (2Gi)"))?;
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    hotplug::set_guest_memory(&mut vmi, size)?;
+    let (state, mut vmi) = live_update(c, args, Sync::Memory, |v| {
+        hotplug::set_guest_memory(v, size)
+    })
+    .await?;
     let want = vmi["spec"]["domain"]["memory"]["guest"].clone();
-    let r = c
-        .sync_virtual_machine_memory(VmiRequest {
-            vmi: Some(Vmi {
-                vmi_json: vmi.to_string().into_bytes(),
-            }),
-            options: None,
-        })
-        .await
-        .map_err(err)?
-        .into_inner();
-    check(Some(r))?;
     let start = std::time::Instant::now();
     let current = loop {
         let dom = current_domain(c).await?;
@@ -212,25 +241,15 @@ pub(super) async fn link(
         .ok_or_else(|| {
             LauncherError::input("link: give the interface: link NAME --state up|down")
         })?;
-    let state = args
+    let link_state = args
         .state
         .as_deref()
         .ok_or_else(|| LauncherError::input("link: give the state: --state up|down"))?;
-    let socket_state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&socket_state)?;
-    hotplug::set_link_state(&mut vmi, name, state)?;
-    let r = c
-        .sync_virtual_machine(VmiRequest {
-            vmi: Some(Vmi {
-                vmi_json: vmi.to_string().into_bytes(),
-            }),
-            options: None,
-        })
-        .await
-        .map_err(err)?
-        .into_inner();
-    check(Some(r))?;
-    hotplug::write_store(&socket_state, &vmi)?;
+    let (state, vmi) = live_update(c, args, Sync::Vmi, |v| {
+        hotplug::set_link_state(v, name, link_state)
+    })
+    .await?;
+    hotplug::write_store(&state, &vmi)?;
     Ok(json!({ "ok": true }))
 }
 
