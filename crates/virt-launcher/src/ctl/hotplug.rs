@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::{check, current_domain, err, Action, CtlArgs};
 use crate::error::LauncherError;
+use crate::standalone::hotplug;
 
 /// `addvolume` / `removevolume` (see [`crate::standalone::hotplug`]):
 /// changes the stored VMI, mounts (or, after the detach, unmounts) the
@@ -22,7 +23,6 @@ pub(super) async fn volume(
     c: &mut cmd::client::CmdChannel,
     args: &CtlArgs,
 ) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
     let verb = if args.action == Action::Addvolume {
         "addvolume"
     } else {
@@ -37,6 +37,7 @@ pub(super) async fn volume(
         })?
         .to_owned();
     let state = hotplug::state_dir_of(&args.socket)?;
+    let _held = hotplug::lock_store(&state)?;
     let mut vmi = hotplug::read_store(&state)?;
     let sync = |vmi: &Value| VmiRequest {
         vmi: Some(Vmi {
@@ -67,7 +68,9 @@ pub(super) async fn volume(
         check(Some(r.map_err(undo)?.into_inner())).map_err(undo)?;
         let Some(target) = domain_disk(c, &name, true).await.map_err(undo)? else {
             return Err(undo(LauncherError::runtime(format!(
-                "volume {name} was not attached (the launcher's log says why)"
+                "volume {name} is not in the domain {} s after the launcher accepted its sync (its disks: {}); the launcher's log may say why",
+                DEVICE_WAIT.as_secs(),
+                disk_names(c).await
             ))));
         };
         hotplug::mark_ready(&mut vmi, &name, &target);
@@ -83,7 +86,8 @@ pub(super) async fn volume(
         ))?;
         if domain_disk(c, &name, false).await?.is_some() {
             return Err(LauncherError::runtime(format!(
-                "volume {name} is still attached (the launcher's log says why)"
+                "volume {name} is still in the domain {} s after the launcher accepted its sync (the guest may not have released it); the launcher's log may say why",
+                DEVICE_WAIT.as_secs()
             )));
         }
         if let Some(p) = hotplug::mounted_path(&state, &name) {
@@ -110,9 +114,11 @@ enum Sync {
 /// The stand-in's round for a LiveUpdate: reads the stored VMI of the
 /// launcher behind `args.socket`, applies `change` to it (virt-api's and
 /// virt-controller's part, whose refusals leave everything unchanged) and
-/// sends it with `sync`. Returns the state directory and the changed VMI,
+/// sends it with `sync`. Returns the state directory, the changed VMI,
 /// which the caller stores once the domain shows the change (the stored VMI
-/// changes only when the launcher accepted).
+/// changes only when the launcher accepted), and the store's lock, held
+/// until then (one change of a VMI at a time, see
+/// [`crate::standalone::hotplug::lock_store`]).
 ///
 /// For [`Sync::Cpus`] it asks again while libvirt reports a vCPU unplug
 /// that timed out, up to [`DEVICE_WAIT`]: virt-handler re-enqueues the VMI
@@ -127,9 +133,9 @@ async fn live_update(
     args: &CtlArgs,
     sync: Sync,
     change: impl FnOnce(&mut Value) -> Result<(), LauncherError>,
-) -> Result<(std::path::PathBuf, Value), LauncherError> {
-    use crate::standalone::hotplug;
+) -> Result<(std::path::PathBuf, Value, hotplug::StoreLock), LauncherError> {
     let state = hotplug::state_dir_of(&args.socket)?;
+    let held = hotplug::lock_store(&state)?;
     let mut vmi = hotplug::read_store(&state)?;
     change(&mut vmi)?;
     let start = std::time::Instant::now();
@@ -159,7 +165,7 @@ async fn live_update(
             other => break other?,
         }
     }
-    Ok((state, vmi))
+    Ok((state, vmi, held))
 }
 
 /// `cpus SOCKETS` (see [`crate::standalone::hotplug::set_sockets`]):
@@ -172,14 +178,13 @@ pub(super) async fn cpus(
     c: &mut cmd::client::CmdChannel,
     args: &CtlArgs,
 ) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
     let sockets = args
         .path
         .as_deref()
         .and_then(std::path::Path::to_str)
         .and_then(|s| s.parse::<u32>().ok())
         .ok_or_else(|| LauncherError::input("cpus: give the number of sockets: cpus SOCKETS"))?;
-    let (state, vmi) =
+    let (state, vmi, _held) =
         live_update(c, args, Sync::Cpus, |v| hotplug::set_sockets(v, sockets)).await?;
     hotplug::write_store(&state, &vmi)?;
     Ok(json!({ "ok": true }))
@@ -198,13 +203,12 @@ pub(super) async fn memory(
     c: &mut cmd::client::CmdChannel,
     args: &CtlArgs,
 ) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
     let size = args
         .path
         .as_deref()
         .and_then(std::path::Path::to_str)
         .ok_or_else(|| LauncherError::input("memory: give the guest memory: memory SIZE (2Gi)"))?;
-    let (state, mut vmi) = live_update(c, args, Sync::Memory, |v| {
+    let (state, mut vmi, _held) = live_update(c, args, Sync::Memory, |v| {
         hotplug::set_guest_memory(v, size)
     })
     .await?;
@@ -233,7 +237,6 @@ pub(super) async fn link(
     c: &mut cmd::client::CmdChannel,
     args: &CtlArgs,
 ) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
     let name = args
         .path
         .as_deref()
@@ -245,7 +248,7 @@ pub(super) async fn link(
         .state
         .as_deref()
         .ok_or_else(|| LauncherError::input("link: give the state: --state up|down"))?;
-    let (state, vmi) = live_update(c, args, Sync::Vmi, |v| {
+    let (state, vmi, _held) = live_update(c, args, Sync::Vmi, |v| {
         hotplug::set_link_state(v, name, link_state)
     })
     .await?;
@@ -274,6 +277,22 @@ async fn domain_disk(
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+/// The domain's disks by alias, for a message (`?` when it cannot be had).
+async fn disk_names(c: &mut cmd::client::CmdChannel) -> String {
+    let Ok(dom) = current_domain(c).await else {
+        return "?".into();
+    };
+    let names: Vec<&str> = dom["Spec"]["Devices"]["Disks"]
+        .as_array()
+        .map(|ds| {
+            ds.iter()
+                .filter_map(|d| d["Alias"]["Name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.join(", ")
 }
 
 /// How long a hot-plug or unplug may take to show in the domain.

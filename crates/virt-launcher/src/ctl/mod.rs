@@ -143,7 +143,8 @@ pub struct CtlArgs {
     pub state: Option<String>,
     /// Memorydump: wait up to this many seconds for the dump to end, print
     /// its record (`Spec.Metadata.KubeVirt.MemoryDump`) and fail when the
-    /// dump failed. Without it the command returns once the dump started.
+    /// dump failed. Without it the command returns once the dump started
+    /// (watching it for a second: a dump that fails at once fails the command).
     /// Either way it fails at once when the request was dropped because
     /// another dump runs (one at a time, as KubeVirt). Migrate: likewise
     /// for the migration (`Spec.Metadata.KubeVirt.Migration`).

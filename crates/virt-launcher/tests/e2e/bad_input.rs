@@ -297,6 +297,19 @@ fn sriov_run_is_refused_without_a_real_vf() {
         &["--network-info", f],
         &format!("--network-info {f}: interfaces[0].network: invalid type: integer `1`"),
     );
+    // The flag's file is checked whether or not the VMI has an SR-IOV
+    // interface, as `convert` checks it (new-user trial: `run` started).
+    let plain = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n{}",
+        volumes()
+    );
+    let missing = dir.path().join("nonexist");
+    let m = missing.to_str().unwrap();
+    assert_refused(
+        &plain,
+        &["--network-info", m],
+        &format!("--network-info {m}: No such file or directory"),
+    );
 }
 
 #[test]

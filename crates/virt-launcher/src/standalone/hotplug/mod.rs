@@ -32,7 +32,7 @@ mod volumes;
 
 pub use live::{record_current_memory, set_guest_memory, set_link_state, set_sockets};
 pub use mount::{mount, mounted_path, server_pid, unmount, Image};
-pub use store::{read_store, state_dir_of, write_store, STORE};
+pub use store::{lock_store, read_store, state_dir_of, write_store, StoreLock, STORE};
 pub use volumes::{
     add_volume, check_bus, domain_target, forget_volume, is_cdrom, mark_ready, remove_volume,
 };

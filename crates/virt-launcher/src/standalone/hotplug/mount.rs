@@ -8,7 +8,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::LauncherError;
@@ -23,30 +23,21 @@ pub struct Image {
 }
 
 impl Image {
-    /// Opens `path` (`O_PATH`, not followed when it is a link).
+    /// Opens `path` with the one check of a given host path
+    /// ([`crate::standalone::given::open`]: no link, no block device the
+    /// host uses).
     ///
     /// # Errors
     /// Input error naming `--image`.
     pub fn open(path: &Path) -> Result<Image, LauncherError> {
-        let bad = |m: String| LauncherError::input_at("--image", m);
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|e| bad(format!("{}: {e}", path.display())))?;
-        let ft = file
-            .metadata()
-            .map_err(|e| bad(format!("{}: {e}", path.display())))?
-            .file_type();
-        if !(ft.is_file() || ft.is_block_device()) {
-            return Err(bad(format!(
-                "{} is neither a regular file nor a block device (symbolic links are not followed)",
-                path.display()
-            )));
-        }
+        let (file, kind) =
+            crate::standalone::given::open("--image", path, false).map_err(|mut e| {
+                e.message = format!("{}: {}", path.display(), e.message);
+                e
+            })?;
         Ok(Image {
             file,
-            block: ft.is_block_device(),
+            block: kind == crate::standalone::given::GivenKind::Block,
         })
     }
 

@@ -86,6 +86,65 @@ pub fn read_store(state: &Path) -> Result<Value, LauncherError> {
     serde_json::from_str(&s).map_err(|e| LauncherError::runtime(format!("{}: {e}", file.display())))
 }
 
+/// How long a `ctl` change waits for another one of the same VMI.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Holds the stored VMI of a state directory for one change (released
+/// when dropped).
+#[derive(Debug)]
+pub struct StoreLock(#[allow(dead_code)] std::fs::File);
+
+/// Takes the stored VMI of `state` for one read-change-send-write round,
+/// waiting (up to [`LOCK_WAIT`]) while another `ctl` holds it: an
+/// exclusive `flock` on `<state>/standalone/vmi.json.lock`. virt-handler
+/// handles one VMI on one worker at a time (its queue never hands a key to
+/// two workers), and changes of the VMI object conflict through its
+/// `resourceVersion`; without this, two concurrent `addvolume`s each sent
+/// a VMI without the other's volume, and the later sync undid the earlier.
+///
+/// # Errors
+/// Runtime error naming the lock file: it cannot be made, or another
+/// change held it for [`LOCK_WAIT`].
+pub fn lock_store(state: &Path) -> Result<StoreLock, LauncherError> {
+    use rustix::fs::{flock, FlockOperation};
+    let file = state.join(STORE).with_extension("json.lock");
+    let io = |e: std::io::Error| LauncherError::runtime(format!("{}: {e}", file.display()));
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&file)
+        .map_err(io)?;
+    let start = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        match flock(&f, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(StoreLock(f)),
+            Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < LOCK_WAIT => {
+                if !said {
+                    tracing::info!(
+                        "another ctl change of this VMI runs; waiting for it ({})",
+                        file.display()
+                    );
+                    said = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(LauncherError::runtime(format!(
+                    "{}: another ctl change of this VMI has held it for {} s",
+                    file.display(),
+                    LOCK_WAIT.as_secs()
+                )))
+            }
+            Err(e) => return Err(io(e.into())),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +155,22 @@ mod tests {
             state_dir_of(Path::new("/s/share/sockets/launcher-sock")).unwrap(),
             Path::new("/s")
         );
+    }
+
+    #[test]
+    fn one_change_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("standalone")).unwrap();
+        let held = lock_store(dir.path()).unwrap();
+        let lock = dir.path().join("standalone/vmi.json.lock");
+        // A second holder (another open file description) is refused while
+        // the first holds it, and gets it once it is dropped.
+        let other = std::fs::File::open(&lock).unwrap();
+        assert_eq!(
+            rustix::fs::flock(&other, rustix::fs::FlockOperation::NonBlockingLockExclusive),
+            Err(rustix::io::Errno::WOULDBLOCK)
+        );
+        drop(held);
+        rustix::fs::flock(&other, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
     }
 }
