@@ -7,7 +7,7 @@
 use cmd::proto::cmd::{Vmi, VmiRequest};
 use serde_json::{json, Value};
 
-use super::{check, current_domain, err, Action, CtlArgs};
+use super::{check, current_domain, err, rpc, Action, CtlArgs};
 use crate::error::LauncherError;
 use crate::standalone::hotplug;
 
@@ -64,7 +64,7 @@ pub(super) async fn volume(
             }
             e
         };
-        let r = c.sync_virtual_machine(sync(&vmi)).await.map_err(err);
+        let r = c.sync_virtual_machine(sync(&vmi)).await.map_err(rpc);
         check(Some(r.map_err(undo)?.into_inner())).map_err(undo)?;
         let Some(target) = domain_disk(c, &name, true).await.map_err(undo)? else {
             return Err(undo(LauncherError::runtime(format!(
@@ -81,7 +81,7 @@ pub(super) async fn volume(
         check(Some(
             c.sync_virtual_machine(sync(&vmi))
                 .await
-                .map_err(err)?
+                .map_err(rpc)?
                 .into_inner(),
         ))?;
         if domain_disk(c, &name, false).await?.is_some() {

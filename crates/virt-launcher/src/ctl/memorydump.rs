@@ -4,7 +4,7 @@
 use cmd::proto::cmd::EmptyRequest;
 use serde_json::{json, Value};
 
-use super::err;
+use super::rpc;
 use crate::error::LauncherError;
 
 /// How long `memorydump` without `--wait` watches the record for a dump
@@ -43,7 +43,7 @@ pub(super) async fn wait_for_dump(
         let d = c
             .get_domain(EmptyRequest {})
             .await
-            .map_err(err)?
+            .map_err(rpc)?
             .into_inner();
         let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
         let m = &dom["Spec"]["Metadata"]["KubeVirt"]["MemoryDump"];
