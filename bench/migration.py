@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import standalone  # noqa: E402
 
 VMI = """apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
@@ -63,19 +65,8 @@ DIRTY = ("nohup sh -c 'while :; do dd if=/dev/urandom of=/tmp/dirty bs=1M count=
          "2>/dev/null; done' >/dev/null 2>&1 &")
 
 
-def binary(arg):
-    if arg:
-        return Path(arg)
-    for b in ("release", "debug"):
-        p = ROOT / "target" / b / "virt-launcher"
-        if p.exists():
-            return p
-    sys.exit("no target/{release,debug}/virt-launcher: cargo build -p virt-launcher")
-
-
 def ctl(bin_path, sock, *args, check=True):
-    r = subprocess.run([str(bin_path), "ctl", "--socket", str(sock), *args],
-                       capture_output=True, text=True, timeout=300)
+    r = standalone.ctl(bin_path, sock, *args, timeout=300)
     if check and r.returncode != 0:
         raise RuntimeError(f"ctl {' '.join(args)}: {r.stderr.strip()}")
     return r
@@ -92,18 +83,14 @@ def wait_for(cond, timeout, what):
 
 def run_once(bin_path, memory, dirty, options, n):
     d = Path(tempfile.mkdtemp(prefix="vl-migbench-"))
-    image = ROOT / "target/test-guest/disk.img"
     (d / "vmi.yaml").write_text(VMI.format(memory=memory))
     uid = f"migbench-{os.getpid()}-{n}"
     procs = []
 
     def launcher(name, *extra):
         log = open(d / f"{name}.log", "w")
-        p = subprocess.Popen(
-            [str(bin_path), "run", str(d / "vmi.yaml"), "--container-disk",
-             f"containerdisk={image}", "--use-emulation", "--uid", uid,
-             "--state-dir", str(d / name), *extra],
-            stdout=log, stderr=log, start_new_session=True)
+        p = standalone.start(bin_path, d / "vmi.yaml", d / name, "--uid", uid, *extra,
+                             stdout=log, stderr=log)
         procs.append(p)
         return p
 
@@ -111,8 +98,7 @@ def run_once(bin_path, memory, dirty, options, n):
         launcher("src")
         launcher("dst", "--migration-target")
         src, dst = d / "src", d / "dst"
-        ssock = src / "share/sockets/launcher-sock"
-        dsock = dst / "share/sockets/launcher-sock"
+        ssock, dsock = standalone.socket(src), standalone.socket(dst)
         serial = src / f"private/{uid}/virt-serial0-log"
         wait_for(lambda: serial.exists() and b"GUEST-READY" in serial.read_bytes(), 240,
                  "the guest")
@@ -171,7 +157,7 @@ def main():
     ap.add_argument("--memory", default="256Mi")
     ap.add_argument("--bin")
     a = ap.parse_args()
-    bin_path = binary(a.bin)
+    bin_path = standalone.binary(a.bin)
     n = 0
     for dirty in (False, True):
         for name, options in (("pre-copy", PRECOPY), ("post-copy", POSTCOPY)):

@@ -40,9 +40,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from launcher import pss_kib  # noqa: E402
-from soak import default_bin  # noqa: E402
+import standalone  # noqa: E402
+from standalone import default_bin  # noqa: E402
 
-IMAGE = ROOT / "target/test-guest/disk.img"
 
 
 def vmi(i, mem):
@@ -74,11 +74,8 @@ class One:
         self.log = []
         self.running = self.marker = None
         self.t0 = time.monotonic()
-        self.p = subprocess.Popen(
-            [a.bin, "run", str(self.dir / "vmi.yaml"), "--container-disk", f"containerdisk={IMAGE}",
-             "--state-dir", str(self.dir / "state"), "--uid", self.uid, "--use-emulation",
-             "--qemu-timeout", "10m"],
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True)
+        self.p = standalone.start(a.bin, self.dir / "vmi.yaml", self.dir / "state", "--uid", self.uid,
+                                  "--qemu-timeout", "10m", stderr=subprocess.PIPE, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -112,9 +109,7 @@ class One:
         return ns, out
 
     def ctl(self, *args):
-        sock = self.dir / "state/share/sockets/launcher-sock"
-        r = subprocess.run([A.bin, "ctl", "--socket", str(sock), *args], capture_output=True, text=True,
-                           timeout=60)
+        r = standalone.ctl(A.bin, standalone.socket(self.dir / "state"), *args)
         return r.returncode, r.stdout + r.stderr
 
 

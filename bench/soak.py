@@ -51,11 +51,12 @@ sys.path.insert(0, str(ROOT / "tests/handler"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import grpc  # noqa: E402
+import standalone  # noqa: E402
 from launcher import pss_kib, status_kib  # noqa: E402
+from standalone import default_bin  # noqa: E402
 from virt_handler import cmdclient  # noqa: E402
 from virt_handler.stubs import pb  # noqa: E402
 
-IMAGE = ROOT / "target/test-guest/disk.img"
 NAMESPACE, NAME, UID = "soak", "soak", "50a50a50-0000-4000-8000-000000000019"
 VMI = f"""apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
@@ -75,11 +76,6 @@ spec:
     containerDisk: {{image: test-guest}}
 """
 VMI_JSON = json.dumps({"metadata": {"name": NAME, "namespace": NAMESPACE, "uid": UID}}).encode()
-
-
-def default_bin():
-    rel = ROOT / "target/release/virt-launcher"
-    return rel if rel.exists() else ROOT / "target/debug/virt-launcher"
 
 
 class Notify:
@@ -196,10 +192,8 @@ def main():
     state = Path(tempfile.mkdtemp(prefix="vl-soak-"))
     (state / "vmi.yaml").write_text(VMI)
     logf = open(state / "launcher.log", "w")
-    args = [a.bin, "run", str(state / "vmi.yaml"), "--container-disk", f"containerdisk={IMAGE}",
-            "--state-dir", str(state / "state"), "--use-emulation", "--keep-state"]
     print(f"binary {a.bin}; state {state}; {a.minutes} min, churn every {a.churn} s", flush=True)
-    p = subprocess.Popen(args, stderr=logf, stdout=subprocess.DEVNULL, start_new_session=True)
+    p = standalone.start(a.bin, state / "vmi.yaml", state / "state", "--keep-state", stderr=logf)
     try:
         return soak(a, p, state)
     finally:

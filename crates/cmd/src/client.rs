@@ -10,9 +10,22 @@ use tokio::net::UnixStream;
 use tonic::transport::{Channel, Endpoint, Uri};
 use tower::service_fn;
 
+pub use tonic::Status;
+
 use crate::proto::cmd::cmd_client::CmdClient;
 use crate::proto::cmd_info::cmd_info_client::CmdInfoClient;
 use crate::proto::cmd_info::CmdInfoRequest;
+
+/// A failed call's status in one readable line: its message and what its
+/// code means (`Timeout expired (The operation was cancelled)`), without
+/// tonic's debug rendering of the source and metadata.
+pub fn status_line(s: &tonic::Status) -> String {
+    let what = s.code().description();
+    match s.message().trim() {
+        "" => what.to_owned(),
+        m => format!("{} ({what})", m.lines().next().unwrap_or(m)),
+    }
+}
 
 /// KubeVirt's connect deadline for the launcher's sockets.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -126,7 +139,7 @@ pub enum ClientError {
     #[error("cannot connect to {}: {}", .0.display(), root_cause(.1))]
     Connect(PathBuf, tonic::transport::Error),
     /// The version negotiation failed.
-    #[error("version negotiation with {0} failed: {1}")]
+    #[error("version negotiation with {} failed: {}", .0.display(), status_line(.1))]
     Info(PathBuf, tonic::Status),
     /// No common version.
     #[error("no compatible version found, server: {server:?}, client: [1]")]
@@ -198,6 +211,19 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_in_one_line() {
+        let s = tonic::Status::cancelled("Timeout expired");
+        assert_eq!(
+            status_line(&s),
+            "Timeout expired (The operation was cancelled)"
+        );
+        let s = tonic::Status::unavailable("");
+        assert_eq!(status_line(&s), "The service is currently unavailable");
+        let s = tonic::Status::unknown("first\nsecond");
+        assert_eq!(status_line(&s), "first (Unknown error)");
+    }
 
     /// A socket that accepts connections but never answers (a stuck
     /// launcher, a wrong socket) fails the request instead of holding the

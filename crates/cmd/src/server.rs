@@ -61,6 +61,16 @@ fn joined<T>(
     r.unwrap_or_else(|e| Err(CommandError::Internal(e.to_string())))
 }
 
+/// A reply with a payload built by `make` from the [`Response`] and the
+/// payload: on failure the failure's response and the payload's zero value
+/// (an empty list or string, 0), as KubeVirt's launcher answers.
+fn answer<T: Default, P>(res: Result<T, Response>, make: impl FnOnce(Response, T) -> P) -> P {
+    match res {
+        Ok(v) => make(ok(), v),
+        Err(r) => make(r, T::default()),
+    }
+}
+
 /// The gRPC service implementation.
 pub struct CmdService<H: Handler> {
     handler: Arc<H>,
@@ -129,18 +139,42 @@ impl<H: Handler> CmdService<H> {
     /// The calculation takes about a second: it runs on the blocking pool,
     /// so the runtime keeps serving other calls meanwhile.
     async fn dirty_rate(&self) -> DirtyRateStatsResponse {
+        let res = self
+            .blocking(|h| h.dirty_rate_mbs())
+            .await
+            .map_err(|e| fail(&e));
+        answer(res, |r, dirty_rate_mbs| DirtyRateStatsResponse {
+            response: Some(r),
+            dirty_rate_mbs,
+        })
+    }
+
+    /// Runs `f` with the handler on the blocking pool (libvirt's calls
+    /// block; the runtime's thread keeps serving other calls).
+    async fn blocking<T, F>(&self, f: F) -> Result<T, CommandError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&H) -> Result<T, CommandError> + Send + 'static,
+    {
         let h = Arc::clone(&self.handler);
-        let res = joined(tokio::task::spawn_blocking(move || h.dirty_rate_mbs()).await);
-        match res {
-            Ok(mbs) => DirtyRateStatsResponse {
-                response: Some(ok()),
-                dirty_rate_mbs: mbs,
-            },
-            Err(e) => DirtyRateStatsResponse {
-                response: Some(fail(&e)),
-                dirty_rate_mbs: 0,
-            },
-        }
+        joined(tokio::task::spawn_blocking(move || f(&h)).await)
+    }
+
+    /// Decodes and checks the request's VMI ([`CmdService::vmi`]), then runs
+    /// `f` with it on the blocking pool; either failure as its response.
+    async fn vmi_call<T, F>(
+        &self,
+        vmi: Option<&crate::proto::cmd::Vmi>,
+        f: F,
+    ) -> Result<T, Response>
+    where
+        T: Send + 'static,
+        F: FnOnce(&H, &VirtualMachineInstance) -> Result<T, CommandError> + Send + 'static,
+    {
+        let vmi = self.vmi(vmi.map(|v| v.vmi_json.as_slice())).await?;
+        self.blocking(move |h| f(h, &vmi))
+            .await
+            .map_err(|e| fail(&e))
     }
 
     /// Runs a blocking handler call for the VMI of `req`.
@@ -148,18 +182,9 @@ impl<H: Handler> CmdService<H> {
     where
         F: FnOnce(&H, &VirtualMachineInstance) -> Result<(), CommandError> + Send + 'static,
     {
-        let vmi = match self
-            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
+        self.vmi_call(req.vmi.as_ref(), f)
             .await
-        {
-            Ok(v) => v,
-            Err(r) => return r,
-        };
-        let h = Arc::clone(&self.handler);
-        match joined(tokio::task::spawn_blocking(move || f(&h, &vmi)).await) {
-            Ok(()) => ok(),
-            Err(e) => fail(&e),
-        }
+            .map_or_else(|r| r, |()| ok())
     }
 }
 
@@ -444,33 +469,21 @@ impl<H: Handler> Cmd for CmdService<H> {
     /// dump's outcome is in the domain's metadata, never in this answer).
     async fn virtual_machine_memory_dump(&self, r: Request<MemoryDumpRequest>) -> R<Response> {
         let req = r.into_inner();
-        let vmi = match self
-            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
-            .await
-        {
-            Ok(v) => v,
-            Err(r) => return reply(r),
-        };
-        let h = Arc::clone(&self.handler);
-        let res = tokio::task::spawn_blocking(move || h.memory_dump(&vmi, &req.dump_path)).await;
-        reply(match joined(res) {
-            Ok(()) => ok(),
-            Err(e) => fail(&e),
-        })
+        let path = req.dump_path;
+        let res = self
+            .vmi_call(req.vmi.as_ref(), move |h, v| h.memory_dump(v, &path))
+            .await;
+        reply(res.map_or_else(|r| r, |()| ok()))
     }
     async fn get_qemu_version(&self, _r: Request<EmptyRequest>) -> R<QemuVersionResponse> {
-        let h = Arc::clone(&self.handler);
-        let res = joined(tokio::task::spawn_blocking(move || h.qemu_version()).await);
-        reply(match res {
-            Ok(v) => QemuVersionResponse {
-                response: Some(ok()),
-                version: v,
-            },
-            Err(e) => QemuVersionResponse {
-                response: Some(fail(&e)),
-                version: String::new(),
-            },
-        })
+        let res = self
+            .blocking(|h| h.qemu_version())
+            .await
+            .map_err(|e| fail(&e));
+        reply(answer(res, |r, version| QemuVersionResponse {
+            response: Some(r),
+            version,
+        }))
     }
     async fn sync_virtual_machine_cp_us(&self, r: Request<VmiRequest>) -> R<Response> {
         let req = r.into_inner();
@@ -488,45 +501,23 @@ impl<H: Handler> Cmd for CmdService<H> {
     /// KubeVirt asks libvirt (`virNodeGetSEVInfo`): on a host without SEV
     /// the answer is libvirt's refusal.
     async fn get_sev_info(&self, _r: Request<EmptyRequest>) -> R<SevInfoResponse> {
-        let h = Arc::clone(&self.handler);
-        let res = joined(tokio::task::spawn_blocking(move || h.sev_info()).await);
-        reply(match res {
-            Ok(sev_info) => SevInfoResponse {
-                response: Some(ok()),
-                sev_info,
-            },
-            Err(e) => SevInfoResponse {
-                response: Some(fail(&e)),
-                sev_info: Vec::new(),
-            },
-        })
+        let res = self.blocking(|h| h.sev_info()).await.map_err(|e| fail(&e));
+        reply(answer(res, |r, sev_info| SevInfoResponse {
+            response: Some(r),
+            sev_info,
+        }))
     }
     async fn get_launch_measurement(&self, r: Request<VmiRequest>) -> R<LaunchMeasurementResponse> {
         let req = r.into_inner();
-        let vmi = match self
-            .vmi(req.vmi.as_ref().map(|v| v.vmi_json.as_slice()))
-            .await
-        {
-            Ok(v) => v,
-            Err(response) => {
-                return reply(LaunchMeasurementResponse {
-                    response: Some(response),
-                    launch_measurement: Vec::new(),
-                })
-            }
-        };
-        let h = Arc::clone(&self.handler);
-        let res = joined(tokio::task::spawn_blocking(move || h.launch_measurement(&vmi)).await);
-        reply(match res {
-            Ok(launch_measurement) => LaunchMeasurementResponse {
-                response: Some(ok()),
+        let res = self
+            .vmi_call(req.vmi.as_ref(), |h, v| h.launch_measurement(v))
+            .await;
+        reply(answer(res, |r, launch_measurement| {
+            LaunchMeasurementResponse {
+                response: Some(r),
                 launch_measurement,
-            },
-            Err(e) => LaunchMeasurementResponse {
-                response: Some(fail(&e)),
-                launch_measurement: Vec::new(),
-            },
-        })
+            }
+        }))
     }
     /// KubeVirt: the VMI, then the options (`SEVSecretOptions` JSON), then
     /// `Header is required` / `Secret is required`, then libvirt.
@@ -543,14 +534,10 @@ impl<H: Handler> Cmd for CmdService<H> {
             Ok(hs) => hs,
             Err(e) => return reply(fail(&e)),
         };
-        let h = Arc::clone(&self.handler);
-        let res =
-            tokio::task::spawn_blocking(move || h.inject_launch_secret(&vmi, &header, &secret))
-                .await;
-        reply(match joined(res) {
-            Ok(()) => ok(),
-            Err(e) => fail(&e),
-        })
+        let res = self
+            .blocking(move |h| h.inject_launch_secret(&vmi, &header, &secret))
+            .await;
+        reply(res.map_or_else(|e| fail(&e), |()| ok()))
     }
     /// Failures travel in the `Response` (success=false) with
     /// `dirtyRateMbs` 0.

@@ -18,6 +18,42 @@ pub const SHORT_TIMEOUT: Duration = Duration::from_secs(5);
 /// cmd-client's `extendedTimeout` (Freeze: Windows VSS takes up to 60 s).
 pub const EXTENDED_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Why a call of `virt-freezer` or `virt-probe` failed; each shows as
+/// cmd-client's text for it (the programs print it as it is).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The client could not be made: the runtime, the connection or its
+    /// version check (`could not check cmd server version: <socket>`).
+    #[error("{0}")]
+    Setup(String),
+    /// A call's gRPC status, as Go's grpc shows it (`rpc error: code = ...
+    /// desc = ...`).
+    #[error("{0}")]
+    Status(String),
+    /// `handleError` for a call that got no answer.
+    #[error("unknown error encountered sending command {name}: {cause}")]
+    Call {
+        /// The command (`GetDomain`).
+        name: &'static str,
+        /// Why ([`ClientError::Status`]'s text).
+        cause: String,
+    },
+    /// `handleError` for a `Response` that says no.
+    #[error("server error. command {name} failed: {message:?}")]
+    Refused {
+        /// The command.
+        name: &'static str,
+        /// The launcher's message.
+        message: String,
+    },
+    /// GuestPing's `Response` saying no: its message as it is.
+    #[error("{0}")]
+    Guest(String),
+    /// An answer's JSON does not decode.
+    #[error("{0}")]
+    Decode(String),
+}
+
 /// A connected client and the runtime it runs on (one thread).
 pub struct Launcher {
     rt: tokio::runtime::Runtime,
@@ -25,35 +61,43 @@ pub struct Launcher {
 }
 
 /// `handleError`: a call that failed, or a `Response` that says so.
-fn handle(name: &str, call: Result<Option<Response>, String>) -> Result<(), String> {
+fn handle(
+    name: &'static str,
+    call: Result<Option<Response>, ClientError>,
+) -> Result<(), ClientError> {
     match call {
-        Err(e) => Err(call_failed(name, &e)),
-        Ok(Some(r)) if !r.success => Err(format!(
-            "server error. command {name} failed: {:?}",
-            r.message
-        )),
+        Err(e) => Err(call_failed(name, e)),
+        Ok(Some(r)) if !r.success => Err(ClientError::Refused {
+            name,
+            message: r.message,
+        }),
         Ok(_) => Ok(()),
     }
 }
 
 /// `handleError`'s text for a call that got no answer.
-fn call_failed(name: &str, e: &str) -> String {
-    format!("unknown error encountered sending command {name}: {e}")
+fn call_failed(name: &'static str, e: ClientError) -> ClientError {
+    ClientError::Call {
+        name,
+        cause: e.to_string(),
+    }
 }
 
 /// A request with a deadline, its status as text.
 async fn timed<T>(
     d: Duration,
     f: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
-) -> Result<T, String> {
+) -> Result<T, ClientError> {
     match tokio::time::timeout(d, f).await {
         Ok(Ok(r)) => Ok(r.into_inner()),
-        Ok(Err(s)) => Err(format!(
+        Ok(Err(s)) => Err(ClientError::Status(format!(
             "rpc error: code = {:?} desc = {}",
             s.code(),
             s.message()
+        ))),
+        Err(_) => Err(ClientError::Status(
+            "rpc error: code = DeadlineExceeded desc = context deadline exceeded".into(),
         )),
-        Err(_) => Err("rpc error: code = DeadlineExceeded desc = context deadline exceeded".into()),
     }
 }
 
@@ -74,17 +118,23 @@ impl Launcher {
     ///
     /// # Errors
     /// The connection or the version check failed (one line).
-    pub fn connect(socket: &Path) -> Result<Launcher, String> {
+    pub fn connect(socket: &Path) -> Result<Launcher, ClientError> {
+        let setup = |e: String| ClientError::Setup(e);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| setup(e.to_string()))?;
         let c = rt
             .block_on(async {
                 tokio::time::timeout(SHORT_TIMEOUT, cmd::client::Client::connect(socket)).await
             })
-            .map_err(|_| format!("could not check cmd server version: {}", socket.display()))?
-            .map_err(|e| e.to_string())?
+            .map_err(|_| {
+                setup(format!(
+                    "could not check cmd server version: {}",
+                    socket.display()
+                ))
+            })?
+            .map_err(|e| setup(e.to_string()))?
             .cmd;
         Ok(Launcher { rt, c })
     }
@@ -94,36 +144,36 @@ impl Launcher {
     ///
     /// # Errors
     /// [`handle`]'s text, or JSON that does not decode.
-    pub fn guest_info(&mut self) -> Result<Value, String> {
+    pub fn guest_info(&mut self) -> Result<Value, ClientError> {
         let c = &mut self.c;
         let r = self
             .rt
             .block_on(timed(SHORT_TIMEOUT, c.get_guest_info(EmptyRequest {})))
-            .map_err(|e| call_failed("GetGuestInfo", &e))?;
+            .map_err(|e| call_failed("GetGuestInfo", e))?;
         handle("GetGuestInfo", Ok(r.response.clone()))?;
         if r.guest_info_response.is_empty() {
             return Ok(Value::Object(Default::default()));
         }
-        serde_json::from_str(&r.guest_info_response).map_err(|e| e.to_string())
+        serde_json::from_str(&r.guest_info_response).map_err(|e| ClientError::Decode(e.to_string()))
     }
 
     /// GetDomain's domain, `None` when there is none.
     ///
     /// # Errors
     /// [`handle`]'s text, or JSON that does not decode.
-    pub fn domain(&mut self) -> Result<Option<Value>, String> {
+    pub fn domain(&mut self) -> Result<Option<Value>, ClientError> {
         let c = &mut self.c;
         let r = self
             .rt
             .block_on(timed(SHORT_TIMEOUT, c.get_domain(EmptyRequest {})))
-            .map_err(|e| call_failed("GetDomain", &e))?;
+            .map_err(|e| call_failed("GetDomain", e))?;
         handle("GetDomain", Ok(r.response.clone()))?;
         if r.domain.is_empty() {
             return Ok(None);
         }
         serde_json::from_str(&r.domain)
             .map(Some)
-            .map_err(|e| e.to_string())
+            .map_err(|e| ClientError::Decode(e.to_string()))
     }
 
     /// FreezeVirtualMachine for `vmi_json`.
@@ -134,7 +184,7 @@ impl Launcher {
         &mut self,
         vmi_json: Vec<u8>,
         unfreeze_timeout_seconds: i32,
-    ) -> Result<(), String> {
+    ) -> Result<(), ClientError> {
         let c = &mut self.c;
         let r = self.rt.block_on(timed(
             EXTENDED_TIMEOUT,
@@ -151,7 +201,7 @@ impl Launcher {
     ///
     /// # Errors
     /// [`handle`]'s text.
-    pub fn unfreeze(&mut self, vmi_json: Vec<u8>) -> Result<(), String> {
+    pub fn unfreeze(&mut self, vmi_json: Vec<u8>) -> Result<(), ClientError> {
         let c = &mut self.c;
         let r = self.rt.block_on(timed(
             Duration::from_secs(20),
@@ -167,7 +217,7 @@ impl Launcher {
     ///
     /// # Errors
     /// The call's status (cmd-client hands it on as it is).
-    pub fn guest_ping(&mut self, domain: &str, timeout_seconds: i32) -> Result<(), String> {
+    pub fn guest_ping(&mut self, domain: &str, timeout_seconds: i32) -> Result<(), ClientError> {
         let c = &mut self.c;
         let d = guest_deadline(timeout_seconds);
         let r = self.rt.block_on(timed(
@@ -180,7 +230,7 @@ impl Launcher {
         // The launcher answers a failed ping with an error status; a
         // Response saying no counts the same.
         match r.response {
-            Some(resp) if !resp.success => Err(resp.message),
+            Some(resp) if !resp.success => Err(ClientError::Guest(resp.message)),
             _ => Ok(()),
         }
     }
@@ -213,7 +263,7 @@ impl Launcher {
                     .map(|resp| resp.message);
                 (r.exit_code, r.std_out, err)
             }
-            Err(e) => (-1, String::new(), Some(e)),
+            Err(e) => (-1, String::new(), Some(e.to_string())),
         }
     }
 }
@@ -229,23 +279,25 @@ mod tests {
 
     #[test]
     fn errors_read_as_cmd_clients() {
+        let e = handle(
+            "Freeze",
+            Ok(Some(Response {
+                success: false,
+                message: "Guest agent not available for now".into(),
+            })),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ClientError::Refused { name: "Freeze", .. }));
         assert_eq!(
-            handle(
-                "Freeze",
-                Ok(Some(Response {
-                    success: false,
-                    message: "Guest agent not available for now".into()
-                }))
-            ),
-            Err(
-                "server error. command Freeze failed: \"Guest agent not available for now\"".into()
-            )
+            e.to_string(),
+            "server error. command Freeze failed: \"Guest agent not available for now\""
         );
+        let e = handle("GetDomain", Err(ClientError::Status("rpc error".into()))).unwrap_err();
         assert_eq!(
-            handle("GetDomain", Err("rpc error".into())),
-            Err("unknown error encountered sending command GetDomain: rpc error".into())
+            e.to_string(),
+            "unknown error encountered sending command GetDomain: rpc error"
         );
-        assert_eq!(handle("GetDomain", Ok(None)), Ok(()));
+        assert!(handle("GetDomain", Ok(None)).is_ok());
         let v: Value = serde_json::from_slice(&named_vmi_json("v", "n")).unwrap();
         assert_eq!(v["metadata"]["name"], "v");
         assert_eq!(v["metadata"]["namespace"], "n");

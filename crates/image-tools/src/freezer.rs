@@ -108,7 +108,7 @@ fn freeze_or_thaw(f: &Flags, c: &mut Launcher) -> Result<(), ()> {
     let vmi = named_vmi_json(&f.name, &f.namespace);
     if f.freeze {
         if let Err(e) = c.freeze(vmi.clone(), f.unfreeze_timeout_seconds) {
-            if e.contains(GA_NOT_AVAILABLE) {
+            if e.to_string().contains(GA_NOT_AVAILABLE) {
                 let _ = c.unfreeze(vmi);
                 let os = info["os"]["name"].as_str().unwrap_or("").to_lowercase();
                 if os.contains("windows") {
@@ -122,7 +122,7 @@ fn freeze_or_thaw(f: &Flags, c: &mut Launcher) -> Result<(), ()> {
             return Err(());
         }
     } else if let Err(e) = c.unfreeze(vmi) {
-        if e.contains(VSS_FREEZE_LIMIT_REACHED) {
+        if e.to_string().contains(VSS_FREEZE_LIMIT_REACHED) {
             tracing::error!(reason = %e, "Unfreezing VMI failed, please try again. If problem continues, stop the VM and backup while down");
         } else {
             tracing::error!(reason = %e, "Unfreezing VMI failed");

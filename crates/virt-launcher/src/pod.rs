@@ -96,7 +96,10 @@ impl PodSource<'_> {
         host: &HostFacts,
     ) -> Result<Pod, LauncherError> {
         match self {
-            PodSource::Kubelet => Ok(Pod::kubelet(flags.image_volume)),
+            PodSource::Kubelet => {
+                check_kubelet_pod(flags)?;
+                Ok(Pod::kubelet(flags.image_volume))
+            }
             PodSource::Standalone {
                 args,
                 default_interface,
@@ -227,6 +230,121 @@ pub fn may_mount() -> bool {
         .is_some_and(|mask| mask & (1 << CAP_SYS_ADMIN) != 0)
 }
 
+/// The pod volumes pod mode writes in place, as kubelet mounts them into
+/// the compute container (virt-controller's emptyDirs `private`, `public`
+/// and `ephemeral-disks`, `rendervolumes.go` v1.6.6): the flag that moves
+/// each (or its path) and the directory.
+fn pod_volume_dirs(flags: &LauncherFlags) -> [(&'static str, PathBuf); 3] {
+    [
+        (
+            "/var/run/kubevirt-private",
+            PathBuf::from("/var/run/kubevirt-private"),
+        ),
+        (
+            "--kubevirt-share-dir",
+            PathBuf::from(&flags.kubevirt_share_dir),
+        ),
+        (
+            "--ephemeral-disk-dir",
+            PathBuf::from(&flags.ephemeral_disk_dir),
+        ),
+    ]
+}
+
+/// Pod mode only in a pod. KubeVirt's launcher assumes its pod and writes
+/// its sockets, overlays and private files at KubeVirt's paths in place;
+/// started by hand on a host it would write them into the host's `/run`.
+/// So pod mode refuses to start (exit 2, before anything is written) when
+/// - it runs in the host's mount namespace: the one of `/proc/1` while
+///   `/proc/1` is the host's init (its PID namespace is the initial one),
+///   or
+/// - one of the pod's volume directories ([`pod_volume_dirs`]) is not a
+///   mount point: kubelet mounts each as an emptyDir, the e2e stand-ins
+///   (`tests/podbox/pod-in-a-box`, the harness's pod) mount them too.
+///
+/// Outside a pod `virt-launcher run` is the way (everything in its state
+/// directory). KubeVirt's launcher has no such check (v1.6.6
+/// `cmd/virt-launcher/virt-launcher.go` assumes the pod).
+///
+/// # Errors
+/// Input error naming the directory's flag (or path).
+pub fn check_kubelet_pod(flags: &LauncherFlags) -> Result<(), LauncherError> {
+    if in_host_mount_namespace() {
+        return Err(LauncherError::input_at(
+            "pod mode",
+            "the launcher runs in the host's mount namespace, not in a pod: pod mode writes in the pod's volumes at KubeVirt's paths (/var/run/kubevirt, ...) and would write into the host's; outside a pod use `virt-launcher run VMI.yaml`",
+        ));
+    }
+    check_mount_points(&pod_volume_dirs(flags))
+}
+
+/// Whether this process runs in the host's mount namespace: see
+/// [`host_mount_namespace`], from `/proc/self/ns/mnt` and `/proc/1/ns/*`
+/// (which a sandboxed or non-root process may not read).
+fn in_host_mount_namespace() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    ns("/proc/self/ns/mnt").is_some_and(|mine| {
+        host_mount_namespace(
+            mine,
+            ns("/proc/1/ns/pid").map(|(_, ino)| ino),
+            ns("/proc/1/ns/mnt"),
+        )
+    })
+}
+
+/// Whether the mount namespace `mine` (nsfs device and inode) is the
+/// host's: newer kernels give the initial mount namespace the fixed inode
+/// number `PROC_MNT_INIT_INO` (0xEFFFFFF8, `include/linux/proc_ns.h`),
+/// older ones number every mount namespace from `PROC_DYNAMIC_FIRST`
+/// (0xF0000000), so that number is never another's; else it is the one
+/// of `/proc/1` (`init_mnt`) while `/proc/1` is the host's init, its PID
+/// namespace the initial one (`init_pid_ino` = `PROC_PID_INIT_INO`,
+/// 0xEFFFFFFC). `false` when it cannot tell (`/proc/1` unreadable on an
+/// older kernel; the mount-point check still applies).
+fn host_mount_namespace(
+    mine: (u64, u64),
+    init_pid_ino: Option<u64>,
+    init_mnt: Option<(u64, u64)>,
+) -> bool {
+    const PROC_MNT_INIT_INO: u64 = 0xEFFF_FFF8;
+    const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
+    mine.1 == PROC_MNT_INIT_INO
+        || (init_pid_ino == Some(PROC_PID_INIT_INO) && init_mnt == Some(mine))
+}
+
+/// Each directory of `dirs` (named by its flag) is a mount point: the root
+/// of a mount (`STATX_ATTR_MOUNT_ROOT`, Linux 5.8; before it, another
+/// device than its parent's).
+///
+/// # Errors
+/// Input error naming the first that is not (or cannot be examined).
+fn check_mount_points(dirs: &[(&'static str, PathBuf)]) -> Result<(), LauncherError> {
+    use rustix::fs::{statx, AtFlags, StatxAttributes, StatxFlags, CWD};
+    for (flag, dir) in dirs {
+        let refuse = |why: String| {
+            LauncherError::input_at(
+                *flag,
+                format!("{} {why}: pod mode writes in the pod's volumes, which kubelet mounts there; outside a pod use `virt-launcher run VMI.yaml`", dir.display()),
+            )
+        };
+        let st = statx(CWD, dir, AtFlags::empty(), StatxFlags::BASIC_STATS)
+            .map_err(|e| refuse(format!("cannot be examined ({e})")))?;
+        let root = if st.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT) {
+            st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)
+        } else {
+            let parent = dir.parent().unwrap_or(dir);
+            let p = statx(CWD, parent, AtFlags::empty(), StatxFlags::BASIC_STATS)
+                .map_err(|e| refuse(format!("cannot be examined ({e})")))?;
+            (p.stx_dev_major, p.stx_dev_minor) != (st.stx_dev_major, st.stx_dev_minor)
+        };
+        if !root {
+            return Err(refuse("is not a mount point".into()));
+        }
+    }
+    Ok(())
+}
+
 /// How the pod's network comes about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PodNetworkSetup {
@@ -331,6 +449,50 @@ pub enum PodMount {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hosts_mount_namespace() {
+        let init_mnt = (4, 0xEFFF_FFF8);
+        assert!(host_mount_namespace(init_mnt, None, None));
+        // An older kernel: the namespace of the host's init.
+        let old = (4, 0xF000_0010);
+        assert!(host_mount_namespace(old, Some(0xEFFF_FFFC), Some(old)));
+        // A pod: its own namespace, or /proc/1 is the pod's own PID 1.
+        assert!(!host_mount_namespace(
+            old,
+            Some(0xEFFF_FFFC),
+            Some((4, 0xF000_0001))
+        ));
+        assert!(!host_mount_namespace(old, Some(0xF000_0002), Some(old)));
+        assert!(!host_mount_namespace(old, None, None));
+    }
+
+    #[test]
+    fn pod_volumes_must_be_mount_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = check_mount_points(&[
+            ("/proc", PathBuf::from("/proc")),
+            ("--kubevirt-share-dir", dir.path().to_path_buf()),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!(
+                "--kubevirt-share-dir: {} is not a mount point: pod mode writes in the pod's volumes",
+                dir.path().display()
+            )),
+            "{e}"
+        );
+        let e = check_mount_points(&[("--ephemeral-disk-dir", dir.path().join("absent"))])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("absent cannot be examined"), "{e}");
+        check_mount_points(&[
+            ("/proc", PathBuf::from("/proc")),
+            ("/sys", PathBuf::from("/sys")),
+        ])
+        .unwrap();
+    }
 
     #[test]
     fn the_runtime_plan_is_decided_by_mode_user_and_mount_capability() {

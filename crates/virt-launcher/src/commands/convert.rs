@@ -78,10 +78,9 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     };
     let mut sriov = std::collections::BTreeMap::new();
     if let Some(file) = &args.network_info {
-        let info = network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
-            .map_err(|e| LauncherError::input(format!("--network-info {e}")))?;
+        let info = crate::standalone::network::read_network_info(file)?;
         sriov =
-            network::sriov::host_addresses(&vmi, info.as_ref(), &file.display().to_string(), None)
+            network::sriov::host_addresses(&vmi, Some(&info), &file.display().to_string(), None)
                 .map_err(LauncherError::input)?;
     }
     let ctx = ConvertContext::from_parts(&facts, &cluster, prepared, sriov);

@@ -13,7 +13,7 @@
 use cmd::proto::cmd as pb;
 use serde_json::{json, Value};
 
-use super::{check, current_domain, err, CtlArgs};
+use super::{check, current_domain, err, rpc, CtlArgs};
 use crate::error::LauncherError;
 
 /// The request's VMI: identity from the domain, the tracking state as
@@ -101,7 +101,7 @@ pub(super) async fn backup(
             options: serde_json::to_vec(&options).map_err(err)?,
         })
         .await
-        .map_err(err)?
+        .map_err(rpc)?
         .into_inner();
     check(Some(r))?;
     if abort {
@@ -163,7 +163,7 @@ pub(super) async fn redefine(
             checkpoint: serde_json::to_vec(&cp).map_err(err)?,
         })
         .await
-        .map_err(err)?
+        .map_err(rpc)?
         .into_inner();
     let invalid = r.checkpoint_invalid;
     match r.response {

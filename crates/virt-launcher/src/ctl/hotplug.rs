@@ -7,8 +7,9 @@
 use cmd::proto::cmd::{Vmi, VmiRequest};
 use serde_json::{json, Value};
 
-use super::{check, current_domain, err, Action, CtlArgs};
+use super::{check, current_domain, err, rpc, Action, CtlArgs};
 use crate::error::LauncherError;
+use crate::standalone::hotplug;
 
 /// `addvolume` / `removevolume` (see [`crate::standalone::hotplug`]):
 /// changes the stored VMI, mounts (or, after the detach, unmounts) the
@@ -22,7 +23,6 @@ pub(super) async fn volume(
     c: &mut cmd::client::CmdChannel,
     args: &CtlArgs,
 ) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
     let verb = if args.action == Action::Addvolume {
         "addvolume"
     } else {
@@ -37,6 +37,7 @@ pub(super) async fn volume(
         })?
         .to_owned();
     let state = hotplug::state_dir_of(&args.socket)?;
+    let _held = hotplug::lock_store(&state)?;
     let mut vmi = hotplug::read_store(&state)?;
     let sync = |vmi: &Value| VmiRequest {
         vmi: Some(Vmi {
@@ -63,11 +64,13 @@ pub(super) async fn volume(
             }
             e
         };
-        let r = c.sync_virtual_machine(sync(&vmi)).await.map_err(err);
+        let r = c.sync_virtual_machine(sync(&vmi)).await.map_err(rpc);
         check(Some(r.map_err(undo)?.into_inner())).map_err(undo)?;
         let Some(target) = domain_disk(c, &name, true).await.map_err(undo)? else {
             return Err(undo(LauncherError::runtime(format!(
-                "volume {name} was not attached (the launcher's log says why)"
+                "volume {name} is not in the domain {} s after the launcher accepted its sync (its disks: {}); the launcher's log may say why",
+                DEVICE_WAIT.as_secs(),
+                disk_names(c).await
             ))));
         };
         hotplug::mark_ready(&mut vmi, &name, &target);
@@ -78,12 +81,13 @@ pub(super) async fn volume(
         check(Some(
             c.sync_virtual_machine(sync(&vmi))
                 .await
-                .map_err(err)?
+                .map_err(rpc)?
                 .into_inner(),
         ))?;
         if domain_disk(c, &name, false).await?.is_some() {
             return Err(LauncherError::runtime(format!(
-                "volume {name} is still attached (the launcher's log says why)"
+                "volume {name} is still in the domain {} s after the launcher accepted its sync (the guest may not have released it); the launcher's log may say why",
+                DEVICE_WAIT.as_secs()
             )));
         }
         if let Some(p) = hotplug::mounted_path(&state, &name) {
@@ -93,6 +97,75 @@ pub(super) async fn volume(
         hotplug::write_store(&state, &vmi)?;
         Ok(json!({ "ok": true }))
     }
+}
+
+/// Which of the launcher's sync calls carries a change of the VMI: the one
+/// virt-handler sends after that kind of LiveUpdate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sync {
+    /// SyncVirtualMachine (link state).
+    Vmi,
+    /// SyncVirtualMachineCPUs.
+    Cpus,
+    /// SyncVirtualMachineMemory.
+    Memory,
+}
+
+/// The stand-in's round for a LiveUpdate: reads the stored VMI of the
+/// launcher behind `args.socket`, applies `change` to it (virt-api's and
+/// virt-controller's part, whose refusals leave everything unchanged) and
+/// sends it with `sync`. Returns the state directory, the changed VMI,
+/// which the caller stores once the domain shows the change (the stored VMI
+/// changes only when the launcher accepted), and the store's lock, held
+/// until then (one change of a VMI at a time, see
+/// [`crate::standalone::hotplug::lock_store`]).
+///
+/// For [`Sync::Cpus`] it asks again while libvirt reports a vCPU unplug
+/// that timed out, up to [`DEVICE_WAIT`]: virt-handler re-enqueues the VMI
+/// after a failed sync and sends it again; libvirt gives up waiting for
+/// the guest to eject an unplugged vCPU after 5 s ("vcpu unplug request
+/// timed out"), and the next call finds the guest done (or asks again).
+///
+/// # Errors
+/// The refusal of `change` (input), or the launcher's answer.
+async fn live_update(
+    c: &mut cmd::client::CmdChannel,
+    args: &CtlArgs,
+    sync: Sync,
+    change: impl FnOnce(&mut Value) -> Result<(), LauncherError>,
+) -> Result<(std::path::PathBuf, Value, hotplug::StoreLock), LauncherError> {
+    let state = hotplug::state_dir_of(&args.socket)?;
+    let held = hotplug::lock_store(&state)?;
+    let mut vmi = hotplug::read_store(&state)?;
+    change(&mut vmi)?;
+    let start = std::time::Instant::now();
+    loop {
+        let req = VmiRequest {
+            vmi: Some(Vmi {
+                vmi_json: vmi.to_string().into_bytes(),
+            }),
+            options: None,
+        };
+        let r = match sync {
+            Sync::Vmi => c.sync_virtual_machine(req).await,
+            Sync::Cpus => c.sync_virtual_machine_cp_us(req).await,
+            Sync::Memory => c.sync_virtual_machine_memory(req).await,
+        }
+        .map_err(err)?
+        .into_inner();
+        match check(Some(r)) {
+            Err(e)
+                if sync == Sync::Cpus
+                    && e.to_string().contains("unplug request timed out")
+                    && start.elapsed() < DEVICE_WAIT =>
+            {
+                tracing::info!("{e}; asking again");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            other => break other?,
+        }
+    }
+    Ok((state, vmi, held))
 }
 
 /// `cpus SOCKETS` (see [`crate::standalone::hotplug::set_sockets`]):
@@ -105,43 +178,14 @@ pub(super) async fn cpus(
     c: &mut cmd::client::CmdChannel,
     args: &CtlArgs,
 ) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
     let sockets = args
         .path
         .as_deref()
         .and_then(std::path::Path::to_str)
         .and_then(|s| s.parse::<u32>().ok())
         .ok_or_else(|| LauncherError::input("cpus: give the number of sockets: cpus SOCKETS"))?;
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    hotplug::set_sockets(&mut vmi, sockets)?;
-    // virt-handler re-enqueues the VMI after a failed sync and sends it
-    // again: libvirt gives up waiting for the guest to eject an unplugged
-    // vCPU after 5 s ("vcpu unplug request timed out"), and the next call
-    // finds the guest done (or asks again).
-    let start = std::time::Instant::now();
-    loop {
-        let r = c
-            .sync_virtual_machine_cp_us(VmiRequest {
-                vmi: Some(Vmi {
-                    vmi_json: vmi.to_string().into_bytes(),
-                }),
-                options: None,
-            })
-            .await
-            .map_err(err)?
-            .into_inner();
-        match check(Some(r)) {
-            Err(e)
-                if e.to_string().contains("unplug request timed out")
-                    && start.elapsed() < DEVICE_WAIT =>
-            {
-                tracing::info!("{e}; asking again");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            other => break other?,
-        }
-    }
+    let (state, vmi, _held) =
+        live_update(c, args, Sync::Cpus, |v| hotplug::set_sockets(v, sockets)).await?;
     hotplug::write_store(&state, &vmi)?;
     Ok(json!({ "ok": true }))
 }
@@ -159,27 +203,16 @@ pub(super) async fn memory(
     c: &mut cmd::client::CmdChannel,
     args: &CtlArgs,
 ) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
     let size = args
         .path
         .as_deref()
         .and_then(std::path::Path::to_str)
         .ok_or_else(|| LauncherError::input("memory: give the guest memory: memory SIZE (2Gi)"))?;
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&state)?;
-    hotplug::set_guest_memory(&mut vmi, size)?;
+    let (state, mut vmi, _held) = live_update(c, args, Sync::Memory, |v| {
+        hotplug::set_guest_memory(v, size)
+    })
+    .await?;
     let want = vmi["spec"]["domain"]["memory"]["guest"].clone();
-    let r = c
-        .sync_virtual_machine_memory(VmiRequest {
-            vmi: Some(Vmi {
-                vmi_json: vmi.to_string().into_bytes(),
-            }),
-            options: None,
-        })
-        .await
-        .map_err(err)?
-        .into_inner();
-    check(Some(r))?;
     let start = std::time::Instant::now();
     let current = loop {
         let dom = current_domain(c).await?;
@@ -204,7 +237,6 @@ pub(super) async fn link(
     c: &mut cmd::client::CmdChannel,
     args: &CtlArgs,
 ) -> Result<Value, LauncherError> {
-    use crate::standalone::hotplug;
     let name = args
         .path
         .as_deref()
@@ -212,25 +244,15 @@ pub(super) async fn link(
         .ok_or_else(|| {
             LauncherError::input("link: give the interface: link NAME --state up|down")
         })?;
-    let state = args
+    let link_state = args
         .state
         .as_deref()
         .ok_or_else(|| LauncherError::input("link: give the state: --state up|down"))?;
-    let socket_state = hotplug::state_dir_of(&args.socket)?;
-    let mut vmi = hotplug::read_store(&socket_state)?;
-    hotplug::set_link_state(&mut vmi, name, state)?;
-    let r = c
-        .sync_virtual_machine(VmiRequest {
-            vmi: Some(Vmi {
-                vmi_json: vmi.to_string().into_bytes(),
-            }),
-            options: None,
-        })
-        .await
-        .map_err(err)?
-        .into_inner();
-    check(Some(r))?;
-    hotplug::write_store(&socket_state, &vmi)?;
+    let (state, vmi, _held) = live_update(c, args, Sync::Vmi, |v| {
+        hotplug::set_link_state(v, name, link_state)
+    })
+    .await?;
+    hotplug::write_store(&state, &vmi)?;
     Ok(json!({ "ok": true }))
 }
 
@@ -255,6 +277,22 @@ async fn domain_disk(
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+/// The domain's disks by alias, for a message (`?` when it cannot be had).
+async fn disk_names(c: &mut cmd::client::CmdChannel) -> String {
+    let Ok(dom) = current_domain(c).await else {
+        return "?".into();
+    };
+    let names: Vec<&str> = dom["Spec"]["Devices"]["Disks"]
+        .as_array()
+        .map(|ds| {
+            ds.iter()
+                .filter_map(|d| d["Alias"]["Name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.join(", ")
 }
 
 /// How long a hot-plug or unplug may take to show in the domain.

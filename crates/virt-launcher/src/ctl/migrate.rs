@@ -3,7 +3,7 @@
 use cmd::proto::cmd::{EmptyRequest, Vmi, VmiRequest};
 use serde_json::{json, Value};
 
-use super::{check, err, CtlArgs};
+use super::{check, err, rpc, CtlArgs};
 use crate::error::LauncherError;
 
 /// `ctl migrate`: what virt-handler does for a migration between two
@@ -72,7 +72,7 @@ pub(super) async fn migrate(
                 options: None,
             })
             .await
-            .map_err(err)?
+            .map_err(rpc)?
             .into_inner();
         check(Some(r)).map_err(|e| err(format!("target: {e}")))?;
     }
@@ -86,7 +86,7 @@ pub(super) async fn migrate(
             options: options.into_bytes(),
         })
         .await
-        .map_err(err)?
+        .map_err(rpc)?
         .into_inner();
     check(Some(r))?;
     let Some(timeout) = args.wait.map(std::time::Duration::from_secs) else {

@@ -162,7 +162,8 @@ pub struct CtlArgs {
     pub state: Option<String>,
     /// Memorydump: wait up to this many seconds for the dump to end, print
     /// its record (`Spec.Metadata.KubeVirt.MemoryDump`) and fail when the
-    /// dump failed. Without it the command returns once the dump started.
+    /// dump failed. Without it the command returns once the dump started
+    /// (watching it for a second: a dump that fails at once fails the command).
     /// Either way it fails at once when the request was dropped because
     /// another dump runs (one at a time, as KubeVirt). Migrate: likewise
     /// for the migration (`Spec.Metadata.KubeVirt.Migration`).
@@ -228,6 +229,15 @@ pub(crate) fn err(e: impl std::fmt::Display) -> LauncherError {
     LauncherError::runtime(e.to_string())
 }
 
+/// A failed call on the command socket: one line, named by the socket
+/// (`run` puts its path in place of [`SOCKET_FIELD`]).
+pub(crate) fn rpc(s: cmd::client::Status) -> LauncherError {
+    LauncherError::runtime_at(SOCKET_FIELD, cmd::client::status_line(&s))
+}
+
+/// The field of a failed call until [`run`] names the socket.
+const SOCKET_FIELD: &str = "--socket";
+
 /// How long one request may wait for its answer: a minute (a standalone
 /// launcher under TCG on a loaded machine can take tens of seconds to
 /// define or attach; KubeVirt's virt-handler allows 5 s for reads and 20 s
@@ -257,7 +267,7 @@ pub(crate) async fn current_domain(
     let d = c
         .get_domain(EmptyRequest {})
         .await
-        .map_err(err)?
+        .map_err(rpc)?
         .into_inner();
     check(d.response)?;
     serde_json::from_str(&d.domain).map_err(|_| err("the launcher has no domain"))
@@ -302,234 +312,245 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
             p.display()
         )));
     }
+    check_local(args)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(err)?;
-    let out: Value = rt.block_on(async {
-        let mut c = cmd::client::Client::connect_with_timeout(&args.socket, request_timeout(args))
-            .await
-            .map_err(err)?
-            .cmd;
-        Ok::<Value, LauncherError>(match args.action {
-            Action::Ping => {
-                check(Some(
-                    c.ping(EmptyRequest {}).await.map_err(err)?.into_inner(),
-                ))?;
-                json!({"ok": true})
-            }
-            Action::Version => {
-                let r = c
-                    .get_qemu_version(EmptyRequest {})
+    let out: Value = rt
+        .block_on(async {
+            let mut c =
+                cmd::client::Client::connect_with_timeout(&args.socket, request_timeout(args))
                     .await
                     .map_err(err)?
-                    .into_inner();
-                check(r.response)?;
-                json!({"version": r.version})
-            }
-            Action::Domain | Action::Interfaces => {
-                let r = c
-                    .get_domain(EmptyRequest {})
-                    .await
-                    .map_err(err)?
-                    .into_inner();
-                check(r.response)?;
-                let dom = serde_json::from_str(&r.domain).unwrap_or(Value::Null);
-                if args.action == Action::Interfaces {
-                    // The launcher does not know which network is the pod's:
-                    // no primary reordering (domain order).
-                    Value::Array(wire::interfaces_status::vmi_interfaces_status(&dom, None))
-                } else {
-                    dom
-                }
-            }
-            Action::Stats => {
-                let r = c
-                    .get_domain_stats(EmptyRequest {})
-                    .await
-                    .map_err(err)?
-                    .into_inner();
-                check(r.response)?;
-                serde_json::from_str(&r.domain_stats).unwrap_or(Value::Null)
-            }
-            Action::Dirtyrate => {
-                let r = c
-                    .get_domain_dirty_rate_stats(EmptyRequest {})
-                    .await
-                    .map_err(err)?
-                    .into_inner();
-                check(r.response)?;
-                json!({"dirtyRateMbs": r.dirty_rate_mbs})
-            }
-            Action::Guestinfo | Action::Users | Action::Filesystems => {
-                let (r, j) = match args.action {
-                    Action::Guestinfo => {
-                        let r = c
-                            .get_guest_info(EmptyRequest {})
-                            .await
-                            .map_err(err)?
-                            .into_inner();
-                        (r.response, r.guest_info_response)
-                    }
-                    Action::Users => {
-                        let r = c
-                            .get_users(EmptyRequest {})
-                            .await
-                            .map_err(err)?
-                            .into_inner();
-                        (r.response, r.guest_user_list_response)
-                    }
-                    _ => {
-                        let r = c
-                            .get_filesystems(EmptyRequest {})
-                            .await
-                            .map_err(err)?
-                            .into_inner();
-                        (r.response, r.guest_filesystems_response)
-                    }
-                };
-                check(r)?;
-                serde_json::from_str(&j).map_err(err)?
-            }
-            Action::Guestping | Action::Exec => {
-                let dom = current_domain(&mut c).await?;
-                let domain_name = dom["Spec"]["Name"].as_str().unwrap_or("").to_owned();
-                if args.action == Action::Guestping {
-                    let r = c
-                        .guest_ping(cmd::proto::cmd::GuestPingRequest {
-                            domain_name,
-                            timeout_seconds: args.timeout,
-                        })
-                        .await
-                        .map_err(|s| err(s.message()))?
-                        .into_inner();
-                    check(r.response)?;
+                    .cmd;
+            Ok::<Value, LauncherError>(match args.action {
+                Action::Ping => {
+                    check(Some(
+                        c.ping(EmptyRequest {}).await.map_err(rpc)?.into_inner(),
+                    ))?;
                     json!({"ok": true})
-                } else {
-                    let Some((command, rest)) = args.command.split_first() else {
-                        return Err(LauncherError::input("exec: give the command after --"));
-                    };
+                }
+                Action::Version => {
                     let r = c
-                        .exec(cmd::proto::cmd::ExecRequest {
-                            domain_name,
-                            command: command.clone(),
-                            args: rest.to_vec(),
-                            timeout_seconds: args.timeout,
-                        })
+                        .get_qemu_version(EmptyRequest {})
                         .await
-                        .map_err(|s| err(s.message()))?
+                        .map_err(rpc)?
                         .into_inner();
                     check(r.response)?;
-                    json!({"exitCode": r.exit_code, "stdOut": r.std_out})
+                    json!({"version": r.version})
                 }
-            }
-            Action::Memorydump => {
-                let Some(path) = &args.path else {
-                    return Err(LauncherError::input(
-                        "memorydump: give the dump file: memorydump PATH",
-                    ));
-                };
-                let path = std::path::absolute(path).map_err(|e| {
-                    LauncherError::input(format!("memorydump: {}: {e}", path.display()))
-                })?;
-                let Some(dump_path) = path.to_str() else {
-                    return Err(LauncherError::input(format!(
-                        "memorydump: {} is not UTF-8",
-                        path.display()
-                    )));
-                };
-                let dom = current_domain(&mut c).await?;
-                let r = c
-                    .virtual_machine_memory_dump(cmd::proto::cmd::MemoryDumpRequest {
-                        vmi: Some(vmi_of(&dom)),
-                        dump_path: dump_path.to_owned(),
-                    })
-                    .await
-                    .map_err(err)?
-                    .into_inner();
-                check(Some(r))?;
-                let wait = args.wait.map(std::time::Duration::from_secs);
-                memorydump::wait_for_dump(&mut c, &path, wait).await?
-            }
-            Action::Screenshot => {
-                let Some(file) = &args.file else {
-                    return Err(LauncherError::input(
-                        "screenshot: give the PNG file: screenshot -f FILE.png (- for stdout)",
-                    ));
-                };
-                let dom = current_domain(&mut c).await?;
-                let r = c
-                    .get_screenshot(VmiRequest {
-                        vmi: Some(vmi_of(&dom)),
-                        options: None,
-                    })
-                    .await
-                    .map_err(err)?
-                    .into_inner();
-                check(r.response)?;
-                write_file_or_stdout(file, &r.data)?;
-                json!({"mime": r.mime, "bytes": r.data.len(), "file": file})
-            }
-            Action::Vmstats => vmstats::ask(&mut c, &args.items).await?,
-            Action::Backup => backup::backup(&mut c, args, false).await?,
-            Action::BackupAbort => backup::backup(&mut c, args, true).await?,
-            Action::RedefineCheckpoint => backup::redefine(&mut c, args).await?,
-            Action::Addvolume | Action::Removevolume => hotplug::volume(&mut c, args).await?,
-            Action::Cpus => hotplug::cpus(&mut c, args).await?,
-            Action::Memory => hotplug::memory(&mut c, args).await?,
-            Action::Link => hotplug::link(&mut c, args).await?,
-            Action::Addinterface | Action::Removeinterface => nics::interface(&mut c, args).await?,
-            Action::Migrate | Action::MigrateCancel => {
-                let dom = current_domain(&mut c).await?;
-                if args.action == Action::MigrateCancel {
+                Action::Domain | Action::Interfaces => {
                     let r = c
-                        .cancel_virtual_machine_migration(VmiRequest {
+                        .get_domain(EmptyRequest {})
+                        .await
+                        .map_err(rpc)?
+                        .into_inner();
+                    check(r.response)?;
+                    let dom = serde_json::from_str(&r.domain).unwrap_or(Value::Null);
+                    if args.action == Action::Interfaces {
+                        // The launcher does not know which network is the pod's:
+                        // no primary reordering (domain order).
+                        Value::Array(wire::interfaces_status::vmi_interfaces_status(&dom, None))
+                    } else {
+                        dom
+                    }
+                }
+                Action::Stats => {
+                    let r = c
+                        .get_domain_stats(EmptyRequest {})
+                        .await
+                        .map_err(rpc)?
+                        .into_inner();
+                    check(r.response)?;
+                    serde_json::from_str(&r.domain_stats).unwrap_or(Value::Null)
+                }
+                Action::Dirtyrate => {
+                    let r = c
+                        .get_domain_dirty_rate_stats(EmptyRequest {})
+                        .await
+                        .map_err(rpc)?
+                        .into_inner();
+                    check(r.response)?;
+                    json!({"dirtyRateMbs": r.dirty_rate_mbs})
+                }
+                Action::Guestinfo | Action::Users | Action::Filesystems => {
+                    let (r, j) = match args.action {
+                        Action::Guestinfo => {
+                            let r = c
+                                .get_guest_info(EmptyRequest {})
+                                .await
+                                .map_err(rpc)?
+                                .into_inner();
+                            (r.response, r.guest_info_response)
+                        }
+                        Action::Users => {
+                            let r = c
+                                .get_users(EmptyRequest {})
+                                .await
+                                .map_err(rpc)?
+                                .into_inner();
+                            (r.response, r.guest_user_list_response)
+                        }
+                        _ => {
+                            let r = c
+                                .get_filesystems(EmptyRequest {})
+                                .await
+                                .map_err(rpc)?
+                                .into_inner();
+                            (r.response, r.guest_filesystems_response)
+                        }
+                    };
+                    check(r)?;
+                    serde_json::from_str(&j).map_err(err)?
+                }
+                Action::Guestping | Action::Exec => {
+                    let dom = current_domain(&mut c).await?;
+                    let domain_name = dom["Spec"]["Name"].as_str().unwrap_or("").to_owned();
+                    if args.action == Action::Guestping {
+                        let r = c
+                            .guest_ping(cmd::proto::cmd::GuestPingRequest {
+                                domain_name,
+                                timeout_seconds: args.timeout,
+                            })
+                            .await
+                            .map_err(rpc)?
+                            .into_inner();
+                        check(r.response)?;
+                        json!({"ok": true})
+                    } else {
+                        let Some((command, rest)) = args.command.split_first() else {
+                            return Err(LauncherError::input("exec: give the command after --"));
+                        };
+                        let r = c
+                            .exec(cmd::proto::cmd::ExecRequest {
+                                domain_name,
+                                command: command.clone(),
+                                args: rest.to_vec(),
+                                timeout_seconds: args.timeout,
+                            })
+                            .await
+                            .map_err(rpc)?
+                            .into_inner();
+                        check(r.response)?;
+                        json!({"exitCode": r.exit_code, "stdOut": r.std_out})
+                    }
+                }
+                Action::Memorydump => {
+                    let Some(path) = &args.path else {
+                        return Err(LauncherError::input(
+                            "memorydump: give the dump file: memorydump PATH",
+                        ));
+                    };
+                    let path = std::path::absolute(path).map_err(|e| {
+                        LauncherError::input(format!("memorydump: {}: {e}", path.display()))
+                    })?;
+                    let Some(dump_path) = path.to_str() else {
+                        return Err(LauncherError::input(format!(
+                            "memorydump: {} is not UTF-8",
+                            path.display()
+                        )));
+                    };
+                    let dom = current_domain(&mut c).await?;
+                    let r = c
+                        .virtual_machine_memory_dump(cmd::proto::cmd::MemoryDumpRequest {
+                            vmi: Some(vmi_of(&dom)),
+                            dump_path: dump_path.to_owned(),
+                        })
+                        .await
+                        .map_err(rpc)?
+                        .into_inner();
+                    check(Some(r))?;
+                    let wait = args.wait.map(std::time::Duration::from_secs);
+                    memorydump::wait_for_dump(&mut c, &path, wait).await?
+                }
+                Action::Screenshot => {
+                    let Some(file) = &args.file else {
+                        return Err(LauncherError::input(
+                            "screenshot: give the PNG file: screenshot -f FILE.png (- for stdout)",
+                        ));
+                    };
+                    let dom = current_domain(&mut c).await?;
+                    let r = c
+                        .get_screenshot(VmiRequest {
                             vmi: Some(vmi_of(&dom)),
                             options: None,
                         })
                         .await
-                        .map_err(err)?
+                        .map_err(rpc)?
                         .into_inner();
-                    check(Some(r))?;
-                    return Ok(json!({"ok": true}));
+                    check(r.response)?;
+                    write_file_or_stdout(file, &r.data)?;
+                    json!({"mime": r.mime, "bytes": r.data.len(), "file": file})
                 }
-                migrate::migrate(&mut c, &dom, args).await?
-            }
-            Action::Pause
-            | Action::Unpause
-            | Action::Shutdown
-            | Action::Kill
-            | Action::Softreboot
-            | Action::Freeze
-            | Action::Unfreeze => {
-                // The commands carry the VMI; its identity comes from the domain.
-                let dom = current_domain(&mut c).await?;
-                let req = VmiRequest {
-                    vmi: Some(vmi_of(&dom)),
-                    options: None,
-                };
-                let r = match args.action {
-                    Action::Pause => c.pause_virtual_machine(req).await,
-                    Action::Unpause => c.unpause_virtual_machine(req).await,
-                    Action::Shutdown => c.shutdown_virtual_machine(req).await,
-                    Action::Softreboot => c.soft_reboot_virtual_machine(req).await,
-                    Action::Unfreeze => c.unfreeze_virtual_machine(req).await,
-                    Action::Freeze => {
-                        c.freeze_virtual_machine(cmd::proto::cmd::FreezeRequest {
-                            vmi: req.vmi,
-                            unfreeze_timeout_seconds: args.unfreeze_timeout,
-                        })
-                        .await
+                Action::Vmstats => vmstats::ask(&mut c, &args.items).await?,
+                Action::Backup => backup::backup(&mut c, args, false).await?,
+                Action::BackupAbort => backup::backup(&mut c, args, true).await?,
+                Action::RedefineCheckpoint => backup::redefine(&mut c, args).await?,
+                Action::Addvolume | Action::Removevolume => hotplug::volume(&mut c, args).await?,
+                Action::Addinterface | Action::Removeinterface => {
+                    nics::interface(&mut c, args).await?
+                }
+                Action::Cpus => hotplug::cpus(&mut c, args).await?,
+                Action::Memory => hotplug::memory(&mut c, args).await?,
+                Action::Link => hotplug::link(&mut c, args).await?,
+                Action::Migrate | Action::MigrateCancel => {
+                    let dom = current_domain(&mut c).await?;
+                    if args.action == Action::MigrateCancel {
+                        let r = c
+                            .cancel_virtual_machine_migration(VmiRequest {
+                                vmi: Some(vmi_of(&dom)),
+                                options: None,
+                            })
+                            .await
+                            .map_err(rpc)?
+                            .into_inner();
+                        check(Some(r))?;
+                        return Ok(json!({"ok": true}));
                     }
-                    _ => c.kill_virtual_machine(req).await,
+                    migrate::migrate(&mut c, &dom, args).await?
                 }
-                .map_err(err)?
-                .into_inner();
-                check(Some(r))?;
-                json!({"ok": true})
-            }
+                Action::Pause
+                | Action::Unpause
+                | Action::Shutdown
+                | Action::Kill
+                | Action::Softreboot
+                | Action::Freeze
+                | Action::Unfreeze => {
+                    // The commands carry the VMI; its identity comes from the domain.
+                    let dom = current_domain(&mut c).await?;
+                    let req = VmiRequest {
+                        vmi: Some(vmi_of(&dom)),
+                        options: None,
+                    };
+                    let r = match args.action {
+                        Action::Pause => c.pause_virtual_machine(req).await,
+                        Action::Unpause => c.unpause_virtual_machine(req).await,
+                        Action::Shutdown => c.shutdown_virtual_machine(req).await,
+                        Action::Softreboot => c.soft_reboot_virtual_machine(req).await,
+                        Action::Unfreeze => c.unfreeze_virtual_machine(req).await,
+                        Action::Freeze => {
+                            c.freeze_virtual_machine(cmd::proto::cmd::FreezeRequest {
+                                vmi: req.vmi,
+                                unfreeze_timeout_seconds: args.unfreeze_timeout,
+                            })
+                            .await
+                        }
+                        _ => c.kill_virtual_machine(req).await,
+                    }
+                    .map_err(err)?
+                    .into_inner();
+                    check(Some(r))?;
+                    json!({"ok": true})
+                }
+            })
         })
-    })?;
+        .map_err(|mut e| {
+            if e.field.as_deref() == Some(SOCKET_FIELD) {
+                e.field = Some(format!("the launcher at {}", args.socket.display()));
+            }
+            e
+        })?;
     let pretty = || serde_json::to_string_pretty(&out).unwrap_or_default() + "\n";
     let png_on_stdout = args.action == Action::Screenshot
         && args.file.as_deref() == Some(std::path::Path::new("-"));
@@ -607,6 +628,29 @@ pub fn run(args: &CtlArgs) -> Result<(), LauncherError> {
     Ok(())
 }
 
+/// What `ctl` can judge of its own input before asking: the values the
+/// launcher would refuse as a bad request (`timeoutSeconds: -1 is
+/// negative`) are refused here as input (exit 2, as the launcher refuses
+/// its own input), since the launcher's answer carries no class.
+///
+/// # Errors
+/// Input error naming the flag.
+fn check_local(args: &CtlArgs) -> Result<(), LauncherError> {
+    if args.timeout < 0 && matches!(args.action, Action::Exec | Action::Guestping) {
+        return Err(LauncherError::input_at(
+            "--timeout",
+            format!("{} is negative", args.timeout),
+        ));
+    }
+    if args.unfreeze_timeout < 0 && args.action == Action::Freeze {
+        return Err(LauncherError::input_at(
+            "--unfreeze-timeout",
+            format!("{} is negative", args.unfreeze_timeout),
+        ));
+    }
+    Ok(())
+}
+
 /// The VMI a command carries, from the domain: its name, namespace and
 /// UID (the launcher checks the UID). Without `kind` and `apiVersion`, as
 /// virt-handler sends the VMIs of its informer (kubevirt-facts §11.1).
@@ -648,5 +692,31 @@ fn write_stdout(text: &str) -> Result<(), LauncherError> {
             format!("cannot write to stdout: {e}"),
         )),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(argv: &[&str]) -> CtlArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            ctl: CtlArgs,
+        }
+        let all = [&["ctl", "--socket", "/s"], argv].concat();
+        <Cli as clap::Parser>::try_parse_from(all).unwrap().ctl
+    }
+
+    #[test]
+    fn negative_timeouts_are_input_errors_before_asking() {
+        let e = check_local(&args(&["exec", "--timeout=-1"])).unwrap_err();
+        assert_eq!(e.class, crate::error::ErrorClass::Input);
+        assert_eq!(e.to_string(), "--timeout: -1 is negative");
+        let e = check_local(&args(&["freeze", "--unfreeze-timeout=-5"])).unwrap_err();
+        assert_eq!(e.to_string(), "--unfreeze-timeout: -5 is negative");
+        check_local(&args(&["exec", "--timeout=3"])).unwrap();
+        check_local(&args(&["ping"])).unwrap();
     }
 }

@@ -77,6 +77,9 @@ pub(super) async fn interface(
         })?
         .to_owned();
     let state = hotplug::state_dir_of(&args.socket)?;
+    // One change of the stored VMI at a time, as for volumes (virt-handler's
+    // one worker per VMI).
+    let _held = hotplug::lock_store(&state)?;
     let mut vmi = hotplug::read_store(&state)?;
     let pid = hotplug::server_pid(&args.socket)?;
     if !add {

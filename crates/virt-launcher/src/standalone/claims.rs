@@ -104,7 +104,6 @@ pub(crate) fn pvc_claims(
     vmi: &VirtualMachineInstance,
     s: &super::StandaloneArgs,
 ) -> Result<Vec<Claim>, LauncherError> {
-    use std::os::unix::fs::FileTypeExt;
     let mut out: Vec<Claim> = Vec::new();
     // Names first, for every flag, so a duplicate or unknown volume is
     // reported as such rather than through a later flag's path problem.
@@ -154,44 +153,14 @@ pub(crate) fn pvc_claims(
             )));
         }
         let file = &p.path;
-        let meta = std::fs::metadata(file).map_err(|e| {
-            LauncherError::input_at(format!("--pvc {name}={}", file.display()), e.to_string())
-        })?;
-        let source = if meta.is_file() {
-            ClaimSource::File
-        } else if meta.is_dir() {
-            ClaimSource::Dir
-        } else if meta.file_type().is_block_device() {
-            ClaimSource::Block
-        } else {
-            return Err(LauncherError::input_at(
-                format!("--pvc {name}={}", file.display()),
-                "not a raw image file, a claim directory or a block device",
-            ));
+        let field = format!("--pvc {name}={}", file.display());
+        let source = match super::given::open(&field, file, true)?.1 {
+            super::given::GivenKind::File => ClaimSource::File,
+            super::given::GivenKind::Dir => ClaimSource::Dir,
+            super::given::GivenKind::Block => ClaimSource::Block,
         };
         let abs = std::fs::canonicalize(file)
             .map_err(|e| LauncherError::input(format!("{}: {e}", file.display())))?;
-        if source == ClaimSource::Block {
-            // A device the host uses (a mounted file system, or one held by
-            // md/dm) is claimed exclusively by the kernel: O_EXCL fails with
-            // EBUSY. Never hand such a device (the host's own disk) to a guest.
-            use std::os::unix::fs::OpenOptionsExt;
-            if let Err(e) = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_EXCL)
-                .open(&abs)
-            {
-                let why = if e.raw_os_error() == Some(libc::EBUSY) {
-                    "the block device is in use on this host (mounted or held); refusing to give it to a guest".to_owned()
-                } else {
-                    e.to_string()
-                };
-                return Err(LauncherError::input_at(
-                    format!("--pvc {name}={}", file.display()),
-                    why.to_string(),
-                ));
-            }
-        }
         if source == ClaimSource::Dir {
             refuse_foreign_entries(
                 &format!("--pvc {name}={}", file.display()),

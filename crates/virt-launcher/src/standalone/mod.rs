@@ -4,6 +4,8 @@
 //! into a [`Pod`] value (what is where, what to mount), so the start-up
 //! sequence runs as in a pod:
 //!
+//! - [`given`]: the one check of a host path the user gives a guest
+//!   (`--pvc`, `ctl addvolume --image`);
 //! - [`mod@claims`]: `--pvc` claims and the status virt-handler would report
 //!   for them;
 //! - [`volumes`]: container-disk images (`--container-disk`), hostDisk
@@ -26,6 +28,7 @@
 
 pub mod claims;
 pub mod container;
+pub mod given;
 pub mod hotplug;
 pub mod migration_proxy;
 pub mod network;
@@ -146,6 +149,12 @@ pub fn claims(
 ) -> Result<Claims, LauncherError> {
     if !(args.setup_pod_network || default_interface) {
         refuse_networks_without_pod(vmi)?;
+    }
+    if let Some(file) = &args.network_info {
+        // Read again where the VFs' addresses are wanted
+        // (`crate::podnet`); checked here so that `run` refuses what
+        // `convert` refuses, with or without SR-IOV interfaces.
+        network::read_network_info(file)?;
     }
     let found = claims::pvc_claims(vmi, args)?;
     if !args.pvcs.is_empty() {

@@ -12,6 +12,19 @@ use api::VirtualMachineInstance;
 
 use crate::error::LauncherError;
 
+/// Reads the `--network-info` FILE of `run` and `convert`: the one check of
+/// the flag, made whether or not the VMI has an SR-IOV interface (a file
+/// that is missing or malformed is refused either way, before anything
+/// starts). [`network::sriov::read_network_info`] bounds and parses it.
+///
+/// # Errors
+/// Input error naming `--network-info` and the file.
+pub fn read_network_info(file: &Path) -> Result<network::sriov::NetworkInfoPci, LauncherError> {
+    network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
+        .map(Option::unwrap_or_default)
+        .map_err(|e| LauncherError::input(format!("--network-info {e}")))
+}
+
 /// The namespace playing the node (the CNI's ends of the pod links) in a
 /// `--setup-pod-network` run: held open until the launcher exits.
 static NODE_NAMESPACE: std::sync::OnceLock<network::phase1::NodeNamespace> =

@@ -297,6 +297,19 @@ fn sriov_run_is_refused_without_a_real_vf() {
         &["--network-info", f],
         &format!("--network-info {f}: interfaces[0].network: invalid type: integer `1`"),
     );
+    // The flag's file is checked whether or not the VMI has an SR-IOV
+    // interface, as `convert` checks it (new-user trial: `run` started).
+    let plain = format!(
+        "{HEAD}spec:\n  domain:\n    memory: {{guest: 64Mi}}\n{}",
+        volumes()
+    );
+    let missing = dir.path().join("nonexist");
+    let m = missing.to_str().unwrap();
+    assert_refused(
+        &plain,
+        &["--network-info", m],
+        &format!("--network-info {m}: No such file or directory"),
+    );
 }
 
 #[test]
@@ -681,4 +694,60 @@ fn a_bad_standalone_vmi_variable_is_named_in_the_error() {
         assert!(last.starts_with(want), "{last}");
         assert!(!state.exists(), "refused input made the state directory");
     }
+}
+
+/// Pod mode started by hand outside a pod (new-user trial, issue 19): in
+/// the host's mount namespace it refuses at once; in a mount namespace of
+/// its own without the pod's volume mounts it refuses naming the first
+/// missing one and writes nothing below `/run` (a fresh tmpfs there, listed
+/// before and after the launcher). Exit 2 both times, no state directory.
+#[test]
+fn pod_mode_outside_a_pod_is_refused_and_writes_nothing() {
+    require_stack();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let vmi = format!("{HEAD}spec: {{domain: {{devices: {{}}, memory: {{guest: 64Mi}}}}}}\n");
+    let pod_flags = |c: &mut Command| {
+        c.env("STANDALONE_VMI", &vmi)
+            .args(["--uid", "outside-a-pod", "--use-emulation", "--state-dir"])
+            .arg(&state);
+    };
+    let mut host = Command::new(launcher_bin());
+    pod_flags(&mut host);
+    let out = host.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.lines().last().unwrap_or("").starts_with(
+            "virt-launcher: pod mode: the launcher runs in the host's mount namespace"
+        ),
+        "{stderr}"
+    );
+    assert!(!state.exists(), "the refusal made the state directory");
+
+    // Own mount namespace, an empty /run, the share directory mounted but
+    // not the private one.
+    let script = "set -e; mount --make-rprivate /; mount -t tmpfs tmpfs /run; \
+        mkdir -p /run/kubevirt; mount -t tmpfs tmpfs /run/kubevirt; \
+        before=$(find /run -mindepth 1 | sort); \
+        rc=0; \"$@\" || rc=$?; echo \"rc=$rc\"; \
+        after=$(find /run -mindepth 1 | sort); \
+        if [ \"$before\" = \"$after\" ]; then echo unchanged; else echo \"$after\"; fi";
+    let mut sandboxed = Command::new("unshare");
+    sandboxed
+        .args(["-m", "sh", "-c", script, "sh"])
+        .arg(launcher_bin());
+    pod_flags(&mut sandboxed);
+    let out = sandboxed.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "rc=2\nunchanged\n", "{stderr}");
+    assert!(
+        stderr.lines().last().unwrap_or("").starts_with(
+            "virt-launcher: /var/run/kubevirt-private: /var/run/kubevirt-private cannot be examined"
+        ),
+        "{stderr}"
+    );
+    assert!(!state.exists(), "the refusal made the state directory");
 }

@@ -71,6 +71,21 @@ fn disk_aliases(l: &Launcher) -> Vec<String> {
         .collect()
 }
 
+/// The block device holding the host's root file system (`findmnt`).
+fn host_root_device() -> String {
+    let out = std::process::Command::new("findmnt")
+        .args(["-n", "-o", "SOURCE", "/"])
+        .output()
+        .expect("findmnt (util-linux)");
+    let root = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(
+        std::fs::metadata(&root)
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type())),
+        "the test needs / on a block device, found {root:?}"
+    );
+    root
+}
+
 fn head(path: &Path, n: usize) -> Vec<u8> {
     use std::io::Read;
     let mut b = vec![0; n];
@@ -119,9 +134,16 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     let before = disk_aliases(&l);
     assert_eq!(before, ["containerdisk", "scratch", "cd"]);
 
-    // virt-api's refusals, in its words; the guest is untouched.
+    // virt-api's refusals, in its words; the guest is untouched. The one
+    // check of a given host path (`--pvc` has the same): no link, not the
+    // host's own disk.
     let f = file.to_str().unwrap();
+    let link = dir.path().join("link.img");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let link = link.to_str().unwrap().to_owned();
+    let link_refused = format!("--image: {link}: is a symbolic link, which is not followed");
     for (args, want) in [
+        (vec!["addvolume", "hp", "--image", &link], link_refused.as_str()),
         (vec!["addvolume", "hp", "--image", f, "--bus", "sata"], "Hotplug configuration for disk [hp] requires bus to be 'scsi' or 'virtio'. [sata] is not permitted."),
         (vec!["addvolume", "scratch", "--image", f], "Unable to add volume [scratch] because volume with that name already exists"),
         (vec!["removevolume", "containerdisk"], "Unable to remove volume [containerdisk] because it is not hotpluggable"),
@@ -131,6 +153,15 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         let (ok, _, err) = l.ctl(&args);
         assert!(!ok && err.contains(want), "{args:?}: {err}");
     }
+    // The host's root disk: EBUSY from the exclusive open; a host that
+    // denies opening it at all (EPERM, some sandboxes) refuses it as well.
+    let root_dev = host_root_device();
+    let (ok, _, err) = l.ctl(&["addvolume", "hp", "--image", &root_dev]);
+    let said = |m: &str| err.contains(&format!("--image: {root_dev}: {m}"));
+    assert!(
+        !ok && (said("the block device is in use on this host") || said("Operation not permitted")),
+        "{err}"
+    );
     assert_eq!(disk_aliases(&l), before);
 
     // A file on virtio (with a serial) and a block device on scsi.
@@ -206,6 +237,50 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     assert_eq!((code, out.as_str()), (0, "BLOCK-DATA"));
     // The file is the user's again (no mount left on it).
     assert!(file.is_file());
+
+    // Concurrent addvolumes (the new-user trial ran six; three show it,
+    // cheaper): each waits for the one before (virt-handler handles a VMI
+    // on one worker at a time), all attach.
+    let many: Vec<String> = (0..3).map(|i| format!("many{i}")).collect();
+    let images: Vec<PathBuf> = many
+        .iter()
+        .map(|n| {
+            let p = dir.path().join(format!("{n}.img"));
+            sparse(&p, 1 << 20);
+            give_to_qemu_user(&p);
+            p
+        })
+        .collect();
+    let children: Vec<_> = many
+        .iter()
+        .zip(&images)
+        .map(|(n, p)| {
+            l.ctl_command(&["addvolume", n.as_str(), "--image", p.to_str().unwrap()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (n, c) in many.iter().zip(children) {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{n}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            l.log()
+        );
+    }
+    let aliases = disk_aliases(&l);
+    assert!(many.iter().all(|n| aliases.contains(n)), "{aliases:?}");
+    for n in &many {
+        let (ok, _, err) = l.ctl(&["removevolume", n]);
+        assert!(ok, "{n}: {err}\n{}", l.log());
+    }
+    assert_eq!(
+        disk_aliases(&l),
+        ["containerdisk", "scratch", "cd", "hpblock"]
+    );
 
     // CD-ROM: the empty drive (sda in the domain, sr0 in the guest) gets
     // an ISO, which the guest mounts and reads; ejected, the medium is
