@@ -1,7 +1,7 @@
 //! Watching the QEMU process (KubeVirt `pkg/virt-launcher/monitor.go`) and
 //! turning termination signals into a graceful guest shutdown.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -44,10 +44,11 @@ fn wake_pipe() -> Option<&'static (OwnedFd, OwnedFd)> {
     .as_ref()
 }
 
-/// A descriptor writing to the monitor's wake pipe, for a signal handler
-/// (`signal_hook::low_level::pipe::register`); `None` without a pipe.
-pub(crate) fn wake_writer() -> Option<OwnedFd> {
-    wake_pipe().and_then(|(_, w)| w.try_clone().ok())
+/// The write end of the monitor's wake pipe, for the signal handlers
+/// (`signal_hook::low_level::pipe::register_raw`; it stays open for the
+/// process's life); `None` without a pipe.
+pub(crate) fn wake_writer() -> Option<RawFd> {
+    wake_pipe().map(|(_, w)| w.as_raw_fd())
 }
 
 /// Wakes the monitor now (a full pipe already will).

@@ -35,7 +35,7 @@ pub fn install_signal_handlers() -> Result<(), LauncherError> {
             .map_err(|e| LauncherError::runtime(format!("cannot install signal handler: {e}")))?;
         // Then wake the monitor, which sleeps between its ticks.
         if let Some(w) = crate::monitor::wake_writer() {
-            signal_hook::low_level::pipe::register(sig, w).map_err(|e| {
+            signal_hook::low_level::pipe::register_raw(sig, w).map_err(|e| {
                 LauncherError::runtime(format!("cannot install signal handler: {e}"))
             })?;
         }
