@@ -10,22 +10,25 @@
 //! allocate little and rarely at the same time.
 //!
 //! **One malloc arena.** glibc gives a thread that finds the arenas in use
-//! an arena of its own, up to 8 per core, and never returns one. Each keeps
+//! an arena of its own, up to 8 per core, and never returns one; each keeps
 //! the pages it ever used for its free lists. In the soak (`bench/soak.py`:
 //! virt-handler's RPCs twice a second, qemu-ga restarted every minute;
-//! debug build, 12 min, sampled every 20 s by mapping) the launcher's
-//! RssAnon rose 4,912 → 6,052 KiB in the first 4 minutes and then stayed
-//! flat, and the whole rise was in the arenas (464 → 1,312 KiB, 15 of
-//! them) and in the stacks of blocking-pool threads; the main heap stayed
-//! at 428-432 KiB. That is the rise issue 19 saw (3,884 → 4,284 KiB, a
-//! bounded one: it stops when every arena has been used). `M_ARENA_MAX` = 1
-//! makes every thread share the main heap, so freed memory is reused by
-//! whichever thread allocates next, and the rise is gone (figures in the
-//! closing note and `bench/soak.py`'s series). Contention is negligible:
-//! the threads mostly sleep, and an allocation holds the lock for
-//! nanoseconds. [`configure_allocator`] sets it first thing in `main`,
-//! before any thread exists; glibc reads it when a thread first needs an
-//! arena.
+//! debug build of the code before this module, sampled every 20 s by
+//! mapping) the launcher's RssAnon rose 4,912 → 6,052 KiB in the first
+//! 4 minutes and then stayed flat for 9 minutes; the rise was in the
+//! arenas (464 → 1,312 KiB, 15 of them: tokio's blocking-pool threads
+//! come and go, and each new thread may take another arena) and in the
+//! stacks of those threads, while the main heap stayed at 428-432 KiB.
+//! That is the bounded rise issue 19 saw (3,884 → 4,284 KiB). With
+//! `M_ARENA_MAX` = 1 every thread shares the main heap and freed memory is
+//! reused by whichever thread allocates next: in the same soak with this
+//! build the arenas are gone and the heap went 1,392 → 1,504 KiB over
+//! 10 minutes (below the 1,744 KiB of heap + arenas before), still rising
+//! by ~10 KiB a minute, slowing; whether it levels off needs a longer
+//! series (the closing note of issue 20). Contention is negligible: the
+//! threads mostly sleep, and an allocation holds the lock for nanoseconds.
+//! [`configure_allocator`] sets it first thing in `main`, before any
+//! thread exists; glibc reads it when a thread first needs an arena.
 //!
 //! **Start-up's memory back.** Parsing, converting, defining and starting
 //! the domain peak at several MiB; once QEMU runs the launcher only serves
@@ -33,8 +36,8 @@
 //! pages inside the heap back to the kernel once, when the monitor first
 //! sees QEMU: glibc only ever trims the top of the heap on its own.
 //!
-//! What wakes the launcher when nothing happens is listed in the README's
-//! design notes ("Idle launcher").
+//! What wakes the launcher when nothing happens is listed in DEVELOPERS.md's
+//! design notes ("An idle launcher sleeps").
 
 #![allow(unsafe_code)]
 
