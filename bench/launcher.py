@@ -11,7 +11,11 @@ libvirt's shared QEMU capability cache) on KubeVirt's vmi-sata example
   * start -> guest marker (GUEST-READY on the serial console), TCG only;
   * after the guest is up and 15 s idle: VmHWM and RssAnon (/proc/PID/status)
     and Pss (/proc/PID/smaps_rollup) of the launcher, its libvirt daemon and
-    virtlogd, and their sum.
+    virtlogd, and their sum;
+  * then, over `--cpu-window` seconds (default 60) of idling: the launcher's
+    CPU time (utime + stime of /proc/PID/stat, ms per minute) and wake-ups
+    (voluntary + nonvoluntary context switches of its threads, per minute,
+    by thread name), of the inner launcher and of the outer `run` process.
 
 Each measurement is made in KubeVirt's two modes, side by side: as root,
 and non-root (`--run-as-nonroot`: the launcher proper, its session libvirt
@@ -32,7 +36,7 @@ known, start -> domain running, start -> GUEST-READY, and the launcher's
 phases from its log; medians and spreads (min-max). Memory after the idle
 time is measured on the warm runs only.
 
-Usage: python3 bench/launcher.py [--runs N] [--idle SECONDS] [--modes root,nonroot]
+Usage: python3 bench/launcher.py [--runs N] [--idle SECONDS] [--cpu-window SECONDS] [--modes root,nonroot]
                                  [--caches warm,fresh,shipped] [--bin PATH]   (as root)
 """
 
@@ -72,11 +76,51 @@ def memory(pid):
     return {"hwm": status_kib(pid, "VmHWM"), "anon": status_kib(pid, "RssAnon"), "pss": pss_kib(pid)}
 
 
-def run_once(kvm, idle, measure_memory, nonroot=False, cache="warm", shipped=None):
+def cpu_ticks(pid):
+    """utime + stime of the whole process (/proc/PID/stat), in clock ticks."""
+    rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def switches(pid):
+    """Per thread: (name, voluntary + nonvoluntary context switches)."""
+    out = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            st = Path(f"/proc/{pid}/task/{t}/status").read_text()
+            name = Path(f"/proc/{pid}/task/{t}/comm").read_text().strip()
+        except OSError:
+            continue
+        n = sum(int(l.split()[1]) for l in st.splitlines()
+                if l.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+        out[t] = (name, n)
+    return out
+
+
+def idle_cpu(pids, window):
+    """CPU (ms per minute) and wake-ups (context switches per minute, by
+    thread name) of each process in `pids` over `window` seconds of idling."""
+    before = {k: (cpu_ticks(p), switches(p)) for k, p in pids.items()}
+    time.sleep(window)
+    hz = os.sysconf("SC_CLK_TCK")
+    res = {}
+    for k, p in pids.items():
+        c0, s0 = before[k]
+        s1 = switches(p)
+        wake = {}
+        for t, (name, n) in s1.items():
+            if t in s0:
+                wake[name] = wake.get(name, 0) + (n - s0[t][1]) * 60 / window
+        res[k] = {"cpu_ms_min": (cpu_ticks(p) - c0) * 1000 / hz * 60 / window,
+                  "wakeups_min": sum(wake.values()), "threads": wake}
+    return res
+
+
+def run_once(kvm, idle, measure_memory, nonroot=False, cache="warm", shipped=None, cpu_window=0):
     """One run (see the module docs); the launcher never outlives it."""
     procs = []
     try:
-        return measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs)
+        return measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs, cpu_window)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -84,7 +128,7 @@ def run_once(kvm, idle, measure_memory, nonroot=False, cache="warm", shipped=Non
                 p.wait()
 
 
-def measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs):
+def measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs, cpu_window):
     state = tempfile.mkdtemp(prefix="vl-bench-")
     uid = f"bench-{os.getpid()}-{time.monotonic_ns()}"
     vmi = VMI.read_text()
@@ -171,6 +215,8 @@ def measure_once(kvm, idle, measure_memory, nonroot, cache, shipped, procs):
                 continue
             if comm in ("libvirtd", "virtqemud", "virtlogd"):
                 res["mem"][comm] = memory(int(d))
+        if cpu_window > 0:
+            res["idle"] = idle_cpu({"launcher": inner, "launcher-outer": p.pid}, cpu_window)
     res["caps_ms"] = None
     for line in list(log):
         try:
@@ -207,6 +253,9 @@ def main():
     ap.add_argument("--modes", default="root,nonroot",
                     help="comma-separated: root, nonroot (--run-as-nonroot)")
     ap.add_argument("--bin", help="the launcher binary (default: a release build of this checkout)")
+    ap.add_argument("--cpu-window", type=float, default=60,
+                    help="after the memory sample, seconds over which the idle launcher's CPU time and "
+                         "wake-ups (context switches per thread) are counted (warm runs; 0: not measured)")
     ap.add_argument("--caches", default="warm",
                     help="comma-separated: warm (shared cache), fresh (empty, as a new pod), "
                          "shipped (empty, seeded from a shipped cache)")
@@ -241,7 +290,8 @@ def main():
             for c in caches:
                 print(f"{mode}: run {i + 1}/{a.runs}, {c} cache", flush=True)
                 runs[c].append(run_once(kvm=False, idle=a.idle, measure_memory=(c == "warm"),
-                                        nonroot=nr, cache=c, shipped=shipped))
+                                        nonroot=nr, cache=c, shipped=shipped,
+                                        cpu_window=a.cpu_window if c == "warm" else 0))
         kvm = []
         if kvm_usable() and "warm" in caches:
             try:
@@ -310,6 +360,19 @@ def report(mode, a, tcg, kvm):
         row = [med([r["mem"][n][k] for r in tcg if n in r["mem"]]) / 1024 for k in ("hwm", "anon", "pss")]
         print(f"  {n:<14} {row[0]:>8.1f} {row[1]:>8.1f} {row[2]:>8.1f}")
     print(f"  {'sum':<14} {med(tot['hwm'])/1024:>8.1f} {med(tot['anon'])/1024:>8.1f} {med(tot['pss'])/1024:>8.1f}")
+    if "idle" not in tcg[0]:
+        return
+    print()
+    print(f"[{mode}] idle with the guest running, over {a.cpu_window:.0f} s: CPU ms per minute (utime+stime), "
+          "wake-ups per minute (context switches), median [min-max]")
+    for who in ("launcher", "launcher-outer"):
+        rs = [r["idle"][who] for r in tcg]
+        print(f"  {who:<14} CPU {spread([r['cpu_ms_min'] for r in rs]):>12}   wake-ups {spread([r['wakeups_min'] for r in rs]):>14}")
+        names = sorted({n for r in rs for n in r["threads"]})
+        for n in names:
+            v = med([r["threads"].get(n, 0) for r in rs])
+            if v:
+                print(f"    {n:<18} {v:>8.0f}")
 
 if __name__ == "__main__":
     main()

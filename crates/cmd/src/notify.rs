@@ -161,7 +161,9 @@ impl Notifier {
     /// [`Notifier::start`] for a launcher with no virt-handler (standalone
     /// `run`): events are still queued and delivered if something listens
     /// on the notify socket, but its absence is logged at debug level only,
-    /// not as a warning.
+    /// not as a warning, and while it is absent the queue looks for it only
+    /// when an event is queued or [`Notifier::flush`] is called, never on a
+    /// timer.
     pub fn start_standalone(share_dir: &Path) -> Notifier {
         Self::start_with(share_dir, true)
     }
@@ -249,6 +251,8 @@ impl Notifier {
     /// Waits until the queue is empty or `timeout` passes; true when empty.
     pub async fn flush(&self, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
+        // A standalone queue waiting for its socket to appear looks again now.
+        self.wake.notify_one();
         loop {
             let waiter = self.drained.notified();
             if self.pending() == 0 {
@@ -357,8 +361,9 @@ impl Notifier {
                         client = Some(c);
                     }
                     Err(e) => {
+                        let absent = self.standalone && !socket_path(&share).exists();
                         if !logged_away {
-                            if self.standalone && !socket_path(&share).exists() {
+                            if absent {
                                 tracing::debug!(
                                     "no virt-handler notify socket (standalone); events are queued"
                                 );
@@ -369,7 +374,14 @@ impl Notifier {
                             }
                             logged_away = true;
                         }
-                        tokio::time::sleep(RETRY_INTERVAL).await;
+                        if absent {
+                            // Nothing to dial: look again at the next event
+                            // or flush, not every second (an idle standalone
+                            // launcher never wakes for it).
+                            self.wake.notified().await;
+                        } else {
+                            tokio::time::sleep(RETRY_INTERVAL).await;
+                        }
                         continue;
                     }
                 }

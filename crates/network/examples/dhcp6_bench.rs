@@ -8,7 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::net::SocketAddrV6;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,11 +67,11 @@ fn pod_side(guest: veth_pair::Guest) {
     .build()
     .unwrap();
     let sock = server::bind_v6("k6t-eth0", 1547).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(server::Stop::new().unwrap());
     let stop2 = Arc::clone(&stop);
     let srv = std::thread::spawn(move || server::serve_v6(&sock, &opts, 1546, &stop2));
     guest.run();
-    stop.store(true, Ordering::Relaxed);
+    stop.stop();
     let stats = srv.join().unwrap().unwrap();
     println!("server: {stats:?}");
 }

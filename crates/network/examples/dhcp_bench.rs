@@ -8,7 +8,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,11 +67,11 @@ fn pod_side(guest: veth_pair::Guest) {
     .build()
     .unwrap();
     let sock = server::bind("k6t-eth0", 1067).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(server::Stop::new().unwrap());
     let stop2 = Arc::clone(&stop);
     let srv = std::thread::spawn(move || server::serve(&sock, &opts, 1068, &stop2));
     guest.run();
-    stop.store(true, Ordering::Relaxed);
+    stop.stop();
     let stats = srv.join().unwrap().unwrap();
     println!("server: {stats:?}");
 }

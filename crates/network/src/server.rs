@@ -8,8 +8,12 @@
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use nix::fcntl::OFlag;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use dhcproto::Encodable;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -23,8 +27,66 @@ pub const SERVER_PORT: u16 = 67;
 pub const CLIENT_PORT: u16 = 68;
 /// Replies sent per second at most (a guest needs 2 per lease).
 pub const MAX_REPLIES_PER_SEC: u32 = 1000;
-/// How often the loop checks the stop flag.
-pub const POLL: Duration = Duration::from_millis(200);
+/// Ends the server loops ([`serve`], [`serve_v6`]) sharing it. The loops
+/// sleep in `poll(2)` on their socket and this stop's pipe, with no
+/// timeout: an idle server never wakes (they used to look at a flag every
+/// 200 ms; KubeVirt's DHCP server blocks in its receive too).
+#[derive(Debug)]
+pub struct Stop {
+    stopped: AtomicBool,
+    /// Readable once [`Stop::stop`] wrote to `w`.
+    r: OwnedFd,
+    w: OwnedFd,
+}
+
+impl Stop {
+    /// A stop not yet given.
+    ///
+    /// # Errors
+    /// The `pipe2` error (out of descriptors).
+    pub fn new() -> io::Result<Stop> {
+        let (r, w) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)?;
+        Ok(Stop {
+            stopped: AtomicBool::new(false),
+            r,
+            w,
+        })
+    }
+
+    /// Stops every loop using it (each returns after the request it is
+    /// answering, if any).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        // Nothing reads the pipe: one byte keeps it readable for all loops.
+        let _ = nix::unistd::write(&self.w, &[1]);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `socket` has a datagram (true) or the stop is given (false).
+    fn wait(&self, socket: &UdpSocket) -> io::Result<bool> {
+        loop {
+            if self.stopped() {
+                return Ok(false);
+            }
+            let mut fds = [
+                PollFd::new(socket.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.r.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {
+                    if fds[0].any().unwrap_or(false) {
+                        return Ok(true);
+                    }
+                }
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
 
 /// Counters of one server run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,12 +111,12 @@ pub fn bind(device: &str, port: u16) -> io::Result<UdpSocket> {
     s.set_reuse_address(true)?;
     s.set_broadcast(true)?;
     s.bind_device(Some(device.as_bytes()))?;
-    s.set_read_timeout(Some(POLL))?;
+    s.set_nonblocking(true)?;
     s.bind(&SocketAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)).into())?;
     Ok(s.into())
 }
 
-/// Answers requests on `socket` until `stop` is set. Replies go to the
+/// Answers requests on `socket` until `stop` is given. Replies go to the
 /// broadcast address on the bound device (the guest has no address yet)
 /// unless the client already has one (`ciaddr`, renewals), port
 /// `client_port`.
@@ -65,12 +127,12 @@ pub fn serve(
     socket: &UdpSocket,
     options: &ServerOptions,
     client_port: u16,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<Stats> {
     let mut stats = Stats::default();
     let mut buf = [0u8; 1536];
     let mut limit = RateLimit::default();
-    while !stop.load(Ordering::Relaxed) {
+    while stop.wait(socket)? {
         let n = match socket.recv(&mut buf) {
             Ok(n) => n,
             Err(e) if is_poll_timeout(&e) => continue,
@@ -102,8 +164,16 @@ pub fn serve(
         } else {
             req.ciaddr()
         };
-        socket.send_to(&bytes, SocketAddrV4::new(dest, client_port))?;
-        stats.replied += 1;
+        match socket.send_to(&bytes, SocketAddrV4::new(dest, client_port)) {
+            Ok(_) => stats.replied += 1,
+            // The socket is non-blocking: a full send buffer loses this
+            // reply (the client retransmits), as a blocking send would
+            // have delayed it.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                tracing::debug!("DHCPv4 reply not sent: {e}");
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(stats)
 }
@@ -127,14 +197,14 @@ pub fn bind_v6(device: &str, port: u16) -> io::Result<UdpSocket> {
     s.set_only_v6(true)?;
     s.set_reuse_address(true)?;
     s.bind_device(Some(device.as_bytes()))?;
-    s.set_read_timeout(Some(POLL))?;
+    s.set_nonblocking(true)?;
     s.bind(&SocketAddr::from(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, port, 0, 0)).into())?;
     s.join_multicast_v6(&ALL_DHCP_SERVERS, index)?;
     Ok(s.into())
 }
 
-/// A receive that only ran into the poll timeout (or a signal): the loop
-/// checks `stop` and waits again.
+/// A receive that found nothing after all (the socket is non-blocking) or
+/// was interrupted: the loop waits again.
 fn is_poll_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
@@ -172,7 +242,7 @@ impl RateLimit {
     }
 }
 
-/// Answers DHCPv6 requests on `socket` until `stop` is set; each reply
+/// Answers DHCPv6 requests on `socket` until `stop` is given; each reply
 /// goes back to the sender's link-local address and port (`client_port`
 /// is only used when the sender's is 0). Same bounds as [`serve`].
 ///
@@ -182,12 +252,12 @@ pub fn serve_v6(
     socket: &UdpSocket,
     options: &ServerV6,
     client_port: u16,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> io::Result<Stats> {
     let mut stats = Stats::default();
     let mut buf = [0u8; 1536];
     let mut limit = RateLimit::default();
-    while !stop.load(Ordering::Relaxed) {
+    while stop.wait(socket)? {
         let (n, peer) = match socket.recv_from(&mut buf) {
             Ok(x) => x,
             Err(e) if is_poll_timeout(&e) => continue,

@@ -6,7 +6,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,11 +67,11 @@ fn discover_offer_request_ack_over_veth() {
         // Ports 1067/1068 so a DHCP server or client of the host can never
         // interfere even if the namespace were shared.
         let sock = server::bind("k6t-eth0", 1067).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(server::Stop::new().unwrap());
         let stop2 = stop.clone();
         let srv = std::thread::spawn(move || server::serve(&sock, &opts, 1068, &stop2));
         guest.run();
-        stop.store(true, Ordering::Relaxed);
+        stop.stop();
         let stats = srv.join().unwrap().unwrap();
         assert_eq!(stats.replied, 3, "{stats:?}");
         assert_eq!(stats.malformed, 2, "{stats:?}");

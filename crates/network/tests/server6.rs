@@ -7,7 +7,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::net::{Ipv6Addr, SocketAddrV6, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -72,11 +71,11 @@ fn solicit_advertise_request_reply_over_veth() {
         .build()
         .unwrap();
         let sock = server::bind_v6("k6t-eth0", 1547).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(server::Stop::new().unwrap());
         let stop2 = stop.clone();
         let srv = std::thread::spawn(move || server::serve_v6(&sock, &opts, 1546, &stop2));
         guest.run();
-        stop.store(true, Ordering::Relaxed);
+        stop.stop();
         let stats = srv.join().unwrap().unwrap();
         assert_eq!(stats.replied, 3, "{stats:?}");
         assert_eq!(stats.malformed, 1, "{stats:?}");

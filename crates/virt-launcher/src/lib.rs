@@ -31,6 +31,7 @@ pub mod commands;
 pub mod ctl;
 pub mod error;
 pub mod flags;
+pub mod footprint;
 pub mod handler;
 pub mod host;
 pub mod input;

@@ -89,6 +89,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
 
 fn main() -> ExitCode {
     let started = Instant::now();
+    virt_launcher::footprint::configure_allocator();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),

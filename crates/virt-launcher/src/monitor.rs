@@ -1,11 +1,14 @@
 //! Watching the QEMU process (KubeVirt `pkg/virt-launcher/monitor.go`) and
 //! turning termination signals into a graceful guest shutdown.
 
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use api::VirtualMachineInstance;
+use nix::fcntl::OFlag;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use virtwrap::supervisor::Supervisor;
@@ -14,10 +17,70 @@ use virtwrap::{DomainManager, LibvirtDomainManager, ShutdownRequest};
 use crate::error::LauncherError;
 use crate::user::RuntimeUser;
 
-/// How often the monitor looks (KubeVirt ticks every second; a tenth of
-/// that makes shutdown and crash detection prompt at negligible cost: one
-/// `stat` per tick).
-const TICK: Duration = Duration::from_millis(100);
+/// How often the monitor looks once QEMU runs: KubeVirt's monitor rate
+/// (`monitorLoop`, 1 s). What needs a prompt answer does not wait for the
+/// tick: a termination signal or SignalTargetPodCleanup writes to the
+/// monitor's wake pipe ([`wake`]) and QEMU's exit makes its pidfd readable,
+/// and the tick is cut short at the end of the grace period. The tick
+/// itself only notices a daemon the supervisor gave up on and a finished
+/// shutdown request (within a second, as in KubeVirt).
+const TICK: Duration = Duration::from_secs(1);
+
+/// How often the monitor looks for QEMU's pid file before QEMU appeared
+/// (start-up only: the domain was just started, the file comes at once).
+const PID_FILE_TICK: Duration = Duration::from_millis(100);
+
+/// The monitor's self-pipe: `(read end, write end)`, both non-blocking.
+/// Signal handlers write to it (`signal_hook::low_level::pipe`, async
+/// signal safe), as does [`signal_early_exit`]; [`watch`] sleeps on it.
+static WAKE: std::sync::OnceLock<Option<(OwnedFd, OwnedFd)>> = std::sync::OnceLock::new();
+
+fn wake_pipe() -> Option<&'static (OwnedFd, OwnedFd)> {
+    WAKE.get_or_init(|| {
+        nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)
+            .map_err(|e| tracing::warn!("no monitor wake pipe ({e}): the monitor ticks"))
+            .ok()
+    })
+    .as_ref()
+}
+
+/// The write end of the monitor's wake pipe, for the signal handlers
+/// (`signal_hook::low_level::pipe::register_raw`; it stays open for the
+/// process's life); `None` without a pipe.
+pub(crate) fn wake_writer() -> Option<RawFd> {
+    wake_pipe().map(|(_, w)| w.as_raw_fd())
+}
+
+/// Wakes the monitor now (a full pipe already will).
+fn wake() {
+    if let Some((_, w)) = wake_pipe() {
+        let _ = nix::unistd::write(w, &[1]);
+    }
+}
+
+/// Sleeps up to `timeout`, less when the wake pipe or `pidfd` (QEMU's:
+/// readable once it exited) becomes readable; empties the pipe.
+fn sleep_or_wake(pidfd: Option<&OwnedFd>, timeout: Duration) {
+    let Some((r, _)) = wake_pipe() else {
+        thread::sleep(timeout);
+        return;
+    };
+    let mut fds = vec![PollFd::new(r.as_fd(), PollFlags::POLLIN)];
+    if let Some(p) = pidfd {
+        fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
+    }
+    let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+    let _ = poll(&mut fds, PollTimeout::from(ms));
+    let mut buf = [0u8; 64];
+    while matches!(nix::unistd::read(r.as_raw_fd(), &mut buf), Ok(n) if n > 0) {}
+}
+
+/// A pidfd of QEMU (`pidfd_open`), readable once it exited; `None` when it
+/// cannot be had (already gone: the next check sees that).
+fn pidfd(pid: u32) -> Option<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+}
 
 /// The QEMU pid libvirt recorded for `vmi`'s domain, in `user`'s pid
 /// directory ([`RuntimeUser::qemu_pid_dir`]: `/var/run/libvirt/qemu/<domain>.pid`
@@ -47,6 +110,7 @@ static EARLY_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool
 /// Records SignalTargetPodCleanup's early exit signal for [`watch`].
 pub fn signal_early_exit() {
     EARLY_EXIT.store(true, Ordering::SeqCst);
+    wake();
 }
 
 fn to_pid(pid: u32) -> Pid {
@@ -114,6 +178,7 @@ fn watch_with<'s>(
     } = *w;
     let start = Instant::now();
     let mut pid = None;
+    let mut qemu_fd: Option<OwnedFd> = None;
     let mut shutdown_at: Option<Instant> = None;
     // The shutdown request waits for a memory dump to end (see above).
     let mut deferred = false;
@@ -176,6 +241,8 @@ fn watch_with<'s>(
                 pid = qemu_pid(vmi, user);
                 if let Some(p) = pid {
                     tracing::info!(pid = p, "watching QEMU");
+                    qemu_fd = pidfd(p);
+                    crate::footprint::release_startup_memory();
                 } else if start.elapsed() > qemu_timeout {
                     return Err(LauncherError::runtime(
                         "timed out waiting for the domain's QEMU process",
@@ -187,7 +254,12 @@ fn watch_with<'s>(
             Some(p) if !alive(p) => return finished(vmi, manager, shutdown_at.is_some()),
             Some(_) => {}
         }
-        thread::sleep(TICK);
+        let mut tick = if pid.is_some() { TICK } else { PID_FILE_TICK };
+        if let Some(t) = shutdown_at.filter(|_| !killed) {
+            // Wake just after the grace period ends (the check is `>`).
+            tick = tick.min(grace.saturating_sub(t.elapsed()) + Duration::from_millis(1));
+        }
+        sleep_or_wake(qemu_fd.as_ref(), tick);
     }
 }
 

@@ -20,7 +20,7 @@
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Once};
 use std::thread;
 use std::time::Duration;
@@ -144,49 +144,121 @@ pub fn start_event_loop() {
     });
 }
 
+/// How often the watcher asks whether its connection is alive even when
+/// libvirt reported no close: KubeVirt's connection watchdog period
+/// (`NewConnection(.., 10*time.Second)`). The close callback normally
+/// reports a dead daemon at once.
+pub const WATCHDOG: Duration = Duration::from_secs(10);
+
+/// The domain event watcher thread ([`watch`]); [`EventWatch::stop`] ends it.
+#[derive(Debug)]
+pub struct EventWatch {
+    stop: Arc<AtomicBool>,
+    wake: Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl EventWatch {
+    /// Ends the watch (the callbacks are deregistered, the connection
+    /// closed) and waits for the thread.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.wake.send(());
+        let _ = self.thread.join();
+    }
+}
+
 /// Keeps the domain event callbacks registered on a connection made by
-/// `connector`, re-registering after reconnections, until `stop` is set.
+/// `connector`, re-registering after reconnections, until
+/// [`EventWatch::stop`]. The thread sleeps until libvirt reports the
+/// connection closed (`virConnectRegisterCloseCallback`, called from
+/// libvirt's event loop when the daemon goes away), it is stopped, or the
+/// [`WATCHDOG`] period passed; it used to ask every 200 ms.
 ///
 /// # Errors
 /// The thread spawn error.
-pub fn watch(
-    connector: Connector,
-    tx: Sender<DomainEvent>,
-    stop: Arc<AtomicBool>,
-) -> std::io::Result<thread::JoinHandle<()>> {
+pub fn watch(connector: Connector, tx: Sender<DomainEvent>) -> std::io::Result<EventWatch> {
     start_event_loop();
-    thread::Builder::new()
-        .name("domain-events".into())
-        .spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                let conn = match connector.connect() {
-                    Ok(c) => c,
-                    Err(e) => {
-                        tracing::warn!("domain events: {e}");
-                        thread::sleep(Duration::from_secs(1));
-                        continue;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (wake, woken) = mpsc::channel::<()>();
+    let thread = {
+        let (stop, wake) = (Arc::clone(&stop), wake.clone());
+        thread::Builder::new()
+            .name("domain-events".into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let conn = match connector.connect() {
+                        Ok(c) => c,
+                        Err(e) => {
+                            tracing::warn!("domain events: {e}");
+                            let _ = woken.recv_timeout(Duration::from_secs(1));
+                            continue;
+                        }
+                    };
+                    let ids = register_all(&conn, &tx);
+                    let close = register_close(&conn, &wake);
+                    let _ = tx.send(DomainEvent::Reconnected);
+                    while !stop.load(Ordering::SeqCst) && conn.is_alive().unwrap_or(false) {
+                        let _ = woken.recv_timeout(WATCHDOG);
                     }
-                };
-                let ids = register_all(&conn, &tx);
-                let _ = tx.send(DomainEvent::Reconnected);
-                while !stop.load(Ordering::SeqCst) && conn.is_alive().unwrap_or(false) {
-                    thread::sleep(Duration::from_millis(200));
-                }
-                for id in ids {
-                    // SAFETY: `conn` is a live connection handle and `id` came
-                    // from a successful registration on it.
-                    unsafe {
-                        sys::virConnectDomainEventDeregisterAny(conn.as_ptr(), id);
+                    if close {
+                        // SAFETY: `conn` is live and `on_close` is the callback
+                        // registered on it; libvirt frees its data (`free_waker`).
+                        unsafe {
+                            sys::virConnectUnregisterCloseCallback(conn.as_ptr(), Some(on_close));
+                        }
+                    }
+                    for id in ids {
+                        // SAFETY: `conn` is a live connection handle and `id` came
+                        // from a successful registration on it.
+                        unsafe {
+                            sys::virConnectDomainEventDeregisterAny(conn.as_ptr(), id);
+                        }
+                    }
+                    let mut conn = conn;
+                    let _ = conn.close();
+                    if !stop.load(Ordering::SeqCst) {
+                        tracing::warn!("domain event connection lost; reconnecting");
+                        let _ = woken.recv_timeout(Duration::from_millis(200));
                     }
                 }
-                let mut conn = conn;
-                let _ = conn.close();
-                if !stop.load(Ordering::SeqCst) {
-                    tracing::warn!("domain event connection lost; reconnecting");
-                    thread::sleep(Duration::from_millis(200));
-                }
-            }
-        })
+            })?
+    };
+    Ok(EventWatch { stop, wake, thread })
+}
+
+/// Registers [`on_close`] with a sender of `wake`; false when libvirt
+/// refused (the watchdog period then finds a dead connection).
+fn register_close(conn: &Connect, wake: &Sender<()>) -> bool {
+    let opaque = Box::into_raw(Box::new(wake.clone())) as *mut c_void;
+    // SAFETY: `conn` is live; `opaque` is a leaked `Box<Sender<()>>` that
+    // libvirt hands to `on_close` and frees through `free_waker` once.
+    let rc = unsafe {
+        sys::virConnectRegisterCloseCallback(
+            conn.as_ptr(),
+            Some(on_close),
+            opaque,
+            Some(free_waker),
+        )
+    };
+    if rc < 0 {
+        // SAFETY: libvirt did not take `opaque`; it is still ours.
+        unsafe { free_waker(opaque) };
+        tracing::warn!(
+            "cannot register libvirt's close callback; the watchdog checks the connection"
+        );
+        return false;
+    }
+    true
+}
+
+unsafe extern "C" fn on_close(_conn: sys::virConnectPtr, _reason: c_int, opaque: *mut c_void) {
+    let wake = &*(opaque as *const Sender<()>);
+    let _ = wake.send(());
+}
+
+unsafe extern "C" fn free_waker(opaque: *mut c_void) {
+    drop(Box::from_raw(opaque as *mut Sender<()>));
 }
 
 fn domain_name(dom: sys::virDomainPtr) -> String {

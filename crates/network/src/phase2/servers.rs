@@ -1,6 +1,5 @@
 //! The DHCP servers phase 2 plans, on threads of their own.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -10,7 +9,7 @@ use crate::dhcpv6::ServerV6;
 /// Running DHCP servers; [`DhcpServers::stop`] ends them.
 #[derive(Debug)]
 pub struct DhcpServers {
-    stop: Arc<AtomicBool>,
+    stop: Arc<crate::server::Stop>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -24,7 +23,9 @@ impl DhcpServers {
         servers: Vec<(String, ServerOptions)>,
         servers6: Vec<(String, ServerV6)>,
     ) -> Result<Self, String> {
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(
+            crate::server::Stop::new().map_err(|e| format!("DHCP server stop pipe: {e}"))?,
+        );
         let mut threads = Vec::new();
         for (bridge, opts) in servers6 {
             let sock = crate::server::bind_v6(&bridge, crate::server::SERVER_PORT_V6)
@@ -66,9 +67,9 @@ impl DhcpServers {
         Ok(DhcpServers { stop, threads })
     }
 
-    /// Stops the servers and waits for them (at most one poll period).
+    /// Stops the servers and waits for them.
     pub fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.stop();
         for t in self.threads {
             let _ = t.join();
         }

@@ -5,7 +5,7 @@
 //! running.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -84,8 +84,7 @@ struct Services {
     agent: Arc<Agent>,
     grpc: Grpc,
     to_bridge: ToBridge,
-    stop_events: Arc<AtomicBool>,
-    events: JoinHandle<()>,
+    events: virtwrap::events::EventWatch,
     bridge: JoinHandle<()>,
 }
 
@@ -215,8 +214,7 @@ impl Services {
             .with_current(Some(launch.vmi.clone()))
         })?;
         tracing::info!(ms = ms(launch.started), "command socket ready");
-        let stop_events = Arc::new(AtomicBool::new(false));
-        let events = virtwrap::events::watch(connector, ev_tx, Arc::clone(&stop_events))
+        let events = virtwrap::events::watch(connector, ev_tx)
             .map_err(|e| LauncherError::runtime(format!("cannot watch domain events: {e}")))?;
         let bridge = {
             let (manager, id, notifier, agent) = (
@@ -246,7 +244,6 @@ impl Services {
             agent,
             grpc,
             to_bridge,
-            stop_events,
             events,
             bridge,
         })
@@ -292,11 +289,10 @@ impl Services {
         // The undefine event makes the bridge send the final notification;
         // give libvirt a moment to deliver it, then stop watching.
         std::thread::sleep(Duration::from_millis(200));
-        self.stop_events.store(true, Ordering::SeqCst);
+        self.events.stop();
         self.agent.poller().stop();
         self.manager.stop_credentials();
         self.to_bridge.close();
-        let _ = self.events.join();
         let _ = self.bridge.join();
         let notifier = &self.grpc.notifier;
         if !notifier.final_sent() {

@@ -33,6 +33,12 @@ pub fn install_signal_handlers() -> Result<(), LauncherError> {
     ] {
         signal_hook::flag::register_usize(sig, Arc::clone(&flag), sig as usize)
             .map_err(|e| LauncherError::runtime(format!("cannot install signal handler: {e}")))?;
+        // Then wake the monitor, which sleeps between its ticks.
+        if let Some(w) = crate::monitor::wake_writer() {
+            signal_hook::low_level::pipe::register_raw(sig, w).map_err(|e| {
+                LauncherError::runtime(format!("cannot install signal handler: {e}"))
+            })?;
+        }
     }
     Ok(())
 }
