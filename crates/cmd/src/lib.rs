@@ -23,18 +23,18 @@ pub mod vmstats;
 pub mod proto {
     /// `kubevirt.cmd.v1`: the commands.
     pub mod cmd {
-        tonic::include_proto!("kubevirt.cmd.v1");
+        include!("generated/kubevirt.cmd.v1.rs");
     }
     /// `kubevirt.cmd.info`: command protocol versions.
     pub mod cmd_info {
-        tonic::include_proto!("kubevirt.cmd.info");
+        include!("generated/kubevirt.cmd.info.rs");
     }
     /// `kubevirt.notify.v1`: the notifications.
     pub mod notify {
-        tonic::include_proto!("kubevirt.notify.v1");
+        include!("generated/kubevirt.notify.v1.rs");
     }
     /// `kubevirt.notify.info`: notify protocol versions.
     pub mod notify_info {
-        tonic::include_proto!("kubevirt.notify.info");
+        include!("generated/kubevirt.notify.info.rs");
     }
 }

@@ -45,19 +45,19 @@ pub use manager::{Callback, Manager, Timeouts, Version};
 pub mod proto {
     /// `kubevirt.hooks.info`.
     pub mod info {
-        tonic::include_proto!("kubevirt.hooks.info");
+        include!("generated/kubevirt.hooks.info.rs");
     }
     /// `kubevirt.hooks.v1alpha1`.
     pub mod v1alpha1 {
-        tonic::include_proto!("kubevirt.hooks.v1alpha1");
+        include!("generated/kubevirt.hooks.v1alpha1.rs");
     }
     /// `kubevirt.hooks.v1alpha2`.
     pub mod v1alpha2 {
-        tonic::include_proto!("kubevirt.hooks.v1alpha2");
+        include!("generated/kubevirt.hooks.v1alpha2.rs");
     }
     /// `kubevirt.hooks.v1alpha3`.
     pub mod v1alpha3 {
-        tonic::include_proto!("kubevirt.hooks.v1alpha3");
+        include!("generated/kubevirt.hooks.v1alpha3.rs");
     }
 }
 
