@@ -11,6 +11,33 @@ use super::{check, current_domain, err, rpc, Action, CtlArgs};
 use crate::error::LauncherError;
 use crate::standalone::hotplug;
 
+/// What a command that changes one named device of the stored VMI starts
+/// with: the device's name (`VERB NAME`, the positional argument), the
+/// standalone state directory of `args.socket`, the store's lock (held
+/// until the change is done: one change at a time, as virt-handler's one
+/// worker per VMI) and the stored VMI.
+///
+/// # Errors
+/// no name (input), or the state directory, lock or store cannot be had.
+pub(super) fn named_change(
+    args: &CtlArgs,
+    verb: &str,
+    what: &str,
+) -> Result<(String, std::path::PathBuf, hotplug::StoreLock, Value), LauncherError> {
+    let name = args
+        .path
+        .as_deref()
+        .and_then(std::path::Path::to_str)
+        .ok_or_else(|| {
+            LauncherError::input(format!("{verb}: give the {what}'s name: {verb} NAME"))
+        })?
+        .to_owned();
+    let state = hotplug::state_dir_of(&args.socket)?;
+    let held = hotplug::lock_store(&state)?;
+    let vmi = hotplug::read_store(&state)?;
+    Ok((name, state, held, vmi))
+}
+
 /// `addvolume` / `removevolume` (see [`crate::standalone::hotplug`]):
 /// changes the stored VMI, mounts (or, after the detach, unmounts) the
 /// image in the launcher, sends SyncVirtualMachine and checks the domain.
@@ -28,17 +55,7 @@ pub(super) async fn volume(
     } else {
         "removevolume"
     };
-    let name = args
-        .path
-        .as_deref()
-        .and_then(std::path::Path::to_str)
-        .ok_or_else(|| {
-            LauncherError::input(format!("{verb}: give the volume's name: {verb} NAME"))
-        })?
-        .to_owned();
-    let state = hotplug::state_dir_of(&args.socket)?;
-    let _held = hotplug::lock_store(&state)?;
-    let mut vmi = hotplug::read_store(&state)?;
+    let (name, state, _held, mut vmi) = named_change(args, verb, "volume")?;
     let sync = |vmi: &Value| VmiRequest {
         vmi: Some(Vmi {
             vmi_json: vmi.to_string().into_bytes(),

@@ -68,19 +68,7 @@ pub(super) async fn interface(
     } else {
         "removeinterface"
     };
-    let name = args
-        .path
-        .as_deref()
-        .and_then(std::path::Path::to_str)
-        .ok_or_else(|| {
-            LauncherError::input(format!("{verb}: give the interface's name: {verb} NAME"))
-        })?
-        .to_owned();
-    let state = hotplug::state_dir_of(&args.socket)?;
-    // One change of the stored VMI at a time, as for volumes (virt-handler's
-    // one worker per VMI).
-    let _held = hotplug::lock_store(&state)?;
-    let mut vmi = hotplug::read_store(&state)?;
+    let (name, state, _held, mut vmi) = super::hotplug::named_change(args, verb, "interface")?;
     let pid = hotplug::server_pid(&args.socket)?;
     if !add {
         nics::set_absent(&mut vmi, &name)?;

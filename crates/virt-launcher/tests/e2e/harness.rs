@@ -621,6 +621,46 @@ impl Launcher {
         )
     }
 
+    /// `sh -c script` in the guest through the guest agent (`ctl exec`,
+    /// 20 s): (exit code, stdout); panics when the call itself fails.
+    pub fn guest_sh(&self, script: &str) -> (i64, String) {
+        let (ok, out, err) = self.ctl(&[
+            "-o",
+            "json",
+            "exec",
+            "--timeout",
+            "20",
+            "--",
+            "/bin/sh",
+            "-c",
+            script,
+        ]);
+        assert!(ok, "exec {script:?}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (
+            v["exitCode"].as_i64().unwrap_or(-1),
+            v["stdOut"].as_str().unwrap_or("").to_owned(),
+        )
+    }
+
+    /// Waits up to 60 s until `script` exits 0 in the guest
+    /// ([`Launcher::guest_sh`]); its stdout. Panics naming `what`.
+    pub fn guest_sh_until(&self, what: &str, script: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let (code, out) = self.guest_sh(script);
+            if code == 0 {
+                return out;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{what}: `{script}` still exits {code}: {out}\n{}",
+                self.serial()
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
     /// `virsh -c <launcher's daemon> ARGS`: (success, stdout + stderr).
     pub fn virsh(&self, args: &[&str]) -> (bool, String) {
         let out = Command::new("virsh")

@@ -21,44 +21,6 @@ fn sparse(path: &Path, bytes: u64) {
     std::fs::File::create(path).unwrap().set_len(bytes).unwrap();
 }
 
-/// `sh -c script` in the guest through the guest agent: (exit code, stdout).
-fn guest(l: &Launcher, script: &str) -> (i64, String) {
-    let (ok, out, err) = l.ctl(&[
-        "-o",
-        "json",
-        "exec",
-        "--timeout",
-        "20",
-        "--",
-        "/bin/sh",
-        "-c",
-        script,
-    ]);
-    assert!(ok, "exec {script:?}: {err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
-    (
-        v["exitCode"].as_i64().unwrap_or(-1),
-        v["stdOut"].as_str().unwrap_or("").to_owned(),
-    )
-}
-
-/// Waits until `script` exits 0 in the guest; its stdout.
-fn guest_until(l: &Launcher, what: &str, script: &str) -> String {
-    let start = Instant::now();
-    loop {
-        let (code, out) = guest(l, script);
-        if code == 0 {
-            return out;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{what}: `{script}` still exits {code}: {out}\n{}",
-            l.serial()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
 fn disk_aliases(l: &Launcher) -> Vec<String> {
     let (ok, out, err) = l.ctl(&["-o", "json", "domain"]);
     assert!(ok, "{err}");
@@ -198,18 +160,15 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
 
     // The guest sees both, writes and reads them; the data reaches the
     // images on the host.
-    let serial = guest_until(
-        &l,
+    let serial = l.guest_sh_until(
         "the virtio disk",
         "test -b /dev/vdc && cat /sys/block/vdc/serial",
     );
     assert_eq!(serial.trim(), "HPFILE1");
     // The guest names its first scsi disk sda (the CD-ROM drive is sr0).
-    guest_until(&l, "the scsi disk", "test -b /dev/sda");
+    l.guest_sh_until("the scsi disk", "test -b /dev/sda");
     for (dev, data) in [("/dev/vdc", "FILE-DATA"), ("/dev/sda", "BLOCK-DATA")] {
-        let (code, out) = guest(
-            &l,
-            &format!("printf {data} | dd of={dev} bs=512 conv=sync,fsync 2>/dev/null && dd if={dev} bs=512 count=1 iflag=direct 2>/dev/null | head -c {}", data.len()),
+        let (code, out) = l.guest_sh(&format!("printf {data} | dd of={dev} bs=512 conv=sync,fsync 2>/dev/null && dd if={dev} bs=512 count=1 iflag=direct 2>/dev/null | head -c {}", data.len()),
         );
         assert_eq!((code, out.as_str()), (0, data), "{dev}");
     }
@@ -224,16 +183,14 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         disk_aliases(&l),
         ["containerdisk", "scratch", "cd", "hpblock"]
     );
-    guest_until(&l, "the unplugged disk gone", "! test -e /sys/block/vdc");
+    l.guest_sh_until("the unplugged disk gone", "! test -e /sys/block/vdc");
     let (_, inactive) = l.virsh(&["dumpxml", "--inactive", "e2e_hotplug"]);
     assert!(
         !inactive.contains("hpfile") && inactive.contains("hpblock"),
         "{inactive}"
     );
-    let (code, out) = guest(
-        &l,
-        "dd if=/dev/sda bs=512 count=1 iflag=direct 2>/dev/null | head -c 10",
-    );
+    let (code, out) =
+        l.guest_sh("dd if=/dev/sda bs=512 count=1 iflag=direct 2>/dev/null | head -c 10");
     assert_eq!((code, out.as_str()), (0, "BLOCK-DATA"));
     // The file is the user's again (no mount left on it).
     assert!(file.is_file());
@@ -298,7 +255,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     assert!(st.success());
     give_to_qemu_user(&iso);
     let no_medium = "! dd if=/dev/sr0 of=/dev/null bs=2048 count=1 2>/dev/null";
-    let (code, _) = guest(&l, no_medium);
+    let (code, _) = l.guest_sh(no_medium);
     assert_eq!(code, 0, "the drive starts empty");
     let (ok, out, err) = l.ctl(&["addvolume", "cd", "--image", iso.to_str().unwrap()]);
     assert!(ok, "{err}\n{}", l.log());
@@ -308,15 +265,14 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         xml.contains("<source file='/var/run/kubevirt/hotplug-disks/cd.img'"),
         "{xml}"
     );
-    let read = guest_until(
-        &l,
+    let read = l.guest_sh_until(
         "the inserted ISO",
         "mount -o ro -t iso9660 /dev/sr0 /mnt && cat /mnt/hello.txt; r=$?; umount /mnt; exit $r",
     );
     assert_eq!(read, "CDROM-DATA");
     let (ok, _, err) = l.ctl(&["removevolume", "cd"]);
     assert!(ok, "{err}\n{}", l.log());
-    guest_until(&l, "the ejected medium gone", no_medium);
+    l.guest_sh_until("the ejected medium gone", no_medium);
     let (_, inactive) = l.virsh(&["dumpxml", "--inactive", "e2e_hotplug"]);
     for x in [l.domain_xml(), inactive] {
         assert!(!x.contains("cd.img") && x.contains("device='cdrom'"), "{x}");
@@ -333,8 +289,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         !ok && err.contains("the VMI has no interface \"nic9\""),
         "{err}"
     );
-    guest_until(
-        &l,
+    l.guest_sh_until(
         "the carrier",
         "test \"$(cat /sys/class/net/eth0/carrier)\" = 1",
     );
@@ -343,8 +298,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         assert!(ok, "link {state}: {err}\n{}", l.log());
         let xml = l.domain_xml();
         assert!(xml.contains(&format!("<link state='{state}'/>")), "{xml}");
-        guest_until(
-            &l,
+        l.guest_sh_until(
             &format!("carrier {carrier}"),
             &format!("test \"$(cat /sys/class/net/eth0/carrier)\" = {carrier}"),
         );
@@ -354,7 +308,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     // under LiveUpdate); the guest onlines what is plugged (its udev-like
     // loop) and ejects what is unplugged.
     let online = |l: &Launcher| {
-        guest(l, "cat /sys/devices/system/cpu/online")
+        l.guest_sh("cat /sys/devices/system/cpu/online")
             .1
             .trim()
             .to_owned()
@@ -371,8 +325,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     for (sockets, want) in [("3", "0-2"), ("2", "0-1")] {
         let (ok, _, err) = l.ctl(&["cpus", sockets]);
         assert!(ok, "cpus {sockets}: {err}\n{}", l.log());
-        guest_until(
-            &l,
+        l.guest_sh_until(
             &format!("{want} online"),
             &format!("test \"$(cat /sys/devices/system/cpu/online)\" = {want}"),
         );
@@ -387,10 +340,7 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
     // Memory: 1 Gi → 2 Gi through virtio-mem (maxGuest 4Gi); refusals
     // first, in virt-controller's words, the guest untouched.
     let mem_total = |l: &Launcher| -> u64 {
-        let (_, out) = guest(
-            l,
-            "sed -n 's/^MemTotal: *\\([0-9]*\\) kB$/\\1/p' /proc/meminfo",
-        );
+        let (_, out) = l.guest_sh("sed -n 's/^MemTotal: *\\([0-9]*\\) kB$/\\1/p' /proc/meminfo");
         out.trim()
             .parse()
             .unwrap_or_else(|_| panic!("MemTotal: {out:?}"))
@@ -492,8 +442,7 @@ fn dedicated_vcpus_are_pinned_again_after_a_hot_plug() {
 
     let (ok, _, err) = l.ctl(&["cpus", "2"]);
     assert!(ok, "cpus 2: {err}\n{}", l.log());
-    guest_until(
-        &l,
+    l.guest_sh_until(
         "two vCPUs online",
         "test \"$(cat /sys/devices/system/cpu/online)\" = 0-1",
     );
@@ -520,7 +469,7 @@ fn dedicated_vcpus_are_pinned_again_after_a_hot_plug() {
             "{err}"
         );
         assert!(l.domstate().starts_with("running"), "{}", l.log());
-        guest_until(&l, "the guest answers", "true");
+        l.guest_sh_until("the guest answers", "true");
     }
     l.stop(Duration::from_secs(90));
 }

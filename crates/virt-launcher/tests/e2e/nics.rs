@@ -8,49 +8,9 @@
 //! guest and the domain, its DHCP server stopped; plugged again (phase 2
 //! afresh). Refusals in KubeVirt's words leave the guest untouched.
 
-use std::time::{Duration, Instant};
-
 use serde_json::Value;
 
 use crate::harness::{guest_vmi, Launcher, Opts, BOOT_TIMEOUT};
-
-/// `sh -c script` in the guest through the guest agent: (exit code, stdout).
-fn guest(l: &Launcher, script: &str) -> (i64, String) {
-    let (ok, out, err) = l.ctl(&[
-        "-o",
-        "json",
-        "exec",
-        "--timeout",
-        "20",
-        "--",
-        "/bin/sh",
-        "-c",
-        script,
-    ]);
-    assert!(ok, "exec {script:?}: {err}");
-    let v: Value = serde_json::from_str(&out).unwrap();
-    (
-        v["exitCode"].as_i64().unwrap_or(-1),
-        v["stdOut"].as_str().unwrap_or("").to_owned(),
-    )
-}
-
-/// Waits until `script` exits 0 in the guest; its stdout.
-fn guest_until(l: &Launcher, what: &str, script: &str) -> String {
-    let start = Instant::now();
-    loop {
-        let (code, out) = guest(l, script);
-        if code == 0 {
-            return out;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{what}: `{script}` still exits {code}: {out}\n{}",
-            l.serial()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
 
 /// The aliases of the domain's interfaces (api.Domain JSON).
 fn interface_aliases(l: &Launcher) -> Vec<String> {
@@ -162,8 +122,7 @@ fn bridge_nic_hot_plugged_into_a_running_guest_gets_its_lease_and_is_unplugged()
             .unwrap()
             .saturating_sub(900)..];
         assert!(blue.contains(&format!("<link state='{state}'/>")), "{xml}");
-        guest_until(
-            &l,
+        l.guest_sh_until(
             &format!("carrier {state}"),
             &format!("test \"$(cat /sys/class/net/eth1/carrier)\" = {carrier}"),
         );
@@ -178,7 +137,7 @@ fn bridge_nic_hot_plugged_into_a_running_guest_gets_its_lease_and_is_unplugged()
     let inactive = l.virsh(&["dumpxml", "--inactive", &l.domain]).1;
     assert!(!inactive.contains("ua-blue"), "{inactive}");
     l.wait_serial("GUEST-NIC-REMOVED eth1", 1, BOOT_TIMEOUT);
-    guest_until(&l, "eth1 gone", "test ! -e /sys/class/net/eth1");
+    l.guest_sh_until("eth1 gone", "test ! -e /sys/class/net/eth1");
     assert!(l.log().contains("DHCPv4 server stopped"), "{}", l.log());
 
     // Plugged again: phase 2 afresh, a new lease on the new NIC.
@@ -188,7 +147,7 @@ fn bridge_nic_hot_plugged_into_a_running_guest_gets_its_lease_and_is_unplugged()
     let lease = last_fields(&serial, "GUEST-DHCP");
     assert_eq!(lease["ip"], "10.245.1.5/24", "{serial}");
     // The guest's first NIC kept its address all along.
-    let (code, eth0) = guest(&l, "ip -4 -o addr show dev eth0");
+    let (code, eth0) = l.guest_sh("ip -4 -o addr show dev eth0");
     assert!(code == 0 && eth0.contains("10.244.0.5/24"), "{eth0}");
     l.stop_and_check(BOOT_TIMEOUT);
 }
