@@ -1,6 +1,8 @@
 //! `ctl migrate`: virt-handler's side of a migration between two launchers.
 
 use cmd::proto::cmd::{EmptyRequest, Vmi, VmiRequest};
+use std::path::Path;
+
 use serde_json::{json, Value};
 
 use super::{check, err, rpc, CtlArgs};
@@ -60,6 +62,7 @@ pub(super) async fn migrate(
                 ),
             ));
         }
+        refuse_hot_plugged(&args.socket, target)?;
         let t = target_channel.insert(
             cmd::client::Client::connect_with_timeout(target, super::request_timeout(args))
                 .await
@@ -131,6 +134,66 @@ pub(super) async fn migrate(
     }
 }
 
+/// Refuses a migration whose source VMI (the stand-in's stored copy) has
+/// volumes or networks the target launcher's stored VMI lacks: devices
+/// hot-plugged after the target was started. In a cluster the target pod
+/// is made from the VMI as it is then (Multus makes the hot-plugged
+/// networks' pod links, virt-handler mounts the hot-plugged volumes on
+/// the target node); the stand-in does not play that yet, and libvirt
+/// would fail half-way (`target managed='no' but specified dev doesn't
+/// exist` for a NIC, `Migration without shared storage is unsafe` for a
+/// disk). Launchers without a stored VMI (pod mode) are not checked.
+///
+/// # Errors
+/// Input error naming `--target-socket` and each missing device.
+fn refuse_hot_plugged(source: &Path, target: &Path) -> Result<(), LauncherError> {
+    use crate::standalone::hotplug::{read_store, state_dir_of, STORE};
+    let stored = |socket: &Path| -> Result<Option<Value>, LauncherError> {
+        let state = state_dir_of(socket)?;
+        if !state.join(STORE).exists() {
+            return Ok(None);
+        }
+        read_store(&state).map(Some)
+    };
+    let (Some(s), Some(t)) = (stored(source)?, stored(target)?) else {
+        return Ok(());
+    };
+    let missing = not_on_target(&s, &t);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(LauncherError::input_at(
+        "--target-socket",
+        format!(
+            "the source VMI has {} that the target launcher was not started with (hot-plugged after its start): carrying hot-plugged devices to the target is not built; unplug them first (ctl removevolume, ctl removeinterface)",
+            missing.join(", ")
+        ),
+    ))
+}
+
+/// The volumes and networks of `source` (a VMI) that `target` lacks, by
+/// name (`volume "x"`, `network "y"`).
+fn not_on_target(source: &Value, target: &Value) -> Vec<String> {
+    let names = |v: &Value, list: &str| -> Vec<String> {
+        v["spec"][list]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter_map(|x| x["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let mut missing = Vec::new();
+    for (list, what) in [("volumes", "volume"), ("networks", "network")] {
+        let there = names(target, list);
+        for n in names(source, list) {
+            if !there.contains(&n) {
+                missing.push(format!("{what} {:?}", api::text::cut(&n, 64)));
+            }
+        }
+    }
+    missing
+}
+
 /// Whether `a` and `b` name the same file (device and inode: also through
 /// links and bind mounts).
 fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
@@ -143,7 +206,32 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::same_file;
+    use super::{not_on_target, same_file};
+    use serde_json::json;
+
+    #[test]
+    fn hot_plugged_volumes_and_networks_are_named() {
+        let target = json!({"spec": {
+            "volumes": [{"name": "containerdisk"}],
+            "networks": [{"name": "default"}],
+        }});
+        let mut source = target.clone();
+        assert!(not_on_target(&source, &target).is_empty());
+        source["spec"]["volumes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "v1"}));
+        source["spec"]["networks"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "blue"}));
+        assert_eq!(
+            not_on_target(&source, &target),
+            ["volume \"v1\"", "network \"blue\""]
+        );
+        // What only the target has does not stop a migration.
+        assert!(not_on_target(&target, &source).is_empty());
+    }
 
     #[test]
     fn the_same_socket_through_a_link_is_the_same_file() {

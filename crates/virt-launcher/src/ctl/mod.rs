@@ -91,8 +91,9 @@ pub enum Action {
     /// (SyncVirtualMachine, as virt-handler sends it after a LiveUpdate of
     /// the VM's interface state).
     Link,
-    /// Standalone `run --setup-pod-network` only: `addinterface NAME
-    /// --network-name [NS/]NAD`, a bridge interface on a secondary (Multus)
+    /// Standalone `run` with a played pod network only (`--setup-pod-network`,
+    /// or KubeVirt's default interface): `addinterface NAME --network-name
+    /// [NS/]NAD`, a bridge interface on a secondary (Multus)
     /// network hot-plugged into the running VM: the VM's LiveUpdate as
     /// virt-api and virt-controller hand it on, the pod link Multus and
     /// virt-handler's phase 1 would make, then SyncVirtualMachine; prints
@@ -105,7 +106,9 @@ pub enum Action {
     /// with `run --migration-target`), through `virt-launcher
     /// migration-proxy`: SyncMigrationTarget there, then
     /// MigrateVirtualMachine here, as virt-handler does (`--wait SECONDS`
-    /// waits for the end and prints the migration record).
+    /// waits for the end and prints the migration record). Volumes and
+    /// interfaces hot-plugged after the target started are refused: unplug
+    /// them first.
     Migrate,
     /// Cancel the running migration (CancelVirtualMachineMigration).
     MigrateCancel,

@@ -6,6 +6,9 @@
 //! - A symbolic link is refused, not followed: the file reached must be
 //!   the one named (a link may be swapped for another target between the
 //!   check and the mount).
+//! - A file on a file system of kernel interfaces (procfs, sysfs, cgroup,
+//!   debugfs, securityfs: `/proc/self/mem`, `/sys/...`) is refused: those
+//!   are no images.
 //! - A block device the host uses (a mounted file system, a device held by
 //!   md/dm: the kernel gives such a device to one opener, and `O_EXCL`
 //!   fails with `EBUSY`) is refused: never the host's own disk.
@@ -33,7 +36,8 @@ pub enum GivenKind {
 ///
 /// # Errors
 /// Input error naming `field` (the caller's label, with the path where it
-/// wants it): it cannot be opened, is a link, a block
+/// wants it): it cannot be opened, is on a file system of kernel
+/// interfaces, is a link, a block
 /// device the host uses, or another kind of file.
 pub fn open(field: &str, path: &Path, dir_ok: bool) -> Result<(File, GivenKind), LauncherError> {
     let bad = |m: String| LauncherError::input_at(field, m);
@@ -42,6 +46,12 @@ pub fn open(field: &str, path: &Path, dir_ok: bool) -> Result<(File, GivenKind),
         .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| bad(e.to_string()))?;
+    let fs = nix::sys::statfs::fstatfs(&file).map_err(|e| bad(e.to_string()))?;
+    if let Some(kind) = virtwrap::memory_dump::kernel_interface_fs(&fs) {
+        return Err(bad(format!(
+            "is on {kind}, a kernel interface, not an image (refused)"
+        )));
+    }
     let ft = file.metadata().map_err(|e| bad(e.to_string()))?.file_type();
     let kind = if ft.is_symlink() {
         return Err(bad(
@@ -89,6 +99,15 @@ mod tests {
         std::os::unix::fs::symlink(&f, &l).unwrap();
         assert_eq!(open("--image", &f, false).unwrap().1, GivenKind::File);
         assert_eq!(open("--pvc a", dir.path(), true).unwrap().1, GivenKind::Dir);
+        for (p, kind) in [("/proc/self/mem", "procfs"), ("/sys/kernel", "sysfs")] {
+            let e = open("--image", Path::new(p), false)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("--image: is on {kind}, a kernel interface")),
+                "{e}"
+            );
+        }
         for dir_ok in [false, true] {
             let e = open("--x", &l, dir_ok).unwrap_err().to_string();
             assert!(

@@ -105,17 +105,21 @@ pub fn add_interface(
             "CNI delegating plugin must have a networkName",
         ));
     }
-    // A NetworkAttachmentDefinition reference: `[namespace/]name`, a
-    // DNS-1123 label and subdomain (63 + 1 + 253 characters).
-    if network_name.len() > 317
-        || !network_name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-./".contains(&b))
+    // A NetworkAttachmentDefinition reference, `[namespace/]name`: Multus
+    // looks the object up by it, so the namespace is a DNS-1123 label and
+    // the name a DNS-1123 subdomain (Kubernetes' object names).
+    let (ns, nad) = match network_name.split_once('/') {
+        Some((ns, nad)) => (Some(ns), nad),
+        None => (None, network_name),
+    };
+    if let Err(why) = ns
+        .map_or(Ok(()), api::names::dns1123_label)
+        .and_then(|()| api::names::dns1123_subdomain(nad))
     {
         return Err(LauncherError::input_at(
             format!("spec.networks[{}].multus.networkName", nets.len()),
             format!(
-                "{:?} is not a NetworkAttachmentDefinition reference ([namespace/]name)",
+                "{:?} is not a NetworkAttachmentDefinition reference ([namespace/]name): {why}",
                 api::text::cut(network_name, 80)
             ),
         ));
@@ -454,6 +458,16 @@ mod tests {
             .contains("Network interface name can only contain alphabetical characters"));
         assert!(e(add_interface(&mut w, "b", Some("x"), "sriov")).contains(".sriov: "));
         assert!(e(add_interface(&mut w, "b", Some("x"), "tap")).contains("--binding"));
+        // Not `[namespace/]name` of Kubernetes object names.
+        for bad in ["a/b/c", "../../etc", "/x", "ns/", "-x", "Blue", "ns/.x"] {
+            assert!(
+                e(add_interface(&mut w, "b", Some(bad), "bridge")).contains(&format!(
+                    "spec.networks[1].multus.networkName: {bad:?} is not a NetworkAttachmentDefinition reference"
+                )),
+                "{bad}"
+            );
+        }
+        add_interface(&mut vmi(), "b", Some("blue.net"), "bridge").unwrap();
         // Nothing changed by a refusal.
         assert_eq!(w, vmi());
     }

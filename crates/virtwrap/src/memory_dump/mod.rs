@@ -39,7 +39,10 @@ mod private_dir;
 #[cfg(test)]
 mod tests;
 
-pub use path::{check_dump_path, remove_previous_dumps, remove_stale_tmp_dirs, DUMP_NAME_MARK};
+pub use path::{
+    check_dump_path, kernel_interface_fs, remove_previous_dumps, remove_stale_tmp_dirs,
+    DUMP_NAME_MARK,
+};
 pub use private_dir::TMP_DIR_PREFIX;
 
 use std::path::{Path, PathBuf};

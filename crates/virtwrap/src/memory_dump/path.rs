@@ -28,6 +28,18 @@ const PSEUDO_FILE_SYSTEMS: [(statfs::FsType, &str); 6] = [
     (statfs::SECURITYFS_MAGIC, "securityfs"),
 ];
 
+/// The name of `fs` when it is a file system of kernel interfaces
+/// (procfs, sysfs, cgroup, debugfs, securityfs), whose files are no
+/// storage: no dump goes there, and no image is taken from there.
+#[must_use]
+pub fn kernel_interface_fs(fs: &statfs::Statfs) -> Option<&'static str> {
+    let t = fs.filesystem_type();
+    PSEUDO_FILE_SYSTEMS
+        .iter()
+        .find(|(m, _)| *m == t)
+        .map(|(_, kind)| *kind)
+}
+
 /// Checks `dumpPath` of a MemoryDumpRequest and returns it as a path.
 ///
 /// Accepted: an absolute path without `..` components, NUL bytes or a
@@ -97,8 +109,7 @@ pub fn check_dump_path(dump_path: &str, hotplug_dir: Option<&Path>) -> Result<Pa
     }
     match statfs::statfs(dir) {
         Ok(fs) => {
-            let t = fs.filesystem_type();
-            if let Some((_, kind)) = PSEUDO_FILE_SYSTEMS.iter().find(|(m, _)| *m == t) {
+            if let Some(kind) = kernel_interface_fs(&fs) {
                 return bad(&format!(
                     "is in {}, on {kind}, a kernel interface (refused)",
                     dir.display()
