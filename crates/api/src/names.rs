@@ -36,22 +36,39 @@ fn label_chars(s: &str) -> bool {
     !b.is_empty() && b.iter().all(|c| label_byte(*c)) && b[0] != b'-' && b[b.len() - 1] != b'-'
 }
 
+/// Why a name is not a DNS-1123 label or subdomain: the rule broken, to
+/// follow the quoted value in a field error (`"My_VM" must be a DNS-1123
+/// subdomain: ...`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// A label of 0 or more than [`MAX_LABEL_LEN`] characters (the length).
+    #[error("must be 1-{MAX_LABEL_LEN} characters (a DNS-1123 label), not {0}")]
+    LabelLength(usize),
+    /// A label with a character or an end it may not have.
+    #[error("must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending alphanumeric")]
+    LabelSyntax,
+    /// A subdomain of 0 or more than [`MAX_SUBDOMAIN_LEN`] characters (the
+    /// length).
+    #[error("must be 1-{MAX_SUBDOMAIN_LEN} characters (a DNS-1123 subdomain), not {0}")]
+    SubdomainLength(usize),
+    /// A subdomain with a character or a part it may not have.
+    #[error("must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each dot-separated part starting and ending alphanumeric")]
+    SubdomainSyntax,
+}
+
 /// Checks a DNS-1123 label (Kubernetes' `IsDNS1123Label`): 1 to 63
 /// lower-case letters, digits and `-`, starting and ending alphanumeric.
 ///
 /// # Errors
-/// The rule broken, to follow the value in a field error.
-pub fn dns1123_label(s: &str) -> Result<(), String> {
+/// [`NameError::LabelLength`] or [`NameError::LabelSyntax`].
+pub fn dns1123_label(s: &str) -> Result<(), NameError> {
     if s.is_empty() || s.len() > MAX_LABEL_LEN {
-        return Err(format!(
-            "must be 1-{MAX_LABEL_LEN} characters (a DNS-1123 label), not {}",
-            s.len()
-        ));
+        return Err(NameError::LabelLength(s.len()));
     }
     if label_chars(s) {
         Ok(())
     } else {
-        Err("must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending alphanumeric".into())
+        Err(NameError::LabelSyntax)
     }
 }
 
@@ -61,18 +78,15 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
 /// their own.
 ///
 /// # Errors
-/// The rule broken, to follow the value in a field error.
-pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
+/// [`NameError::SubdomainLength`] or [`NameError::SubdomainSyntax`].
+pub fn dns1123_subdomain(s: &str) -> Result<(), NameError> {
     if s.is_empty() || s.len() > MAX_SUBDOMAIN_LEN {
-        return Err(format!(
-            "must be 1-{MAX_SUBDOMAIN_LEN} characters (a DNS-1123 subdomain), not {}",
-            s.len()
-        ));
+        return Err(NameError::SubdomainLength(s.len()));
     }
     if s.split('.').all(label_chars) {
         Ok(())
     } else {
-        Err("must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each dot-separated part starting and ending alphanumeric".into())
+        Err(NameError::SubdomainSyntax)
     }
 }
 
@@ -275,8 +289,13 @@ mod tests {
         assert_eq!(dns1123_subdomain(&long), Ok(()));
         assert_eq!(dns1123_subdomain(&format!("{long}.b.c")), Ok(()));
         assert_eq!(dns1123_subdomain(&"a".repeat(253)), Ok(()));
+        assert_eq!(
+            dns1123_subdomain(&"a".repeat(254)),
+            Err(NameError::SubdomainLength(254))
+        );
         assert!(dns1123_subdomain(&"a".repeat(254))
             .unwrap_err()
+            .to_string()
             .contains("1-253 characters"));
         for bad in [
             "", "-a", "a-", "a..b", ".a", "a.", "A", "a_b", "a/b", "a.-b",
@@ -291,9 +310,15 @@ mod tests {
     #[test]
     fn labels_are_capped_at_63() {
         assert_eq!(dns1123_label(&"a".repeat(63)), Ok(()));
+        assert_eq!(
+            dns1123_label(&"a".repeat(64)),
+            Err(NameError::LabelLength(64))
+        );
         assert!(dns1123_label(&"a".repeat(64))
             .unwrap_err()
+            .to_string()
             .contains("1-63 characters"));
+        assert_eq!(dns1123_label("a_b"), Err(NameError::LabelSyntax));
         for bad in ["", "a.b", "-a", "a-", "Ab", "a_b"] {
             assert!(dns1123_label(bad).is_err(), "{bad:?}");
         }

@@ -33,7 +33,7 @@ pub fn identity(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
     } else if let Err(m) = dns1123_subdomain(&meta.name) {
         // A name too long is not repeated: the count says enough.
         let msg = if meta.name.len() > MAX_SUBDOMAIN_LEN {
-            m
+            m.to_string()
         } else {
             format!("{:?} {m}", meta.name)
         };

@@ -362,7 +362,7 @@ fn one(
     let mac = match &iface.mac_address {
         Some(text) => Some(format_mac(
             &parse_guest_mac(text, iface.masquerade.is_some())
-                .map_err(|e| ConvertError::invalid(format!("{path}.macAddress"), e))?,
+                .map_err(|e| ConvertError::invalid(format!("{path}.macAddress"), e.to_string()))?,
         )),
         None => host.and_then(|h| h.mac.clone()),
     };

@@ -158,7 +158,7 @@ pub fn interface(
                 .map(|m| Mac {
                     address: api::mac::format_mac(&m),
                 })
-                .map_err(|e| ConvertError::invalid(format!("{path}.macAddress"), e))
+                .map_err(|e| ConvertError::invalid(format!("{path}.macAddress"), e.to_string()))
         })
         .transpose()?;
     let address = iface

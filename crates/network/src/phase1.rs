@@ -49,6 +49,9 @@ use ipnet::{Ipv4Net, Ipv6Net};
 
 use crate::plan::{MasqueradePlan, MasqueradePlanV6};
 
+mod error;
+pub use error::Phase1Error;
+
 /// The address the stand-in primary pod link gets.
 pub const POD_IP: &str = "10.244.0.5/24";
 /// [`POD_IP`] without its prefix.
@@ -156,15 +159,23 @@ impl NodeNamespace {
     ///
     /// # Errors
     /// The `unshare` or `open` error (without `CAP_SYS_ADMIN`: EPERM).
-    pub fn new() -> Result<Self, String> {
-        let ns = std::thread::spawn(|| -> Result<File, String> {
-            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
-                .map_err(|e| format!("node network namespace: {e}"))?;
-            File::open("/proc/thread-self/ns/net")
-                .map_err(|e| format!("/proc/thread-self/ns/net: {e}"))
+    pub fn new() -> Result<Self, Phase1Error> {
+        let ns = std::thread::spawn(|| -> Result<File, Phase1Error> {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).map_err(|source| {
+                Phase1Error::Sys {
+                    what: "node network namespace".into(),
+                    source,
+                }
+            })?;
+            File::open("/proc/thread-self/ns/net").map_err(|source| Phase1Error::File {
+                path: "/proc/thread-self/ns/net".into(),
+                source,
+            })
         })
         .join()
-        .map_err(|_| "node network namespace: thread panicked".to_owned())??;
+        .map_err(|_| Phase1Error::Panicked {
+            what: "node network namespace",
+        })??;
         let node = NodeNamespace { ns };
         node.run(|| ip(&["link", "set", "lo", "up"]))?;
         Ok(node)
@@ -181,48 +192,50 @@ impl NodeNamespace {
     ///
     /// # Errors
     /// `f`'s error, or the `setns` error.
-    pub fn run<T: Send>(&self, f: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    pub fn run<T: Send>(
+        &self,
+        f: impl FnOnce() -> Result<T, Phase1Error> + Send,
+    ) -> Result<T, Phase1Error> {
         std::thread::scope(|s| {
             s.spawn(|| {
-                nix::sched::setns(&self.ns, nix::sched::CloneFlags::CLONE_NEWNET)
-                    .map_err(|e| format!("entering the node network namespace: {e}"))?;
+                nix::sched::setns(&self.ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(
+                    |source| Phase1Error::Sys {
+                        what: "entering the node network namespace".into(),
+                        source,
+                    },
+                )?;
                 f()
             })
             .join()
-            .map_err(|_| "node network namespace: thread panicked".to_owned())?
+            .map_err(|_| Phase1Error::Panicked {
+                what: "node network namespace",
+            })?
         })
     }
 }
 
-fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<(), String> {
+fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<(), Phase1Error> {
     let mut cmd = Command::new(program);
     cmd.args(args);
     let res = match stdin {
         Some(text) => process::run_with_input(cmd, text.as_bytes(), COMMAND_TIMEOUT, 1 << 20),
         None => process::run(cmd, COMMAND_TIMEOUT, 1 << 20),
     };
-    match res {
-        Ok(_) => Ok(()),
-        Err(process::RunError::Spawn { source, .. }) => Err(format!(
-            "{program}: {source} (install iproute2 and nftables)"
-        )),
-        Err(process::RunError::Failed { stderr, .. }) => Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            stderr.split_whitespace().collect::<Vec<_>>().join(" ")
-        )),
-        Err(e) => Err(e.to_string()),
-    }
+    res.map(|_| ())
+        .map_err(|e| Phase1Error::from_run(program, args, e))
 }
 
 /// How long one `ip` or `nft` call may take.
 const COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-fn write_sysctl(path: &str, value: &str) -> Result<(), String> {
-    std::fs::write(path, value).map_err(|e| format!("{path}: {e}"))
+fn write_sysctl(path: &str, value: &str) -> Result<(), Phase1Error> {
+    std::fs::write(path, value).map_err(|source| Phase1Error::File {
+        path: path.to_owned(),
+        source,
+    })
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
+fn ip(args: &[&str]) -> Result<(), Phase1Error> {
     run("ip", args, None)
 }
 
@@ -231,7 +244,7 @@ fn ip(args: &[&str]) -> Result<(), String> {
 ///
 /// # Errors
 /// The command's message.
-pub fn ip_link_up(link: &str) -> Result<(), String> {
+pub fn ip_link_up(link: &str) -> Result<(), Phase1Error> {
     ip(&["link", "set", link, "up"])
 }
 
@@ -248,7 +261,7 @@ pub fn add_pod_link(
     peer: &str,
     addrs: &PodAddrs,
     node: Option<&NodeNamespace>,
-) -> Result<(), String> {
+) -> Result<(), Phase1Error> {
     add_pod_link_for(std::process::id(), name, peer, addrs, node)
 }
 
@@ -265,7 +278,7 @@ pub fn add_pod_link_for(
     peer: &str,
     addrs: &PodAddrs,
     node: Option<&NodeNamespace>,
-) -> Result<(), String> {
+) -> Result<(), Phase1Error> {
     let mtu = POD_MTU.to_string();
     let mac = api::mac::format_mac(&addrs.mac);
     match node {
@@ -328,7 +341,7 @@ pub fn setup_masquerade(
     ports: &[converter::interfaces::Port],
     multi_queue: bool,
     tap_owner: Option<u32>,
-) -> Result<(), String> {
+) -> Result<(), Phase1Error> {
     let gw = format!("{}/{}", plan.gateway, plan.network.prefix_len());
     let gw6 = format!("{}/{}", plan6.gateway, plan6.network.prefix_len());
     let mtu = POD_MTU.to_string();
@@ -414,15 +427,14 @@ pub fn setup_bridge(
     addrs: &PodAddrs,
     multi_queue: bool,
     tap_owner: Option<u32>,
-) -> Result<crate::cache::DhcpConfigCache, String> {
+) -> Result<crate::cache::DhcpConfigCache, Phase1Error> {
     use crate::cache::{DhcpConfigCache, GoIpNet, GoRoute};
     use base64::Engine;
     let mtu = POD_MTU.to_string();
     let nic = bridged_nic_name(pod_iface);
     let bridge = converter::interfaces::bridge_name(pod_iface);
     let tap = converter::interfaces::tap_name(pod_iface);
-    let fake = bridge_fake_ip(index)
-        .ok_or_else(|| format!("interface index {index}: no fake bridge address for it"))?;
+    let fake = bridge_fake_ip(index).ok_or(Phase1Error::NoFakeAddress { index })?;
     // The takeover: the link keeps carrying frames, its addresses go to
     // the dummy below.
     ip(&["link", "set", pod_iface, "down"])?;
@@ -509,7 +521,7 @@ pub fn setup_bridge(
 ///
 /// # Errors
 /// The failing command and its message.
-pub fn remove_bridge(pod_iface: &str) -> Result<(), String> {
+pub fn remove_bridge(pod_iface: &str) -> Result<(), Phase1Error> {
     for link in [
         pod_iface.to_owned(),
         converter::interfaces::tap_name(pod_iface),
@@ -544,11 +556,14 @@ pub struct PodLink {
 ///
 /// # Errors
 /// Any failure other than "no such device".
-pub fn link_exists(name: &str) -> Result<bool, String> {
+pub fn link_exists(name: &str) -> Result<bool, Phase1Error> {
     match nix::net::if_::if_nametoindex(name) {
         Ok(_) => Ok(true),
         Err(nix::errno::Errno::ENODEV) => Ok(false),
-        Err(e) => Err(format!("looking up link {name}: {e}")),
+        Err(source) => Err(Phase1Error::Sys {
+            what: format!("looking up link {name}"),
+            source,
+        }),
     }
 }
 
@@ -558,14 +573,11 @@ pub fn link_exists(name: &str) -> Result<bool, String> {
 ///
 /// # Errors
 /// The command's error, or output without a MAC/MTU.
-pub fn pod_link(link: &str) -> Result<PodLink, String> {
+pub fn pod_link(link: &str) -> Result<PodLink, Phase1Error> {
     let mut cmd = Command::new("ip");
     cmd.args(["-j", "addr", "show", "dev", link]);
-    let out = process::run(cmd, COMMAND_TIMEOUT, 1 << 20).map_err(|e| match e {
-        process::RunError::Spawn { source, .. } => format!("ip: {source} (install iproute2)"),
-        process::RunError::Failed { stderr, .. } => format!("ip addr show {link}: {stderr}"),
-        other => other.to_string(),
-    })?;
+    let out = process::run(cmd, COMMAND_TIMEOUT, 1 << 20)
+        .map_err(|e| Phase1Error::from_run("ip", &["-j", "addr", "show", "dev", link], e))?;
     parse_ip_addr_json(link, &out.stdout)
 }
 
@@ -573,16 +585,20 @@ pub fn pod_link(link: &str) -> Result<PodLink, String> {
 ///
 /// # Errors
 /// Output that is not JSON or lacks the MAC or MTU.
-pub fn parse_ip_addr_json(link: &str, json: &[u8]) -> Result<PodLink, String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(json).map_err(|e| format!("ip -j addr show {link}: {e}"))?;
+pub fn parse_ip_addr_json(link: &str, json: &[u8]) -> Result<PodLink, Phase1Error> {
+    let info = |reason: String| Phase1Error::LinkInfo {
+        link: link.to_owned(),
+        reason,
+    };
+    let v: serde_json::Value = serde_json::from_slice(json)
+        .map_err(|e| info(format!("`ip -j addr show` is no JSON: {e}")))?;
     let l = &v[0];
     let mac = api::mac::parse_mac(l["address"].as_str().unwrap_or_default())
-        .map_err(|e| format!("{link}: {e}"))?;
+        .map_err(|e| info(e.to_string()))?;
     let mtu = l["mtu"]
         .as_u64()
         .and_then(|m| u16::try_from(m).ok())
-        .ok_or_else(|| format!("{link}: no MTU in `ip -j addr show`"))?;
+        .ok_or_else(|| info("no MTU in `ip -j addr show`".into()))?;
     let global = |family: &str| {
         l["addr_info"].as_array().is_some_and(|a| {
             a.iter()

@@ -168,6 +168,14 @@ impl From<StorageError> for LauncherError {
     }
 }
 
+impl From<network::phase1::Phase1Error> for LauncherError {
+    /// A pod link, bridge, tap or rule that could not be made or removed:
+    /// the host's failure (the input was checked before phase 1 runs).
+    fn from(e: network::phase1::Phase1Error) -> Self {
+        LauncherError::runtime(e.to_string())
+    }
+}
+
 impl From<IsolationError> for LauncherError {
     fn from(e: IsolationError) -> Self {
         match e {

@@ -43,6 +43,9 @@ pub enum PodSource<'a> {
         /// The VMI got KubeVirt's default interface for naming no network:
         /// its pod network is played without `--setup-pod-network`.
         default_interface: bool,
+        /// `--network-info`, read and checked once before anything starts
+        /// ([`crate::standalone::network::read_network_info`]).
+        network_info: Option<&'a network::sriov::NetworkInfoPci>,
     },
 }
 
@@ -59,8 +62,8 @@ impl PodSource<'_> {
     pub fn sriov(&self) -> SriovSource {
         match self {
             PodSource::Kubelet => SriovSource::Pod,
-            PodSource::Standalone { args, .. } => {
-                SriovSource::NetworkInfo(args.network_info.clone())
+            PodSource::Standalone { network_info, .. } => {
+                SriovSource::NetworkInfo(network_info.cloned())
             }
         }
     }
@@ -78,6 +81,7 @@ impl PodSource<'_> {
             PodSource::Standalone {
                 args,
                 default_interface,
+                ..
             } => standalone::claims(vmi, args, *default_interface),
         }
     }
@@ -103,6 +107,7 @@ impl PodSource<'_> {
             PodSource::Standalone {
                 args,
                 default_interface,
+                ..
             } => standalone::prepare(vmi, args, claims, flags, host, *default_interface),
         }
     }

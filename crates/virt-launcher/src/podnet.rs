@@ -6,7 +6,7 @@
 //! DHCP servers.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use api::VirtualMachineInstance;
@@ -25,10 +25,11 @@ pub enum SriovSource {
     /// else the device plugin's environment
     /// ([`network::sriov::pod_host_addresses`]).
     Pod,
-    /// Standalone: the `--network-info` file, if given; each VF must exist
-    /// on this host, bound to vfio-pci (libvirt could not start the domain
+    /// Standalone: the `--network-info` file as `run` read and checked it
+    /// once before anything started, if given; each VF must exist on this
+    /// host, bound to vfio-pci (libvirt could not start the domain
     /// otherwise, and with managed='no' it binds nothing itself).
-    NetworkInfo(Option<PathBuf>),
+    NetworkInfo(Option<network::sriov::NetworkInfoPci>),
 }
 
 /// For which interfaces a sync runs network phase 2 (for those of them
@@ -183,7 +184,7 @@ impl PodNetwork {
         }
         let found = match &self.sriov {
             SriovSource::Pod => network::sriov::pod_host_addresses(vmi)?,
-            SriovSource::NetworkInfo(file) => from_network_info(vmi, file.as_deref())?,
+            SriovSource::NetworkInfo(info) => from_network_info(vmi, info.as_ref())?,
         };
         tracing::info!(interfaces = ?found, "SR-IOV host devices");
         st.sriov_pci.extend(found);
@@ -198,25 +199,24 @@ impl PodNetwork {
     }
 }
 
-/// [`SriovSource::NetworkInfo`]: the addresses `file` gives, each VF
-/// checked on this host.
+/// [`SriovSource::NetworkInfo`]: the addresses `info` (the
+/// `--network-info` file, read once by `run`) gives, each VF checked on
+/// this host.
 fn from_network_info(
     vmi: &VirtualMachineInstance,
-    file: Option<&Path>,
+    info: Option<&network::sriov::NetworkInfoPci>,
 ) -> Result<BTreeMap<String, String>, String> {
     let live = converter::sriov::live_interfaces(vmi);
     let Some(&(first, _)) = live.first() else {
         return Ok(BTreeMap::new());
     };
-    let Some(file) = file else {
+    let Some(info) = info else {
         return Err(format!(
             "spec.domain.devices.interfaces[{first}].sriov: the host address of the SR-IOV VF is needed: pass --network-info FILE (KubeVirt's network-info format)"
         ));
     };
-    let info = network::sriov::read_network_info(file, false, std::time::Duration::ZERO)
-        .map_err(|e| format!("--network-info {e}"))?;
-    let name = file.display().to_string();
-    let found = network::sriov::host_addresses(vmi, info.as_ref(), &name, None)?;
+    let name = info.file.clone();
+    let found = network::sriov::host_addresses(vmi, Some(info), &name, None)?;
     for (i, iface) in live {
         let addr = &found[&iface.name];
         // libvirt reads the device only when the domain starts, and fails

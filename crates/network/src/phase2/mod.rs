@@ -29,18 +29,18 @@ use converter::interfaces::{bridge_name, tap_name, InterfaceHost};
 
 use crate::dhcpv4::{parse_resolv_conf, DhcpV4Config, ExtraOptions, ServerOptions, LEASE_SECONDS};
 use crate::dhcpv6::{DhcpV6Config, ServerV6};
-use crate::phase1::PodLink;
+use crate::phase1::{Phase1Error, PodLink};
 use crate::plan::masquerade_plans;
 use bridge::BridgeIface;
 pub use servers::DhcpServers;
 
 /// Reads a pod link's MAC, MTU and address families by name (see
 /// [`crate::phase1::pod_link`]).
-pub type LinkReader = dyn Fn(&str) -> Result<PodLink, String>;
+pub type LinkReader = dyn Fn(&str) -> Result<PodLink, Phase1Error>;
 
 /// Whether the pod has a link of this name (see
 /// [`crate::phase1::link_exists`]).
-pub type LinkExists = dyn Fn(&str) -> Result<bool, String>;
+pub type LinkExists = dyn Fn(&str) -> Result<bool, Phase1Error>;
 
 /// The result of phase 2's preparation.
 #[derive(Debug)]
@@ -170,7 +170,7 @@ pub fn prepare_for(
             .find_map(|name| link(name).ok().map(|l| (name.clone(), l)));
         let Some((pod_iface, pod_link)) = found else {
             // The first candidate's own error says why.
-            let why = link(&candidates[0]).err().unwrap_or_default();
+            let why = link(&candidates[0]).map_or_else(|e| e.to_string(), |_| String::new());
             return Err(format!(
                 "{path}: pod link {} is missing ({why})",
                 candidates.join(" or ")
@@ -231,7 +231,7 @@ pub fn prepare_for(
         }
         if pod_link.ipv6 {
             let bridge = bridge_name(&pod_iface);
-            let server_mac = link(&bridge)?.mac;
+            let server_mac = link(&bridge).map_err(|e| format!("{path}: {e}"))?.mac;
             let cfg6 = DhcpV6Config {
                 client_mac: mac,
                 client_ip: plan6.vm,

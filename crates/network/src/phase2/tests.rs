@@ -4,6 +4,8 @@ use super::*;
 use dhcproto::v4::{DhcpOption, OptionCode};
 use std::path::Path;
 
+use crate::phase1::Phase1Error;
+
 fn vmi(doc: &str) -> VirtualMachineInstance {
     let mut v = api::load_vmi(doc.as_bytes(), api::Arch::Amd64).unwrap();
     api::defaults::fill_missing_uid(&mut v);
@@ -25,7 +27,7 @@ spec:
   networks: [{name: default, pod: {vmNetworkCIDR: 10.11.0.0/24}}]
 ";
 
-fn link(name: &str) -> Result<PodLink, String> {
+fn link(name: &str) -> Result<PodLink, Phase1Error> {
     let (mac, mtu) = match name {
         "eth0" => ([0x0a, 0x58, 0, 0, 0, 5], 1450),
         "k6t-eth0" => ([0x02, 0, 0, 0, 0, 0], 1450),
@@ -33,7 +35,7 @@ fn link(name: &str) -> Result<PodLink, String> {
         // The hashed pod link of network "blue" and its `-nic`.
         "pod16477688c0e" => ([0x0a, 0x58, 0, 0, 1, 5], 1400),
         "16477688c0e-nic" => ([0x02, 0, 0, 0, 1, 1], 1400),
-        other => return Err(format!("ip addr show {other}: Device does not exist")),
+        other => return Err(gone(other)),
     };
     Ok(PodLink {
         mac,
@@ -43,7 +45,15 @@ fn link(name: &str) -> Result<PodLink, String> {
     })
 }
 
-fn no_udn(name: &str) -> Result<bool, String> {
+/// What `ip addr show` says of a link the pod has not.
+fn gone(name: &str) -> Phase1Error {
+    Phase1Error::Command {
+        command: format!("ip -j addr show dev {name}"),
+        message: "Device \"{name}\" does not exist.".replace("{name}", name),
+    }
+}
+
+fn no_udn(name: &str) -> Result<bool, Phase1Error> {
     assert_eq!(name, "ovn-udn1");
     Ok(false)
 }
@@ -53,7 +63,7 @@ fn no_udn(name: &str) -> Result<bool, String> {
 #[test]
 fn passt_interface_gets_no_tap_and_no_dhcp() {
     let v = vmi(&VMI.replace("masquerade: {}", "binding: {name: passt}"));
-    let never = |name: &str| -> Result<PodLink, String> { panic!("read link {name}") };
+    let never = |name: &str| -> Result<PodLink, Phase1Error> { panic!("read link {name}") };
     let p = prepare(&v, Path::new("/nonexistent"), "", &never, &no_udn).unwrap();
     assert!(p.dhcp.is_empty() && p.dhcp6.is_empty());
     assert_eq!(
@@ -63,18 +73,26 @@ fn passt_interface_gets_no_tap_and_no_dhcp() {
             ..InterfaceHost::default()
         }
     );
-    let udn = |_: &str| -> Result<bool, String> { Ok(true) };
+    let udn = |_: &str| -> Result<bool, Phase1Error> { Ok(true) };
     let p = prepare(&v, Path::new("/nonexistent"), "", &never, &udn).unwrap();
     assert_eq!(p.hosts["default"].source_dev.as_deref(), Some("ovn-udn1"));
-    let broken = |_: &str| -> Result<bool, String> { Err("netlink: EPERM".into()) };
+    let broken = |_: &str| -> Result<bool, Phase1Error> {
+        Err(Phase1Error::Sys {
+            what: "looking up link ovn-udn1".into(),
+            source: nix::errno::Errno::EPERM,
+        })
+    };
     assert_eq!(
         prepare(&v, Path::new("/nonexistent"), "", &never, &broken).unwrap_err(),
-        "spec.domain.devices.interfaces[0]: netlink: EPERM"
+        "spec.domain.devices.interfaces[0]: looking up link ovn-udn1: EPERM: Operation not permitted"
     );
     // The lookup itself: lo exists everywhere, a 15-character name
     // nobody made does not.
-    assert_eq!(crate::phase1::link_exists("lo"), Ok(true));
-    assert_eq!(crate::phase1::link_exists("nosuchlink0xyz"), Ok(false));
+    assert!(matches!(crate::phase1::link_exists("lo"), Ok(true)));
+    assert!(matches!(
+        crate::phase1::link_exists("nosuchlink0xyz"),
+        Ok(false)
+    ));
 }
 
 #[test]
@@ -188,10 +206,10 @@ fn other_bindings_and_bad_values_are_refused_by_field() {
     )
     .unwrap_err();
     assert!(e.contains("at least 4 addresses"), "{e}");
-    let fail = |_: &str| -> Result<PodLink, String> { Err("no eth0".into()) };
+    let fail = |_: &str| -> Result<PodLink, Phase1Error> { Err(gone("eth0")) };
     assert_eq!(
         prepare(&vmi(VMI), Path::new("/"), "", &fail, &no_udn).unwrap_err(),
-        "spec.domain.devices.interfaces[0]: pod link eth0 is missing (no eth0)"
+        "spec.domain.devices.interfaces[0]: pod link eth0 is missing (ip -j addr show dev eth0: Device \"eth0\" does not exist.)"
     );
 }
 
@@ -312,7 +330,7 @@ fn multus_bridge_interface_gets_its_own_tap_cache_and_dhcp() {
     assert_eq!(p.dhcp6.len(), 1);
 
     // A pod made with the ordinal scheme: net1.
-    let ordinal = |name: &str| -> Result<PodLink, String> {
+    let ordinal = |name: &str| -> Result<PodLink, Phase1Error> {
         match name {
             "net1" | "net1-nic" => Ok(PodLink {
                 mac: [0x0a, 0x58, 0, 0, 9, 5],
@@ -320,7 +338,7 @@ fn multus_bridge_interface_gets_its_own_tap_cache_and_dhcp() {
                 ipv4: true,
                 ipv6: false,
             }),
-            "pod16477688c0e" => Err("Device does not exist".into()),
+            "pod16477688c0e" => Err(gone(name)),
             other => link(other),
         }
     };
@@ -331,9 +349,9 @@ fn multus_bridge_interface_gets_its_own_tap_cache_and_dhcp() {
     assert_eq!(p.dhcp[1].1.config.mtu, 1300);
 
     // Neither link: refused naming both names.
-    let none = |name: &str| -> Result<PodLink, String> {
+    let none = |name: &str| -> Result<PodLink, Phase1Error> {
         if name == "pod16477688c0e" || name == "net1" {
-            Err(format!("{name}: Device does not exist"))
+            Err(gone(name))
         } else {
             link(name)
         }

@@ -94,9 +94,18 @@ pub fn run(args: &RunArgs, started: Instant) -> Result<(), LauncherError> {
     // KubeVirt's default interface, on a VMI that asked for no network:
     // the pod it needs is played without being asked for (see README,
     // Networking). Interfaces the manifest names need --setup-pod-network.
+    // `--network-info`: read once, refused (as `convert` refuses it)
+    // before anything starts, whether or not an interface needs it.
+    let network_info = args
+        .standalone
+        .network_info
+        .as_deref()
+        .map(standalone::network::read_network_info)
+        .transpose()?;
     let source = PodSource::Standalone {
         args: &args.standalone,
         default_interface: applied.default_pod_interface,
+        network_info: network_info.as_ref(),
     };
     startup::run_vmi(
         vmi,

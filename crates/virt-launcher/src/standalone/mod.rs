@@ -150,12 +150,6 @@ pub fn claims(
     if !(args.setup_pod_network || default_interface) {
         refuse_networks_without_pod(vmi)?;
     }
-    if let Some(file) = &args.network_info {
-        // Read again where the VFs' addresses are wanted
-        // (`crate::podnet`); checked here so that `run` refuses what
-        // `convert` refuses, with or without SR-IOV interfaces.
-        network::read_network_info(file)?;
-    }
     let found = claims::pvc_claims(vmi, args)?;
     if !args.pvcs.is_empty() {
         *vmi = claims::with_claim_status(vmi, &args.pvcs, &found);

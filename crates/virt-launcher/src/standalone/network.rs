@@ -51,7 +51,7 @@ pub fn setup_pod_network(
     let rt = |m: String| LauncherError::runtime_at("--setup-pod-network", m.to_string());
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
-    let node = network::phase1::NodeNamespace::new().map_err(rt)?;
+    let node = network::phase1::NodeNamespace::new().map_err(|e| rt(e.to_string()))?;
     let node = NODE_NAMESPACE.get_or_init(|| node);
     network_phase1(vmi, "--setup-pod-network", Some(node), true, tap_owner)
 }
@@ -192,7 +192,7 @@ fn network_phase1(
             PodAddrs::secondary(secondaries)
         };
         if !links_up {
-            network::phase1::ip_link_up("lo").map_err(rt)?;
+            network::phase1::ip_link_up("lo").map_err(|e| rt(e.to_string()))?;
             links_up = true;
         }
         let peer = if primary {
@@ -200,7 +200,8 @@ fn network_phase1(
         } else {
             format!("cni{secondaries}")
         };
-        network::phase1::add_pod_link(&pod_iface, &peer, &addrs, node).map_err(rt)?;
+        network::phase1::add_pod_link(&pod_iface, &peer, &addrs, node)
+            .map_err(|e| rt(e.to_string()))?;
         if passt {
             // Phase 1 has nothing to do for passt: the pod link, which a
             // CNI makes in a cluster, is all libvirt's passt needs.
@@ -208,7 +209,7 @@ fn network_phase1(
         }
         if bridge {
             let cache = network::phase1::setup_bridge(&pod_iface, index, &addrs, mq, tap_owner)
-                .map_err(rt)?;
+                .map_err(|e| rt(e.to_string()))?;
             caches.push((pod_iface, cache));
             continue;
         }
@@ -225,7 +226,8 @@ fn network_phase1(
             &format!("spec.domain.devices.interfaces[{index}]"),
         )
         .map_err(LauncherError::from)?;
-        network::phase1::setup_masquerade(&plan, &plan6, &ports, mq, tap_owner).map_err(rt)?;
+        network::phase1::setup_masquerade(&plan, &plan6, &ports, mq, tap_owner)
+            .map_err(|e| rt(e.to_string()))?;
     }
     Ok(caches)
 }

@@ -263,18 +263,18 @@ pub fn pod_iface(name: &str) -> String {
 /// launcher `pid` (the pod's): commands it starts run there too.
 fn in_pod_network<T: Send + 'static>(
     pid: i32,
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+    f: impl FnOnce() -> Result<T, LauncherError> + Send + 'static,
 ) -> Result<T, LauncherError> {
     let ns = File::open(format!("/proc/{pid}/ns/net"))
         .map_err(|e| LauncherError::runtime(format!("network namespace of {pid}: {e}")))?;
     std::thread::spawn(move || {
-        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
-            .map_err(|e| format!("entering the launcher's network namespace: {e}"))?;
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| {
+            LauncherError::runtime(format!("entering the launcher's network namespace: {e}"))
+        })?;
         f()
     })
     .join()
     .map_err(|_| LauncherError::runtime("pod network thread panicked"))?
-    .map_err(LauncherError::runtime)
 }
 
 /// The node namespace a `--setup-pod-network` launcher `pid` holds open
@@ -343,9 +343,11 @@ pub fn plug_pod_link(
     let p = pod.clone();
     let cache = in_pod_network(pid, move || {
         if network::phase1::link_exists(&p)? {
-            return Err(format!("the pod already has a link {p}"));
+            return Err(LauncherError::runtime(format!(
+                "the pod already has a link {p}"
+            )));
         }
-        let taken = |k: u8| -> Result<bool, String> {
+        let taken = |k: u8| -> Result<bool, network::phase1::Phase1Error> {
             let cni = format!("cni{k}");
             match &node {
                 Some(n) => n.run(|| network::phase1::link_exists(&cni)),
@@ -354,10 +356,9 @@ pub fn plug_pod_link(
         };
         let mut k = 1u8;
         while taken(k)? {
-            k = k
-                .checked_add(1)
-                .filter(|k| *k < 255)
-                .ok_or("the stand-in builds at most 254 Multus links")?;
+            k = k.checked_add(1).filter(|k| *k < 255).ok_or_else(|| {
+                LauncherError::runtime("the stand-in builds at most 254 Multus links")
+            })?;
         }
         let addrs = network::phase1::PodAddrs::secondary(k);
         let built = network::phase1::add_pod_link_for(
@@ -368,9 +369,11 @@ pub fn plug_pod_link(
             node.as_ref(),
         )
         .and_then(|()| network::phase1::setup_bridge(&p, index, &addrs, multi_queue, tap_owner));
-        built.inspect_err(|_| {
-            let _ = network::phase1::remove_bridge(&p);
-        })
+        built
+            .inspect_err(|_| {
+                let _ = network::phase1::remove_bridge(&p);
+            })
+            .map_err(LauncherError::from)
     })
     .map_err(|e| LauncherError::runtime(format!("pod link for interface {name}: {e}")))?;
     if let Err(e) = write_new(&file, &cache) {
@@ -411,7 +414,7 @@ fn write_new(file: &Path, cache: &network::cache::DhcpConfigCache) -> Result<(),
 pub fn unplug_pod_link(pid: i32, state: &Path, name: &str) -> Result<(), LauncherError> {
     let pod = pod_iface(name);
     let p = pod.clone();
-    in_pod_network(pid, move || network::phase1::remove_bridge(&p))?;
+    in_pod_network(pid, move || Ok(network::phase1::remove_bridge(&p)?))?;
     let file = network::cache::vif_cache_path(&private_dir(state)?, &pod);
     match std::fs::remove_file(&file) {
         Ok(()) => Ok(()),

@@ -62,7 +62,8 @@ pub fn add_volume(
     if !inject {
         check_bus(name, bus)?;
     }
-    api::names::dns1123_label(name).map_err(|e| LauncherError::input_at("addvolume NAME", e))?;
+    api::names::dns1123_label(name)
+        .map_err(|e| LauncherError::input_at("addvolume NAME", e.to_string()))?;
     let volumes = array(vmi, &["spec", "volumes"]);
     if volumes.iter().any(|v| named(v, name)) {
         return Err(LauncherError::input(format!(
