@@ -111,6 +111,8 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         (vec!["removevolume", "containerdisk"], "Unable to remove volume [containerdisk] because it is not hotpluggable"),
         (vec!["removevolume", "nothere"], "Unable to remove volume [nothere] because it does not exist"),
         (vec!["addvolume", "hp", "--image", "/nonexistent/x.img"], "--image: /nonexistent/x.img: No such file or directory"),
+        // A kernel interface is no image (ctl's own memory was mounted once).
+        (vec!["addvolume", "hp", "--image", "/proc/self/mem"], "--image: /proc/self/mem: is on procfs, a kernel interface, not an image (refused)"),
     ] {
         let (ok, _, err) = l.ctl(&args);
         assert!(!ok && err.contains(want), "{args:?}: {err}");

@@ -69,6 +69,11 @@ fn bridge_nic_hot_plugged_into_a_running_guest_gets_its_lease_and_is_unplugged()
             "Network with name \"default\" already exists, every network must have a unique name",
         ),
         (
+            // Not `[namespace/]name` of Kubernetes object names.
+            vec!["addinterface", "red", "--network-name", "a/b/c"],
+            "spec.networks[1].multus.networkName: \"a/b/c\" is not a NetworkAttachmentDefinition reference ([namespace/]name)",
+        ),
+        (
             vec!["removeinterface", "default"],
             "\"default\" interface's state \"absent\" is not supported on default networks",
         ),
