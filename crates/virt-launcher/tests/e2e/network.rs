@@ -221,7 +221,7 @@ fn kubevirt_masquerade_example_works_over_ipv4_and_ipv6() {
 }
 
 /// `GET /` from a thread that joined the network namespace `netns`.
-fn http_get_in_netns(netns: &str, addr: &str) -> String {
+pub(crate) fn http_get_in_netns(netns: &str, addr: &str) -> String {
     let (netns, addr) = (netns.to_owned(), addr.to_owned());
     std::thread::spawn(move || {
         use std::io::{Read, Write};
@@ -292,7 +292,7 @@ pub(crate) fn with_user_data(yaml: &str, script: &str) -> String {
 /// The network namespace playing the node in a `--setup-pod-network` run
 /// (the CNI's ends of the pod links): the launcher holds it as an open
 /// `net:[...]` file that is not its own namespace.
-fn node_netns(l: &Launcher) -> String {
+pub(crate) fn node_netns(l: &Launcher) -> String {
     let pid = l.worker_pid();
     let own = std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
     for e in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
@@ -311,7 +311,7 @@ fn node_netns(l: &Launcher) -> String {
 
 /// `ip ARGS` run in the network namespace `netns` (from a thread that
 /// joined it); its stdout.
-fn ip_in_netns(netns: &str, args: &[&str]) -> String {
+pub(crate) fn ip_in_netns(netns: &str, args: &[&str]) -> String {
     let (netns, args): (String, Vec<String>) = (
         netns.to_owned(),
         args.iter().map(|a| (*a).to_owned()).collect(),
