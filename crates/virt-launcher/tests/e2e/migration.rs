@@ -97,16 +97,22 @@ fn vmi_command(l: &Launcher, command: &str, vmi_json: &str) -> (bool, String) {
 }
 
 /// A target launcher for `yaml` (`run --migration-target`) in a pod
-/// network of its own (`--setup-pod-network`: the phase-1 stand-in builds
-/// the target pod's link, masquerade bridge, tap and NAT, as virt-handler
-/// does on the target node before SyncMigrationTarget), its command server
-/// answering.
+/// network of its own on another node (`--setup-pod-network --pod-subnet
+/// 1`: the phase-1 stand-in builds the target pod's link, with the target
+/// node's pod address, and its masquerade bridge, tap and NAT, as
+/// virt-handler does on the target node before SyncMigrationTarget), its
+/// command server answering.
 fn start_target(yaml: &str, uid: &str) -> Launcher {
     let mut t = Launcher::start(
         yaml,
         &Opts {
             uid: Some(uid),
-            args: &["--migration-target", "--setup-pod-network"],
+            args: &[
+                "--migration-target",
+                "--setup-pod-network",
+                "--pod-subnet",
+                "1",
+            ],
             // The pod name SignalTargetPodCleanup compares; verbosity 4,
             // where KubeVirt logs a succeeded migration's record (a target
             // is the source of the next hop).
@@ -222,20 +228,21 @@ fn wait_log_msg(l: &Launcher, from: usize, prefix: &str, secs: u64) -> String {
     }
 }
 
-/// The stand-in pod's IPv4 address (`network::phase1::POD_ADDR`), the
-/// same in every pod: each is on a node of its own.
-const POD_IP: &str = "10.244.0.5";
-/// The stand-in pod's IPv6 address (`network::phase1::POD_ADDR6`).
-const POD_IP6: &str = "fd00:10:244::5";
+/// The source pod's IPv4 address (node 0's, `network::phase1::POD_ADDR`).
+const SOURCE_POD_IP: &str = "10.244.0.5";
+/// A target pod's addresses (node 1's, `network::phase1::PodAddrs::primary_on`).
+const TARGET_POD_IP: &str = "10.244.1.5";
+/// A target pod's IPv6 address.
+const TARGET_POD_IP6: &str = "fd00:10:244:1::5";
 
-/// The guest's `wget` of `http://<host>:9090/`, answered by a listener on
-/// `[listen]:9090` in the node network namespace `node` (the far side of
+/// The guest's `wget` of `http://<addr>:9090/`, answered by a listener on
+/// `[addr]:9090` in the node network namespace `node` (the far side of
 /// the pod's link): checks that the guest got the listener's answer, and
 /// returns the address the connection came from (masquerade's SNAT makes
 /// it the pod's IP).
-fn guest_reaches_node(l: &Launcher, node: &str, listen: &str, host: &str) -> String {
+fn guest_reaches_node(l: &Launcher, node: &str, addr: &str) -> String {
     use std::io::{Read, Write};
-    let (node, listen) = (node.to_owned(), listen.to_owned());
+    let (node, listen) = (node.to_owned(), addr.to_owned());
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || -> Result<String, String> {
         let ns = std::fs::File::open(&node).map_err(|e| format!("{node}: {e}"))?;
@@ -271,10 +278,10 @@ fn guest_reaches_node(l: &Launcher, node: &str, listen: &str, host: &str) -> Str
     if ready_rx.recv_timeout(Duration::from_secs(30)).is_err() {
         panic!("node listener: {:?}", server.join());
     }
-    let url = if host.contains(':') {
-        format!("http://[{host}]:9090/")
+    let url = if addr.contains(':') {
+        format!("http://[{addr}]:9090/")
     } else {
-        format!("http://{host}:9090/")
+        format!("http://{addr}:9090/")
     };
     // No `-T`: the guest's busybox 1.35 (Debian's static build) crashes
     // with it; `timeout` bounds the wait instead.
@@ -313,13 +320,18 @@ fn pod_network_moved_with_the_guest(target: &Launcher, source_node: &str) {
         "the source pod's link is still there: {links}"
     );
     let target_node = node_netns(target);
-    let peer = guest_reaches_node(target, &target_node, "10.244.0.1", "10.244.0.1");
-    assert_eq!(peer, POD_IP, "the target pod's IP");
-    let body = http_get_in_netns(&target_node, &format!("{POD_IP}:8080"));
-    assert!(
-        body.contains("200 OK") && body.contains("GUEST-HTTP"),
-        "target node -> {POD_IP}:8080: {body}"
-    );
+    let peer = guest_reaches_node(target, &target_node, "10.244.1.1");
+    assert_eq!(peer, TARGET_POD_IP, "the target pod's IP");
+    // From the target's node, and inside the target pod (the local
+    // forwarding rules name the target pod's own address).
+    let target_pod = format!("/proc/{}/ns/net", target.worker_pid());
+    for netns in [&target_node, &target_pod] {
+        let body = http_get_in_netns(netns, &format!("{TARGET_POD_IP}:8080"));
+        assert!(
+            body.contains("200 OK") && body.contains("GUEST-HTTP"),
+            "{netns} -> {TARGET_POD_IP}:8080: {body}"
+        );
+    }
     // A new DHCPv4 request (busybox udhcpc, one shot, its hook only
     // printing the lease): the target's server gives the same lease.
     let (code, out) = target.guest_sh(
@@ -337,13 +349,15 @@ fn pod_network_moved_with_the_guest(target: &Launcher, source_node: &str) {
         "ip -6 route replace fd10:0:2::1 dev eth0 && ip -6 route replace default via fd10:0:2::1 dev eth0",
     );
     assert_eq!(code, 0, "{out}");
-    let peer = guest_reaches_node(target, &target_node, "fd00:10:244::1", "fd00:10:244::1");
-    assert_eq!(peer, POD_IP6, "the target pod's IPv6 address");
-    let body = http_get_in_netns(&target_node, &format!("[{POD_IP6}]:8080"));
-    assert!(
-        body.contains("200 OK") && body.contains("GUEST-HTTP"),
-        "target node -> [{POD_IP6}]:8080: {body}"
-    );
+    let peer = guest_reaches_node(target, &target_node, "fd00:10:244:1::1");
+    assert_eq!(peer, TARGET_POD_IP6, "the target pod's IPv6 address");
+    for netns in [&target_node, &target_pod] {
+        let body = http_get_in_netns(netns, &format!("[{TARGET_POD_IP6}]:8080"));
+        assert!(
+            body.contains("200 OK") && body.contains("GUEST-HTTP"),
+            "{netns} -> [{TARGET_POD_IP6}]:8080: {body}"
+        );
+    }
 }
 
 /// The proxy process; stopped (SIGTERM) when dropped.
@@ -441,8 +455,8 @@ fn migrates_between_two_launchers() {
         std::process::id(),
         source_node_file.as_raw_fd()
     );
-    let peer = guest_reaches_node(&source, &source_node, "10.244.0.1", "10.244.0.1");
-    assert_eq!(peer, POD_IP, "the source pod's IP");
+    let peer = guest_reaches_node(&source, &source_node, "10.244.0.1");
+    assert_eq!(peer, SOURCE_POD_IP, "the source pod's IP");
     let identity =
         format!(r#"{{"metadata":{{"name":"migrating","namespace":"e2e","uid":"{uid}"}}"#);
     let with_state = format!(

@@ -21,11 +21,14 @@ pub(crate) fn masquerade_vmi(name: &str) -> String {
         )
 }
 
-/// The `key=value` fields of the first serial line starting with `marker`.
+/// The `key=value` fields of the first serial line with `marker`, from
+/// the marker on (the guest's console prompt may precede it on its line:
+/// getty and the DHCP hooks write to the serial port unsynchronised).
 pub(crate) fn fields(serial: &str, marker: &str) -> std::collections::BTreeMap<String, String> {
+    let tag = format!("{marker} ");
     let line = serial
         .lines()
-        .find(|l| l.starts_with(&format!("{marker} ")))
+        .find_map(|l| l.find(&tag).map(|at| &l[at..]))
         .unwrap_or_else(|| panic!("no {marker} line in:\n{serial}"));
     line.split_whitespace()
         .skip(1)
