@@ -110,19 +110,30 @@ pub struct PodAddrs {
 
 impl PodAddrs {
     /// The primary pod link's (`eth0`): [`POD_IP`], [`POD_IP6`],
-    /// [`POD_MAC`], gateways [`POD_GATEWAY`] and [`POD_GATEWAY6`].
+    /// [`POD_MAC`], gateways [`POD_GATEWAY`] and [`POD_GATEWAY6`] (the
+    /// pod subnet of node 0, [`PodAddrs::primary_on`]).
     pub fn primary() -> Self {
+        Self::primary_on(0)
+    }
+
+    /// The primary pod link's on the node whose pod subnets are
+    /// `10.244.<node>.0/24` and `fd00:10:244:<node>::/64` (a pod of another
+    /// node has another address, as a migration's target pod has): the
+    /// pod `.5`/`::5`, the gateway (the CNI's end) `.1`/`::1`, MAC
+    /// `0a:58:0a:f4:<node>:05`.
+    pub fn primary_on(node: u8) -> Self {
+        let n6 = u16::from(node);
         PodAddrs {
-            mac: [0x0a, 0x58, 0x0a, 0xf4, 0, 5],
-            ip4: Ipv4Net::new(Ipv4Addr::new(10, 244, 0, 5), 24).unwrap_or_default(),
-            peer4: Ipv4Net::new(Ipv4Addr::new(10, 244, 0, 1), 24).unwrap_or_default(),
-            gateway4: Some(Ipv4Addr::new(10, 244, 0, 1)),
+            mac: [0x0a, 0x58, 0x0a, 0xf4, node, 5],
+            ip4: Ipv4Net::new(Ipv4Addr::new(10, 244, node, 5), 24).unwrap_or_default(),
+            peer4: Ipv4Net::new(Ipv4Addr::new(10, 244, node, 1), 24).unwrap_or_default(),
+            gateway4: Some(Ipv4Addr::new(10, 244, node, 1)),
             ip6: Some(
-                Ipv6Net::new(Ipv6Addr::new(0xfd00, 0x10, 0x244, 0, 0, 0, 0, 5), 64)
+                Ipv6Net::new(Ipv6Addr::new(0xfd00, 0x10, 0x244, n6, 0, 0, 0, 5), 64)
                     .unwrap_or_default(),
             ),
             peer6: Some(
-                Ipv6Net::new(Ipv6Addr::new(0xfd00, 0x10, 0x244, 0, 0, 0, 0, 1), 64)
+                Ipv6Net::new(Ipv6Addr::new(0xfd00, 0x10, 0x244, n6, 0, 0, 0, 1), 64)
                     .unwrap_or_default(),
             ),
         }
@@ -327,7 +338,9 @@ pub fn add_pod_link_for(
 }
 
 /// Builds the masquerade topology for the primary pod interface `eth0`
-/// (made by [`add_pod_link`]) in the current network namespace;
+/// (made by [`add_pod_link`] with `pod`'s addresses, which the local
+/// port forwarding rules name, as KubeVirt's do the pod interface's IPv4
+/// address) in the current network namespace;
 /// `multi_queue` makes a multi-queue tap (for
 /// `networkInterfaceMultiqueue`); `tap_owner` gives the tap to that
 /// uid/gid (107 for a non-root launcher, as virt-handler's `create-tap
@@ -336,6 +349,7 @@ pub fn add_pod_link_for(
 /// # Errors
 /// The failing command and its message.
 pub fn setup_masquerade(
+    pod: &PodAddrs,
     plan: &MasqueradePlan,
     plan6: &MasqueradePlanV6,
     ports: &[converter::interfaces::Port],
@@ -374,6 +388,7 @@ pub fn setup_masquerade(
     }
     let vm = plan.vm;
     let vm6 = plan6.vm;
+    let pod4 = pod.ip4.addr();
     let mut rules = format!(
         "table ip nat {{\n\
          chain prerouting {{ type nat hook prerouting priority dstnat; }}\n\
@@ -391,14 +406,18 @@ pub fn setup_masquerade(
         let port = p.port;
         rules.push_str(&format!(
             "add rule ip nat prerouting iifname \"eth0\" {proto} dport {port} dnat to {vm}:{port}\n\
-             add rule ip nat output ip daddr {{ 127.0.0.1, {POD_ADDR} }} {proto} dport {port} dnat to {vm}:{port}\n\
+             add rule ip nat output ip daddr {{ 127.0.0.1, {pod4} }} {proto} dport {port} dnat to {vm}:{port}\n\
              add rule ip nat postrouting ip daddr {vm} {proto} dport {port} snat to {gw_ip}\n\
              add rule ip6 nat prerouting iifname \"eth0\" {proto} dport {port} dnat to [{vm6}]:{port}\n\
-             add rule ip6 nat output ip6 daddr {POD_ADDR6} {proto} dport {port} dnat to [{vm6}]:{port}\n\
              add rule ip6 nat postrouting ip6 daddr {vm6} {proto} dport {port} snat to {gw6_ip}\n",
             gw_ip = plan.gateway,
             gw6_ip = plan6.gateway
         ));
+        if let Some(pod6) = pod.ip6.map(|a| a.addr()) {
+            rules.push_str(&format!(
+                "add rule ip6 nat output ip6 daddr {pod6} {proto} dport {port} dnat to [{vm6}]:{port}\n"
+            ));
+        }
     }
     run("nft", &["-f", "-"], Some(&rules))
 }
@@ -637,6 +656,24 @@ mod tests {
         );
         assert_eq!(p.ip6.map(|a| a.to_string()).as_deref(), Some(POD_IP6));
         assert_eq!(api::mac::format_mac(&p.mac), POD_MAC);
+        // Another node's pod: its own subnets, MAC and gateways.
+        let p = PodAddrs::primary_on(2);
+        assert_eq!(
+            (p.ip4.to_string(), p.peer4.to_string()),
+            ("10.244.2.5/24".to_owned(), "10.244.2.1/24".to_owned())
+        );
+        assert_eq!(
+            p.gateway4.map(|g| g.to_string()).as_deref(),
+            Some("10.244.2.1")
+        );
+        assert_eq!(
+            (p.ip6.map(|a| a.to_string()), p.peer6.map(|a| a.to_string())),
+            (
+                Some("fd00:10:244:2::5/64".to_owned()),
+                Some("fd00:10:244:2::1/64".to_owned())
+            )
+        );
+        assert_eq!(api::mac::format_mac(&p.mac), "0a:58:0a:f4:02:05");
         let s = PodAddrs::secondary(3);
         assert_eq!(s.ip4.to_string(), "10.245.3.5/24");
         assert_eq!(s.peer4.to_string(), "10.245.3.1/24");

@@ -81,9 +81,24 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         };
     }
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or_default();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    eprintln!("virt-launcher: {first} (see --help)");
+    // clap lists what a message ending in ':' is about (the missing
+    // arguments) on the indented lines below it: keep them on the line.
+    let listed: Vec<&str> = if first.ends_with(':') {
+        lines
+            .take_while(|l| l.starts_with(' '))
+            .map(str::trim)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if listed.is_empty() {
+        eprintln!("virt-launcher: {first} (see --help)");
+    } else {
+        eprintln!("virt-launcher: {first} {} (see --help)", listed.join(", "));
+    }
     ExitCode::from(2)
 }
 

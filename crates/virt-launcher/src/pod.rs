@@ -360,6 +360,9 @@ pub enum PodNetworkSetup {
     StandIn {
         /// It is for KubeVirt's default interface (said in the log).
         default_interface: bool,
+        /// The stand-in node's index (`--pod-subnet`): the pod's
+        /// addresses ([`network::phase1::PodAddrs::primary_on`]).
+        node: u8,
     },
 }
 
@@ -379,13 +382,20 @@ impl PodNetworkSetup {
     ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
         match self {
             PodNetworkSetup::Given => Ok(Vec::new()),
-            PodNetworkSetup::StandIn { default_interface } => {
+            PodNetworkSetup::StandIn {
+                default_interface,
+                node,
+            } => {
                 if default_interface {
                     tracing::info!(
                         "the VMI names no network: KubeVirt's default interface (bridge binding on the pod network) gets a pod network stand-in, as with --setup-pod-network (autoattachPodInterface: false runs it without a NIC)"
                     );
                 }
-                standalone::network::setup_pod_network(vmi, user.is_non_root().then(|| user.id()))
+                standalone::network::setup_pod_network(
+                    vmi,
+                    user.is_non_root().then(|| user.id()),
+                    node,
+                )
             }
         }
     }

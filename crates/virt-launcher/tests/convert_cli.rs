@@ -131,6 +131,37 @@ fn refusals_are_one_line_with_exit_code_2() {
     assert!(err.contains("unknown architecture \"riscv64\""), "{err}");
 }
 
+/// A command-line error is one line naming the flags, exit code 2: a
+/// flag that needs another (`--pod-subnet` without
+/// `--setup-pod-network`: clap lists the missing ones on lines of their
+/// own, kept on the one line), required flags missing, a value out of range.
+#[test]
+fn command_line_errors_are_one_line_naming_the_flags() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["run", "vmi.yaml", "--pod-subnet", "1"],
+            "virt-launcher: the following required arguments were not provided: --setup-pod-network (see --help)",
+        ),
+        (
+            &["migration-proxy", "--uid", "u"],
+            "virt-launcher: the following required arguments were not provided: --source-share <SOURCE_SHARE>, --target-share <TARGET_SHARE>, --target-libvirt-socket <TARGET_LIBVIRT_SOCKET> (see --help)",
+        ),
+        (
+            &["run", "vmi.yaml", "--setup-pod-network", "--pod-subnet", "256"],
+            "virt-launcher: invalid value '256' for '--pod-subnet <N>': 256 is not in 0..=255 (see --help)",
+        ),
+    ];
+    for (args, expect) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_virt-launcher"))
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end(), expect, "{args:?}");
+    }
+}
+
 /// `convert --network-info FILE`: each SR-IOV interface of the corpus VMI
 /// becomes KubeVirt's PCI hostdev with the VF the file gives its network;
 /// without the file, or with a bad one, the refusal is one line naming the

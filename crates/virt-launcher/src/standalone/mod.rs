@@ -91,6 +91,18 @@ pub struct StandaloneArgs {
     /// and NAT; the VM runs attached inside it, with the launcher's DHCP.
     #[arg(long)]
     pub setup_pod_network: bool,
+    /// With `--setup-pod-network`: the pod is on stand-in node N, whose
+    /// pod subnets are 10.244.N.0/24 and fd00:10:244:N::/64 (the pod
+    /// `.5`, the node's end of the pod link `.1`); launchers playing pods
+    /// of different nodes, such as a migration's source and target, take
+    /// different ones.
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "N",
+        requires = "setup_pod_network"
+    )]
+    pub pod_subnet: u8,
     /// KubeVirt's network-info downward API file giving the host PCI
     /// address of each SR-IOV interface's VF (see `convert --help`). The
     /// VF must exist on this host, bound to vfio-pci: it is passed through
@@ -320,7 +332,10 @@ pub fn prepare(
         block_volumes: Some(block_volumes),
         mounts,
         network: if setup_network {
-            PodNetworkSetup::StandIn { default_interface }
+            PodNetworkSetup::StandIn {
+                default_interface,
+                node: args.pod_subnet,
+            }
         } else {
             PodNetworkSetup::Given
         },

@@ -47,13 +47,21 @@ static NODE_NAMESPACE: std::sync::OnceLock<network::phase1::NodeNamespace> =
 pub fn setup_pod_network(
     vmi: &VirtualMachineInstance,
     tap_owner: Option<u32>,
+    node: u8,
 ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
     let rt = |m: String| LauncherError::runtime_at("--setup-pod-network", m.to_string());
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
         .map_err(|e| rt(format!("new network namespace: {e}")))?;
+    let node_index = node;
     let node = network::phase1::NodeNamespace::new().map_err(|e| rt(e.to_string()))?;
     let node = NODE_NAMESPACE.get_or_init(|| node);
-    network_phase1(vmi, "--setup-pod-network", Some(node), true, tap_owner)
+    network_phase1(
+        vmi,
+        "--setup-pod-network",
+        Some((node, node_index)),
+        true,
+        tap_owner,
+    )
 }
 
 /// Why the current network namespace is not one phase 1 may build in:
@@ -132,7 +140,9 @@ pub fn pod_network_phase1(
 /// The phase-1 stand-in in the current network namespace, for every
 /// interface that is not absent: the pod link (`eth0` for the pod network,
 /// KubeVirt's hashed `pod<hash>` name for a Multus one; the CNI's end in
-/// `node`, or here when `None`), then masquerade (the pod network only),
+/// `node`'s namespace, or here when `None`; the primary link's addresses
+/// from `node`'s index, [`network::phase1::PodAddrs::primary_on`], node 0's
+/// without one), then masquerade (the pod network only),
 /// nothing more for passt (libvirt starts passt on the pod link) or,
 /// when `bridges` (the caller has somewhere to write the caches), the
 /// bridge binding, whose DHCP caches are returned by pod interface name,
@@ -141,7 +151,7 @@ pub fn pod_network_phase1(
 fn network_phase1(
     vmi: &VirtualMachineInstance,
     what: &str,
-    node: Option<&network::phase1::NodeNamespace>,
+    node: Option<(&network::phase1::NodeNamespace, u8)>,
     bridges: bool,
     tap_owner: Option<u32>,
 ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
@@ -178,7 +188,7 @@ fn network_phase1(
         }
         let primary = pod_iface == "eth0";
         let addrs = if primary {
-            PodAddrs::primary()
+            PodAddrs::primary_on(node.map_or(0, |(_, i)| i))
         } else {
             secondaries = secondaries
                 .checked_add(1)
@@ -200,7 +210,7 @@ fn network_phase1(
         } else {
             format!("cni{secondaries}")
         };
-        network::phase1::add_pod_link(&pod_iface, &peer, &addrs, node)
+        network::phase1::add_pod_link(&pod_iface, &peer, &addrs, node.map(|(ns, _)| ns))
             .map_err(|e| rt(e.to_string()))?;
         if passt {
             // Phase 1 has nothing to do for passt: the pod link, which a
@@ -226,7 +236,7 @@ fn network_phase1(
             &format!("spec.domain.devices.interfaces[{index}]"),
         )
         .map_err(LauncherError::from)?;
-        network::phase1::setup_masquerade(&plan, &plan6, &ports, mq, tap_owner)
+        network::phase1::setup_masquerade(&addrs, &plan, &plan6, &ports, mq, tap_owner)
             .map_err(|e| rt(e.to_string()))?;
     }
     Ok(caches)

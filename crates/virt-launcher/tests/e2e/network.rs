@@ -21,11 +21,14 @@ pub(crate) fn masquerade_vmi(name: &str) -> String {
         )
 }
 
-/// The `key=value` fields of the first serial line starting with `marker`.
+/// The `key=value` fields of the first serial line with `marker`, from
+/// the marker on (the guest's console prompt may precede it on its line:
+/// getty and the DHCP hooks write to the serial port unsynchronised).
 pub(crate) fn fields(serial: &str, marker: &str) -> std::collections::BTreeMap<String, String> {
+    let tag = format!("{marker} ");
     let line = serial
         .lines()
-        .find(|l| l.starts_with(&format!("{marker} ")))
+        .find_map(|l| l.find(&tag).map(|at| &l[at..]))
         .unwrap_or_else(|| panic!("no {marker} line in:\n{serial}"));
     line.split_whitespace()
         .skip(1)
@@ -221,7 +224,7 @@ fn kubevirt_masquerade_example_works_over_ipv4_and_ipv6() {
 }
 
 /// `GET /` from a thread that joined the network namespace `netns`.
-fn http_get_in_netns(netns: &str, addr: &str) -> String {
+pub(crate) fn http_get_in_netns(netns: &str, addr: &str) -> String {
     let (netns, addr) = (netns.to_owned(), addr.to_owned());
     std::thread::spawn(move || {
         use std::io::{Read, Write};
@@ -292,7 +295,7 @@ pub(crate) fn with_user_data(yaml: &str, script: &str) -> String {
 /// The network namespace playing the node in a `--setup-pod-network` run
 /// (the CNI's ends of the pod links): the launcher holds it as an open
 /// `net:[...]` file that is not its own namespace.
-fn node_netns(l: &Launcher) -> String {
+pub(crate) fn node_netns(l: &Launcher) -> String {
     let pid = l.worker_pid();
     let own = std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
     for e in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap() {
@@ -311,7 +314,7 @@ fn node_netns(l: &Launcher) -> String {
 
 /// `ip ARGS` run in the network namespace `netns` (from a thread that
 /// joined it); its stdout.
-fn ip_in_netns(netns: &str, args: &[&str]) -> String {
+pub(crate) fn ip_in_netns(netns: &str, args: &[&str]) -> String {
     let (netns, args): (String, Vec<String>) = (
         netns.to_owned(),
         args.iter().map(|a| (*a).to_owned()).collect(),
