@@ -40,6 +40,18 @@ pub struct CpuTune {
     pub emulatorpin: Option<EmulatorPin>,
 }
 
+impl CpuTune {
+    /// The element alone (`<cputune>…</cputune>`), for a rewrite of
+    /// libvirt's own XML that keeps everything else as libvirt wrote it
+    /// (the destination XML of a migration with dedicated CPUs).
+    ///
+    /// # Errors
+    /// [`crate::XmlError::Write`] only on a model bug.
+    pub fn to_xml(&self) -> Result<String, crate::XmlError> {
+        Ok(quick_xml::se::to_string_with_root("cputune", self)?)
+    }
+}
+
 /// `<vcpupin vcpu='0' cpuset='2'/>`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuPin {

@@ -227,6 +227,76 @@ pub struct MigrationState {
     pub unix_transport: bool,
     /// `status.migratedVolumes` is not empty (volume migration).
     pub migrated_volumes: bool,
+    /// `migrationState.targetCPUSet`: the target pod's CPUs, which
+    /// virt-handler's target side reads from the target pod's cgroup
+    /// cpuset for a VMI with dedicated CPUs (`migration-target.go`,
+    /// `reportDedicatedCPUSetForMigratingVMI`); empty when not sent.
+    pub target_cpuset: Vec<u32>,
+    /// `migrationState.targetNodeTopology`: the target node's NUMA
+    /// topology as virt-handler sends it (JSON of cmd's `Topology`);
+    /// empty when not sent.
+    pub target_node_topology: String,
+}
+
+/// The most CPUs `targetCPUSet` may list (virt-handler's own bound when it
+/// parses the cgroup's list, `hardware.ParseCPUSetLine(..., 50000)`).
+pub const MAX_TARGET_CPUS: usize = 50_000;
+
+/// The longest `targetNodeTopology` read (1 MiB: a node's topology is a
+/// few KiB per NUMA cell).
+pub const MAX_TOPOLOGY_BYTES: usize = 1 << 20;
+
+/// `targetCPUSet` as CPU numbers, bounded.
+fn cpu_numbers(v: &Value) -> Result<Vec<u32>, String> {
+    const FIELD: &str = "status.migrationState.targetCPUSet";
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(a) if a.len() > MAX_TARGET_CPUS => Err(format!(
+            "{FIELD}: {} CPUs, more than {MAX_TARGET_CPUS}",
+            a.len()
+        )),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| format!("{FIELD}[{i}]: {c} is not a CPU number"))
+            })
+            .collect(),
+        other => Err(format!(
+            "{FIELD}: a JSON {} is not an array",
+            json_kind(other)
+        )),
+    }
+}
+
+/// The target's CPUs for the destination XML of a VMI with dedicated CPUs,
+/// checked as KubeVirt's `generateDomainForTargetCPUSetAndTopology` checks
+/// its inputs: `targetNodeTopology` must decode as JSON first (KubeVirt's
+/// `json.Unmarshal`; a missing one gets Go's `unexpected end of JSON
+/// input`); a missing or short `targetCPUSet` is then the converter's
+/// `not enough exclusive threads provided` when the vCPUs are pinned on it.
+///
+/// # Errors
+/// The decoding error, prefixed with the field.
+pub fn target_cpus(state: &MigrationState) -> Result<&[u32], String> {
+    const FIELD: &str = "status.migrationState.targetNodeTopology";
+    let t = state.target_node_topology.as_str();
+    if t.is_empty() {
+        return Err(format!("{FIELD}: unexpected end of JSON input"));
+    }
+    if t.len() > MAX_TOPOLOGY_BYTES {
+        return Err(format!("{FIELD}: longer than {MAX_TOPOLOGY_BYTES} bytes"));
+    }
+    match serde_json::from_str::<Value>(t) {
+        Ok(Value::Object(_)) => Ok(&state.target_cpuset),
+        Ok(other) => Err(format!(
+            "{FIELD}: a JSON {} is not a topology object",
+            json_kind(&other)
+        )),
+        Err(e) => Err(format!("{FIELD}: {e}")),
+    }
 }
 
 impl MigrationState {
@@ -287,6 +357,12 @@ impl MigrationState {
             migrated_volumes: status["migratedVolumes"]
                 .as_array()
                 .is_some_and(|a| !a.is_empty()),
+            target_cpuset: cpu_numbers(&ms["targetCPUSet"])?,
+            target_node_topology: s(
+                &ms["targetNodeTopology"],
+                "migrationState.targetNodeTopology",
+            )?
+            .unwrap_or_default(),
         })
     }
 }
@@ -396,6 +472,33 @@ pub fn destination_xml(xml: &str, namespace: &str, uid: &str, state: &MigrationS
         }
     }
     out
+}
+
+/// `xml` (libvirt's migratable XML) with its `<cputune>` element replaced
+/// by `cputune` (one element, e.g. [`domain::CpuTune::to_xml`]'s), or
+/// `cputune` added before `</domain>` when there was none: KubeVirt's
+/// `convertCPUDedicatedFields` swaps the source's pinning for the
+/// target's. libvirt writes `<cputune>` once, without attributes, and
+/// nothing inside it nests another `<cputune>`, so the first start tag and
+/// the first end tag after it bound the element (scan justified as for
+/// [`rewrite_disk_files`]).
+pub fn replace_cputune(xml: &str, cputune: &str) -> String {
+    let start = xml.find("<cputune>").or_else(|| xml.find("<cputune/>"));
+    if let Some(i) = start {
+        let rest = &xml[i..];
+        let end = if rest.starts_with("<cputune/>") {
+            Some("<cputune/>".len())
+        } else {
+            rest.find("</cputune>").map(|e| e + "</cputune>".len())
+        };
+        if let Some(e) = end {
+            return format!("{}{cputune}{}", &xml[..i], &rest[e..]);
+        }
+    }
+    match xml.rfind("</domain>") {
+        Some(i) => format!("{}{cputune}\n{}", &xml[..i], &xml[i..]),
+        None => xml.to_owned(),
+    }
 }
 
 /// `xml` with the `file` attribute of every `<source>` inside a `<disk>`

@@ -307,3 +307,72 @@ fn progress_is_a_drop_since_the_previous_look_and_zero_counts() {
         assert_eq!(p.step(at(s), "PreCopy", &opts), Step::Wait, "at {s}s");
     }
 }
+
+/// virt-handler's `targetCPUSet` and `targetNodeTopology` (dedicated
+/// CPUs): read, bounded, and checked as KubeVirt checks them before the
+/// destination XML is made.
+#[test]
+fn target_cpuset_and_topology_are_read_and_checked() {
+    let with = |ms: &str| {
+        MigrationState::of(&vmi(&format!(
+            r#"{{"metadata":{{"name":"a"}},"spec":{{"domain":{{"devices":{{}}}}}},"status":{{"migrationState":{{"migrationUID":"m",{ms}}}}}}}"#
+        )))
+    };
+    let s = with(r#""targetCPUSet":[3,1],"targetNodeTopology":"{\"numa_cells\":[]}""#).unwrap();
+    assert_eq!(s.target_cpuset, [3, 1]);
+    assert_eq!(target_cpus(&s).unwrap(), [3, 1]);
+    // Without a topology: Go's json.Unmarshal of "" (KubeVirt's error).
+    let s = with(r#""targetCPUSet":[1]"#).unwrap();
+    assert_eq!(
+        target_cpus(&s).unwrap_err(),
+        "status.migrationState.targetNodeTopology: unexpected end of JSON input"
+    );
+    let s = with(r#""targetNodeTopology":"{oops""#).unwrap();
+    assert!(target_cpus(&s)
+        .unwrap_err()
+        .starts_with("status.migrationState.targetNodeTopology: "));
+    // No CPU set: empty (the converter then finds too few CPUs).
+    let s = with(r#""targetNodeTopology":"{}""#).unwrap();
+    assert!(target_cpus(&s).unwrap().is_empty());
+    assert_eq!(
+        with(r#""targetCPUSet":[0,-1]"#).unwrap_err(),
+        "status.migrationState.targetCPUSet[1]: -1 is not a CPU number"
+    );
+    assert_eq!(
+        with(r#""targetCPUSet":"0-3""#).unwrap_err(),
+        "status.migrationState.targetCPUSet: a JSON string is not an array"
+    );
+    let many = vec!["0"; MAX_TARGET_CPUS + 1].join(",");
+    assert!(with(&format!(r#""targetCPUSet":[{many}]"#))
+        .unwrap_err()
+        .contains("more than 50000"));
+}
+
+/// The destination's `<cputune>` replaces the source's, and nothing else
+/// of libvirt's XML changes.
+#[test]
+fn cputune_is_swapped_for_the_targets() {
+    let tune = domain::CpuTune {
+        vcpupin: vec![domain::CpuPin {
+            vcpu: 0,
+            cpuset: "1".into(),
+        }],
+        ..domain::CpuTune::default()
+    }
+    .to_xml()
+    .unwrap();
+    assert_eq!(tune, r#"<cputune><vcpupin vcpu="0" cpuset="1"/></cputune>"#);
+    let xml = "<domain type='qemu'>\n  <vcpu placement='static'>1</vcpu>\n  <cputune>\n    <vcpupin vcpu='0' cpuset='0'/>\n    <emulatorpin cpuset='0'/>\n  </cputune>\n  <cpu/>\n</domain>\n";
+    assert_eq!(
+        replace_cputune(xml, &tune),
+        format!("<domain type='qemu'>\n  <vcpu placement='static'>1</vcpu>\n  {tune}\n  <cpu/>\n</domain>\n")
+    );
+    assert_eq!(
+        replace_cputune("<domain>\n  <cputune/>\n</domain>", &tune),
+        format!("<domain>\n  {tune}\n</domain>")
+    );
+    assert_eq!(
+        replace_cputune("<domain>\n</domain>", &tune),
+        format!("<domain>\n{tune}\n</domain>")
+    );
+}

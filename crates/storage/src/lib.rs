@@ -24,6 +24,7 @@ mod cache;
 pub mod cbt;
 pub mod cloudinit;
 pub mod configdisk;
+pub mod empty_media;
 mod expand;
 pub mod fat;
 mod files;
@@ -213,6 +214,10 @@ pub struct PrepareOptions {
     /// and QEMU has it open) and builds only missing ones. Offline
     /// ExpandDisks growth also runs only when true (the domain is down).
     pub rebuild_media: bool,
+    /// A migration target (KubeVirt's `generateEmptyIsos`): cloud-init and
+    /// config-volume disks are made empty, of the size the volume's status
+    /// records ([`empty_media`]), not built from their content.
+    pub empty_media: bool,
     /// File system of configMap/secret/downwardAPI/serviceAccount disks.
     pub config_disk_fs: ConfigDiskFs,
     /// Receives the events preparing raises (`ToleratedSmallPV`).
@@ -231,6 +236,7 @@ impl Default for PrepareOptions {
             space: pvc::SpacePolicy::default(),
             config_sources: ConfigSources::Pod,
             rebuild_media: true,
+            empty_media: false,
             config_disk_fs: ConfigDiskFs::Iso9660,
             events: None,
             cloud_init_hook: None,
@@ -280,12 +286,26 @@ pub fn prepare(
         ..Prepared::default()
     };
     let keep = |iso: &str| !opts.rebuild_media && Path::new(iso).is_file();
-    if let Some((_, _, kind, _)) = cloudinit::find(vmi) {
+    if let Some((i, v, kind, _)) = cloudinit::find(vmi) {
         let iso = ctx
             .paths
             .cloud_init_iso(vmi, kind == cloudinit::DataSource::ConfigDrive);
         if !keep(&iso) {
-            if let Some(data) = cloudinit::read_hooked(vmi, ctx, opts)? {
+            let field = format!("spec.volumes[{i}].{}", kind.field());
+            let empty = if opts.empty_media {
+                empty_media::size(vmi, &v.name, &field)?
+            } else {
+                None
+            };
+            if let Some(size) = empty {
+                empty_media::create(
+                    &field,
+                    &ctx.paths.ephemeral_disk_dir,
+                    Path::new(&iso),
+                    size,
+                    opts.owner,
+                )?;
+            } else if let Some(data) = cloudinit::read_hooked(vmi, ctx, opts)? {
                 cloudinit::generate(vmi, ctx, &data, opts.owner)?;
             }
         }
@@ -341,7 +361,20 @@ pub fn prepare(
             // is used as it is.
             VolumeFiles::CloudInit { .. } | VolumeFiles::Claim(ClaimData::Block(_)) => {}
             VolumeFiles::Config { kind, iso } => {
-                if !keep(&iso) {
+                let empty = if opts.empty_media && !keep(&iso) {
+                    empty_media::size(vmi, &v.name, &field)?
+                } else {
+                    None
+                };
+                if let Some(size) = empty {
+                    empty_media::create(
+                        &field,
+                        &ctx.paths.private_dir,
+                        Path::new(&iso),
+                        size,
+                        opts.owner,
+                    )?;
+                } else if !keep(&iso) {
                     let src = configdisk::source_dir(ctx, &opts.config_sources, kind, v, &field)?;
                     configdisk::generate(vmi, ctx, i, &src, opts.owner, opts.config_disk_fs)?;
                 }

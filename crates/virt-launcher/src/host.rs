@@ -178,3 +178,94 @@ pub fn pod_cpuset() -> Option<Vec<u32>> {
         }
     })
 }
+
+/// The CPUs of process `pid`'s cgroup cpuset, as virt-handler's cgroup
+/// manager reads a pod's (`GetCpuSet`): `/proc/<pid>/cgroup` names the
+/// cgroup (the `cpuset` controller's line on v1, the `0::` line on v2),
+/// whose `cpuset.cpus` (v1) or `cpuset.cpus.effective` (v2) lists them.
+/// Paths with `..` are refused; reads are bounded (64 KiB).
+///
+/// # Errors
+/// A message naming the file that could not be read or parsed.
+pub fn cgroup_cpuset_of(pid: i32) -> Result<Vec<u32>, String> {
+    use std::io::Read;
+    let read = |path: &str| -> Result<String, String> {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(64 * 1024).read_to_string(&mut text))
+            .map_err(|e| format!("{path}: {e}"))?;
+        Ok(text)
+    };
+    let table = read(&format!("/proc/{pid}/cgroup"))?;
+    let mut v1 = None;
+    let mut v2 = None;
+    for line in table.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if controllers.split(',').any(|c| c == "cpuset") {
+            v1 = Some(path.to_owned());
+        } else if id == "0" && controllers.is_empty() {
+            v2 = Some(path.to_owned());
+        }
+    }
+    let file = match (v1, v2) {
+        (Some(p), _) => format!("/sys/fs/cgroup/cpuset{p}/cpuset.cpus"),
+        (None, Some(p)) => format!("/sys/fs/cgroup{p}/cpuset.cpus.effective"),
+        (None, None) => return Err(format!("/proc/{pid}/cgroup: no cpuset cgroup")),
+    };
+    if file.split('/').any(|c| c == "..") {
+        return Err(format!("{file}: not a cgroup path"));
+    }
+    converter::cputune::parse_cpu_list(&read(&file)?).map_err(|e| format!("{file}: {e}"))
+}
+
+/// This node's NUMA topology as virt-handler sends it in
+/// `targetNodeTopology` (JSON of cmd's `Topology` with Go's protobuf
+/// field names and `omitempty`: `numa_cells`, each with its `id` and
+/// `cpus`, each CPU with its `id` and thread `siblings`), read from sysfs
+/// as libvirt's capabilities report it. The cells' memory, pages and
+/// distances are left out: no launcher reads them (this one's pinning
+/// does not use the topology; see `converter::cputune`).
+pub fn node_topology_json() -> String {
+    let cells: Vec<serde_json::Value> = host_numa()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|cell| {
+            let cpus: Vec<serde_json::Value> = cell
+                .cpus
+                .iter()
+                .map(|&c| {
+                    let siblings = std::fs::read_to_string(format!(
+                        "/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
+                    ))
+                    .ok()
+                    .and_then(|t| converter::cputune::parse_cpu_list(&t).ok())
+                    .unwrap_or_default();
+                    let mut cpu = serde_json::Map::new();
+                    if c != 0 {
+                        cpu.insert("id".into(), c.into());
+                    }
+                    if !siblings.is_empty() {
+                        cpu.insert("siblings".into(), siblings.into());
+                    }
+                    serde_json::Value::Object(cpu)
+                })
+                .collect();
+            let mut out = serde_json::Map::new();
+            if cell.id != 0 {
+                out.insert("id".into(), cell.id.into());
+            }
+            if !cpus.is_empty() {
+                out.insert("cpus".into(), cpus.into());
+            }
+            serde_json::Value::Object(out)
+        })
+        .collect();
+    let mut topo = serde_json::Map::new();
+    if !cells.is_empty() {
+        topo.insert("numa_cells".into(), cells.into());
+    }
+    serde_json::Value::Object(topo).to_string()
+}

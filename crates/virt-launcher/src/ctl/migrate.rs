@@ -14,7 +14,9 @@ use crate::error::LauncherError;
 /// `migrationMethod`, `migrationTransport: Unix`): SyncMigrationTarget on
 /// the target (when `--target-socket` is given), then
 /// MigrateVirtualMachine on the source; with `--wait`, polls the source's
-/// migration record until it ends.
+/// migration record until it ends (once the source has exited, the
+/// target's, with the source's last outcome and mode as virt-handler
+/// reads them).
 ///
 /// # Errors
 /// A launcher could not be asked or said no; the migration failed (its
@@ -42,14 +44,16 @@ pub(super) async fn migrate(
             .unwrap_or_default();
         format!("ctl-migration-{}-{}", t.as_secs(), t.subsec_nanos())
     });
-    let mut vmi: Value = serde_json::from_slice(&super::vmi_of(dom).vmi_json).map_err(err)?;
-    vmi["status"] = json!({
+    let mut vmi_value: Value = serde_json::from_slice(&super::vmi_of(dom).vmi_json).map_err(err)?;
+    let volume_status = iso_sizes(dom, &args.socket)?;
+    vmi_value["status"] = json!({
         "migrationMethod": args.migration_method,
         "migrationTransport": "Unix",
         "migrationState": {"migrationUID": uid},
+        "volumeStatus": volume_status,
     });
     let vmi = Vmi {
-        vmi_json: vmi.to_string().into_bytes(),
+        vmi_json: vmi_value.to_string().into_bytes(),
     };
     let mut target_channel = None;
     if let Some(target) = &args.target_socket {
@@ -78,7 +82,13 @@ pub(super) async fn migrate(
             .map_err(rpc)?
             .into_inner();
         check(Some(r)).map_err(|e| err(format!("target: {e}")))?;
+        if dedicated(dom) {
+            report_target_cpus(&mut vmi_value, target)?;
+        }
     }
+    let vmi = Vmi {
+        vmi_json: vmi_value.to_string().into_bytes(),
+    };
     let options = args
         .options
         .clone()
@@ -97,14 +107,22 @@ pub(super) async fn migrate(
     };
     let start = std::time::Instant::now();
     // The source launcher exits once the domain has left; the target's
-    // record of the same migration then tells the end.
+    // record of the same migration then tells the end. As virt-handler,
+    // the outcome is the source's (its migration controller copies start,
+    // mode, failure and abort status from each of the source's records)
+    // and the end of a completed migration the target's (its target
+    // controller takes EndTimestamp from the domain that arrived): the
+    // target's copy is the record sent at the start, which says PreCopy
+    // even after a switch to post-copy.
     let mut source_gone = false;
+    let mut last_source: Option<Value> = None;
     loop {
         let asked = if source_gone {
             None
         } else {
             c.get_domain(EmptyRequest {}).await.ok()
         };
+        let from_source = asked.is_some();
         let d = match (asked, target_channel.as_mut()) {
             (Some(d), _) => d.into_inner(),
             (None, Some(t)) => {
@@ -117,12 +135,29 @@ pub(super) async fn migrate(
             (None, None) => return Err(err("the source launcher went away during the migration")),
         };
         let dom: Value = serde_json::from_str(&d.domain).unwrap_or(Value::Null);
-        let m = &dom["Spec"]["Metadata"]["KubeVirt"]["Migration"];
+        let mut m = dom["Spec"]["Metadata"]["KubeVirt"]["Migration"].clone();
+        if m["UID"] == uid.as_str() {
+            if from_source {
+                last_source = Some(m.clone());
+            } else if let Some(src) = &last_source {
+                for k in [
+                    "StartTimestamp",
+                    "Mode",
+                    "Failed",
+                    "FailureReason",
+                    "AbortStatus",
+                ] {
+                    if let Some(v) = src.get(k) {
+                        m[k] = v.clone();
+                    }
+                }
+            }
+        }
         if m["UID"] == uid.as_str() && !m["EndTimestamp"].is_null() {
             if m["Failed"] == true {
                 return Err(err(m["FailureReason"].as_str().unwrap_or("").to_owned()));
             }
-            return Ok(m.clone());
+            return Ok(m);
         }
         if start.elapsed() >= timeout {
             return Err(err(format!(
@@ -194,6 +229,129 @@ fn not_on_target(source: &Value, target: &Value) -> Vec<String> {
     missing
 }
 
+/// `status.volumeStatus` with the size of each cloud-init and
+/// config-volume disk as it is in the source's pod, as virt-handler keeps
+/// it (`updateIsoSizeStatus`: the file found through the pod's root,
+/// never following a link, its size in `volumeStatus[].size`). `ctl` has
+/// the source's domain, not its VMI: those disks are the domain's disks
+/// whose file is an `.iso` (the layout's name for them, `api::layout`),
+/// their volume the disk's alias. The target makes them empty of that
+/// size.
+fn iso_sizes(dom: &Value, source: &std::path::Path) -> Result<Value, LauncherError> {
+    let isos: Vec<(String, String)> = dom["Spec"]["Devices"]["Disks"]
+        .as_array()
+        .map(|disks| {
+            disks
+                .iter()
+                .filter_map(|d| {
+                    let file = d["Source"]["File"].as_str()?;
+                    let name = d["Alias"]["Name"].as_str()?;
+                    let name = name.strip_prefix("ua-").unwrap_or(name);
+                    (file.ends_with(".iso") && !file.contains("/../"))
+                        .then(|| (name.to_owned(), file.to_owned()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut list = Vec::new();
+    if isos.is_empty() {
+        return Ok(Value::Array(list));
+    }
+    let root = std::path::PathBuf::from(format!("/proc/{}/root", socket_peer(source)?));
+    for (name, iso) in isos {
+        // Like virt-handler, a file it cannot see gets no size.
+        let size = resolve_in_root(&root, &iso)
+            .and_then(|p| std::fs::symlink_metadata(p).ok())
+            .filter(std::fs::Metadata::is_file)
+            .map_or(0, |m| m.len());
+        list.push(json!({"name": name, "size": size}));
+    }
+    Ok(Value::Array(list))
+}
+
+/// `path` (absolute, as the pod sees it) below `root` (a pod's
+/// `/proc/<pid>/root`), its directories' links resolved inside `root`
+/// (virt-handler's `AppendAndResolveWithRelativeRoot`: through
+/// `/proc/<pid>/root` an absolute link such as `/var/run -> /run` would
+/// otherwise resolve in the caller's namespace); the last component is
+/// not followed. At most 40 links; `None` for `..` or a loop.
+fn resolve_in_root(root: &std::path::Path, path: &str) -> Option<std::path::PathBuf> {
+    let mut pending: Vec<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .rev()
+        .map(str::to_owned)
+        .collect();
+    let mut cur = root.to_path_buf();
+    let mut hops = 0;
+    while let Some(c) = pending.pop() {
+        if c == ".." {
+            return None;
+        }
+        let next = cur.join(&c);
+        if pending.is_empty() {
+            return Some(next);
+        }
+        match std::fs::read_link(&next) {
+            Ok(target) => {
+                hops += 1;
+                if hops > 40 {
+                    return None;
+                }
+                let t = target.to_str()?;
+                if t.starts_with('/') {
+                    cur = root.to_path_buf();
+                }
+                pending.extend(
+                    t.split('/')
+                        .filter(|c| !c.is_empty() && *c != ".")
+                        .rev()
+                        .map(str::to_owned),
+                );
+            }
+            Err(_) => cur = next,
+        }
+    }
+    Some(cur)
+}
+
+/// Whether the VMI has dedicated CPUs (`vmi.IsCPUDedicated()`), read from
+/// the source's domain (what `ctl` has): the converter pins vCPUs
+/// (`CPUTune.VCPUPin`) exactly for `dedicatedCpuPlacement`.
+fn dedicated(dom: &Value) -> bool {
+    dom["Spec"]["CPUTune"]["VCPUPin"]
+        .as_array()
+        .is_some_and(|p| !p.is_empty())
+}
+
+/// virt-handler's target side for a VMI with dedicated CPUs, once the
+/// target is prepared (`migration-target.go`, after it advertised the
+/// target's address: `reportDedicatedCPUSetForMigratingVMI` and
+/// `reportTargetTopologyForMigratingVMI`): `migrationState.targetCPUSet`
+/// from the target pod's cgroup cpuset and `targetNodeTopology`, the
+/// node's NUMA topology as JSON. As virt-handler, the pod's process is the
+/// peer of the launcher's command socket (`SO_PEERCRED`, its isolation
+/// detector), its cgroup read from `/proc/<pid>/cgroup`, and the CPU list
+/// from `cpuset.cpus` (cgroup v1) or `cpuset.cpus.effective` (v2).
+fn report_target_cpus(vmi: &mut Value, target: &std::path::Path) -> Result<(), LauncherError> {
+    let pid = socket_peer(target)?;
+    let cpus = crate::host::cgroup_cpuset_of(pid)
+        .map_err(|e| err(format!("failed to get target VMI cpuset: {e}")))?;
+    vmi["status"]["migrationState"]["targetCPUSet"] = json!(cpus);
+    vmi["status"]["migrationState"]["targetNodeTopology"] =
+        Value::String(crate::host::node_topology_json());
+    Ok(())
+}
+
+/// The process on the other end of the Unix socket `path`.
+fn socket_peer(path: &std::path::Path) -> Result<i32, LauncherError> {
+    let s = std::os::unix::net::UnixStream::connect(path)
+        .map_err(|e| err(format!("target {}: {e}", path.display())))?;
+    let cred = nix::sys::socket::getsockopt(&s, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|e| err(format!("target {}: SO_PEERCRED: {e}", path.display())))?;
+    Ok(cred.pid())
+}
+
 /// Whether `a` and `b` name the same file (device and inode: also through
 /// links and bind mounts).
 fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
@@ -206,7 +364,7 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{not_on_target, same_file};
+    use super::{not_on_target, resolve_in_root, same_file};
     use serde_json::json;
 
     #[test]
@@ -231,6 +389,25 @@ mod tests {
         );
         // What only the target has does not stop a migration.
         assert!(not_on_target(&target, &source).is_empty());
+    }
+
+    #[test]
+    fn paths_resolve_their_links_inside_the_pods_root() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("run/disks")).unwrap();
+        std::fs::create_dir(r.join("var")).unwrap();
+        std::os::unix::fs::symlink("/run", r.join("var/run")).unwrap();
+        std::os::unix::fs::symlink("../run/disks", r.join("var/rel")).unwrap();
+        assert_eq!(
+            resolve_in_root(r, "/var/run/disks/a.iso").unwrap(),
+            r.join("run/disks/a.iso")
+        );
+        // A relative link's `..` is refused (it could climb out).
+        assert_eq!(resolve_in_root(r, "/var/rel/a.iso"), None);
+        assert_eq!(resolve_in_root(r, "/run/../etc/passwd"), None);
+        std::os::unix::fs::symlink("/loop", r.join("loop")).unwrap();
+        assert_eq!(resolve_in_root(r, "/loop/a.iso"), None);
     }
 
     #[test]

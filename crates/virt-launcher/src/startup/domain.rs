@@ -130,6 +130,7 @@ impl Services {
             },
             config_sources: launch.pod.config_sources.clone(),
             rebuild_media: true,
+            empty_media: false,
             config_disk_fs: flags.config_disk_fs.into(),
             events: Some(vmi_events),
             cloud_init_hook: cloud_init_hook(hooks),

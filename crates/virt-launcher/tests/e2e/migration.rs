@@ -107,26 +107,42 @@ fn vmi_command(l: &Launcher, command: &str, vmi_json: &str) -> (bool, String) {
 /// virt-handler does on the target node before SyncMigrationTarget), its
 /// command server answering.
 fn start_target(yaml: &str, uid: &str) -> Launcher {
-    let mut t = Launcher::start(
-        yaml,
-        &Opts {
-            uid: Some(uid),
-            args: &[
+    start_target_in(yaml, uid, None)
+}
+
+/// [`start_target`], in the pod cpuset `cpus` when given.
+fn start_target_in(yaml: &str, uid: &str, cpus: Option<&PodCpuset>) -> Launcher {
+    // The pod name SignalTargetPodCleanup compares; verbosity 4, where
+    // KubeVirt logs a succeeded migration's record (a target is the source
+    // of the next hop).
+    let mut env = vec![
+        ("POD_NAME", std::ffi::OsStr::new("target-pod")),
+        ("VIRT_LAUNCHER_LOG_VERBOSITY", std::ffi::OsStr::new("4")),
+    ];
+    if let Some(c) = cpus {
+        env.extend(c.env());
+    }
+    let opts = Opts {
+        uid: Some(uid),
+        // The masquerade guests' targets sit on node 1; the dedicated-CPU
+        // guest has no pod network.
+        args: if cpus.is_some() {
+            &["--migration-target"]
+        } else {
+            &[
                 "--migration-target",
                 "--setup-pod-network",
                 "--pod-subnet",
                 "1",
-            ],
-            // The pod name SignalTargetPodCleanup compares; verbosity 4,
-            // where KubeVirt logs a succeeded migration's record (a target
-            // is the source of the next hop).
-            env: &[
-                ("POD_NAME", std::ffi::OsStr::new("target-pod")),
-                ("VIRT_LAUNCHER_LOG_VERBOSITY", std::ffi::OsStr::new("4")),
-            ],
-            ..Opts::default()
+            ]
         },
-    );
+        env: &env,
+        ..Opts::default()
+    };
+    let mut t = match cpus {
+        Some(_) => Launcher::start_wrapped(yaml, &opts, CPUSET_WRAPPER),
+        None => Launcher::start(yaml, &opts),
+    };
     let start = std::time::Instant::now();
     while !t.ctl(&["ping"]).0 {
         if let Some(st) = t.try_exit() {
@@ -858,15 +874,17 @@ fn migrates_between_two_launchers() {
             target.log(),
             next.log()
         );
+        // ctl reports what virt-handler concludes: the mode from the
+        // source's records (post-copy), though the source is gone by now
+        // and the target's copy, sent at the start, says PreCopy.
         let record: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
-            (&record["UID"], &record["Failed"]),
-            (&"m-2".into(), &false.into())
+            (&record["UID"], &record["Failed"], &record["Mode"]),
+            (&"m-2".into(), &false.into(), &"PostCopy".into()),
+            "{record}"
         );
-        // The source's own record says post-copy (the source is gone by
-        // now, and the target's copy is the one sent at the start,
-        // PreCopy, as in KubeVirt, where virt-handler takes the mode from
-        // the source's notifications).
+        assert!(record["EndTimestamp"].is_string(), "{record}");
+        // The source's own record says post-copy too.
         let logged = wait_log_msg(&target, 0, "set migration result in metadata: ", 10);
         let source_record: serde_json::Value = serde_json::from_str(&logged).unwrap();
         assert_eq!(
@@ -1023,4 +1041,284 @@ fn migrates_under_virt_handler() {
     std::thread::sleep(Duration::from_millis(500));
     let left = target.processes_left();
     assert!(left.is_empty(), "left by the target: {left:?}");
+}
+
+/// A pod's cpuset cgroup, as the kubelet's static CPU manager gives a
+/// Guaranteed pod its exclusive CPUs: a child of this host's cpuset
+/// hierarchy (cgroup v1 `cpuset`, or v2 with the cpuset controller) with
+/// `cpuset.cpus` set; removed when dropped (after its processes ended).
+struct PodCpuset {
+    dir: std::path::PathBuf,
+    /// The file the launcher reads as its pod's CPUs (`host::CPUSET_FILES`).
+    root_file: &'static str,
+    /// The same file of this cgroup.
+    file: std::path::PathBuf,
+}
+
+impl PodCpuset {
+    /// A cgroup `name` holding `cpus` (e.g. `1`); panics with the reason
+    /// when the host cannot make one.
+    fn new(name: &str, cpus: &str) -> PodCpuset {
+        let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+        let (base, root_file, list) = if v2 {
+            (
+                "/sys/fs/cgroup",
+                "/sys/fs/cgroup/cpuset.cpus.effective",
+                "cpuset.cpus.effective",
+            )
+        } else {
+            (
+                "/sys/fs/cgroup/cpuset",
+                "/sys/fs/cgroup/cpuset/cpuset.cpus",
+                "cpuset.cpus",
+            )
+        };
+        let dir = Path::new(base).join(name);
+        let write = |f: &str, v: &str| {
+            std::fs::write(dir.join(f), v)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.join(f).display()));
+        };
+        if v2 {
+            std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+cpuset")
+                .expect("enable the cpuset controller (cgroup v2)");
+        }
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let mems = std::fs::read_to_string(Path::new(base).join(if v2 {
+            "cpuset.mems.effective"
+        } else {
+            "cpuset.mems"
+        }))
+        .expect("cpuset.mems");
+        write("cpuset.mems", mems.trim());
+        write("cpuset.cpus", cpus);
+        PodCpuset {
+            file: dir.join(list),
+            dir,
+            root_file,
+        }
+    }
+
+    /// The environment [`CPUSET_WRAPPER`] reads.
+    fn env(&self) -> [(&'static str, &std::ffi::OsStr); 3] {
+        [
+            ("POD_CPUSET_CGROUP", self.dir.as_os_str()),
+            ("POD_CPUSET_FILE", self.file.as_os_str()),
+            ("POD_CPUSET_ROOT_FILE", std::ffi::OsStr::new(self.root_file)),
+        ]
+    }
+}
+
+impl Drop for PodCpuset {
+    fn drop(&mut self) {
+        // libvirt's own cgroups below it go with their domains; a moment
+        // for the last processes to leave.
+        for _ in 0..50 {
+            let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+            let mut stack = vec![self.dir.clone()];
+            while let Some(d) = stack.pop() {
+                if let Ok(rd) = std::fs::read_dir(&d) {
+                    for e in rd.flatten() {
+                        if e.file_type().is_ok_and(|t| t.is_dir()) {
+                            stack.push(e.path());
+                        }
+                    }
+                }
+                dirs.push(d);
+            }
+            for d in dirs.iter().rev() {
+                let _ = std::fs::remove_dir(d);
+            }
+            if !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("cgroup {} left behind", self.dir.display());
+    }
+}
+
+/// Plays the container runtime for a pod with exclusive CPUs: the
+/// launcher runs in the pod's cpuset cgroup ([`PodCpuset`]), and in the
+/// pod's mount namespace the cpuset file it reads at the cgroup root is
+/// the pod cgroup's (a container sees its own cgroup there). Everything
+/// else, libvirt's cgroup placement included, is the host's view.
+const CPUSET_WRAPPER: &[&str] = &[
+    "sh",
+    "-c",
+    r#"set -e
+echo $$ > "$POD_CPUSET_CGROUP/cgroup.procs"
+exec unshare -m sh -c 'mount --make-rslave / && mount --bind -o ro "$POD_CPUSET_FILE" "$POD_CPUSET_ROOT_FILE" && exec "$@"' sh "$@""#,
+    "sh",
+];
+
+/// The size of the launcher's cloud-init ISO for the VMI `e2e/pinmig`,
+/// read in its libvirt daemon's mount namespace.
+fn iso_size(l: &Launcher) -> u64 {
+    let daemon = l
+        .processes_left()
+        .into_iter()
+        .find(|(_, name)| name.contains("libvirtd") || name.contains("virtqemud"))
+        .unwrap_or_else(|| panic!("no libvirt daemon\n{}", l.log()));
+    // /var/run is a link to /run, which would resolve in this namespace.
+    let iso = format!(
+        "/proc/{}/root/run/kubevirt-ephemeral-disks/cloud-init-data/e2e/pinmig/noCloud.iso",
+        daemon.0
+    );
+    std::fs::metadata(&iso)
+        .unwrap_or_else(|e| panic!("{iso}: {e}"))
+        .len()
+}
+
+/// The `<vcpupin>` elements of `xml` as (vCPU, cpuset).
+fn vcpupins(xml: &str) -> Vec<(String, String)> {
+    xml.split("<vcpupin ")
+        .skip(1)
+        .map(|e| {
+            let attr = |name: &str| {
+                e.split(&format!("{name}='"))
+                    .nth(1)
+                    .and_then(|v| v.split('\'').next())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (attr("vcpu"), attr("cpuset"))
+        })
+        .collect()
+}
+
+/// Dedicated CPUs across a migration (KubeVirt's
+/// `generateDomainForTargetCPUSetAndTopology`): the source pod holds the
+/// host's first CPU, the target pod its second. `ctl migrate` plays
+/// virt-handler's target side: once the target is prepared it reports the
+/// target pod's cgroup cpuset in `migrationState.targetCPUSet` and the
+/// node's topology in `targetNodeTopology`; the source pins the
+/// destination's vCPU on the target's CPU. Before that, KubeVirt's
+/// refusals without them (the migration fails, the guest runs on). The
+/// guest's cloud-init disk is made empty on the target, of the size
+/// `ctl migrate` records from the source's pod, and the guest reads its
+/// data after the move. Cost: one guest boot and one migration under TCG.
+#[test]
+fn migrates_dedicated_cpus_to_the_targets_cpuset() {
+    let host: Vec<u32> = converter::cputune::parse_cpu_list(
+        &std::fs::read_to_string(
+            [
+                "/sys/fs/cgroup/cpuset.cpus.effective",
+                "/sys/fs/cgroup/cpuset/cpuset.cpus",
+            ]
+            .iter()
+            .find(|f| Path::new(f).exists())
+            .expect("a cgroup cpuset file"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(host.len() >= 2, "this test needs 2 CPUs: {host:?}");
+    let uid = format!("migc-{}", std::process::id());
+    let src_cpus = PodCpuset::new(&format!("vl-e2e-{uid}-src"), &host[0].to_string());
+    let dst_cpus = PodCpuset::new(&format!("vl-e2e-{uid}-dst"), &host[1].to_string());
+    let yaml = guest_vmi("pinmig", "virtio")
+        .replace(
+            "    cpu: {cores: 1}\n",
+            "    cpu: {cores: 1, dedicatedCpuPlacement: true}\n",
+        )
+        .replace(
+            "      - name: scratch\n        disk: {bus: virtio}\n",
+            "      - name: scratch\n        disk: {bus: virtio}\n      - name: cloudinit\n        disk: {bus: virtio}\n",
+        )
+        .replace(
+            "    emptyDisk: {capacity: 64Mi}\n",
+            "    emptyDisk: {capacity: 64Mi}\n  - name: cloudinit\n    cloudInitNoCloud:\n      userData: \"#cloud-config\\n# migrated-cloud-init-marker\\n\"\n",
+        );
+    assert!(
+        yaml.contains("dedicatedCpuPlacement") && yaml.contains("name: cloudinit\n        disk"),
+        "{yaml}"
+    );
+    let mut source = Launcher::start_wrapped(
+        &yaml,
+        &Opts {
+            uid: Some(&uid),
+            env: &src_cpus.env(),
+            ..Opts::default()
+        },
+        CPUSET_WRAPPER,
+    );
+    source.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let on_source = vec![("0".to_owned(), host[0].to_string())];
+    assert_eq!(vcpupins(&source.domain_xml()), on_source);
+
+    // No targetNodeTopology (no virt-handler target side: no
+    // --target-socket): KubeVirt's decoding error ends the migration.
+    let (ok, _, err) = source.ctl(&["migrate", "--migration-uid", "m-notopo", "--wait", "60"]);
+    assert!(!ok);
+    assert!(
+        err.contains("Live migration failed status.migrationState.targetNodeTopology: unexpected end of JSON input"),
+        "{err}"
+    );
+    // A target CPU set too small for the vCPU: the converter's words.
+    let identity = format!(
+        r#"{{"metadata":{{"name":"pinmig","namespace":"e2e","uid":"{uid}"}},"spec":{{"domain":{{"cpu":{{"cores":1,"dedicatedCpuPlacement":true}},"memory":{{"guest":"128Mi"}},"devices":{{}}}}}}"#
+    );
+    let (ok, msg) = migrate_raw(
+        &source,
+        &format!(
+            r#"{identity},"status":{{"migrationState":{{"migrationUID":"m-nocpus","targetCPUSet":[],"targetNodeTopology":"{{}}"}}}}}}"#
+        ),
+        b"{}",
+    );
+    assert!(ok, "{msg}");
+    let m = ended_record(&source, "m-nocpus");
+    assert!(
+        m["FailureReason"].as_str().is_some_and(
+            |r| r.contains("not enough exclusive threads provided, could not fit 1 core(s)")
+        ),
+        "{m}"
+    );
+    let before = uptime(&source);
+
+    let source_iso = iso_size(&source);
+    let mut target = start_target_in(&yaml, &uid, Some(&dst_cpus));
+    let proxy = Proxy::start(&uid, &source, &target, &target.dir.path().join("proxy.log"));
+    let defaults = r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#;
+    let (ok, _, err) = ctl_migrate(&source, &target, "m-pinned", defaults, Some("180"));
+    assert!(
+        ok,
+        "migration failed: {err}\n--- source ---\n{}\n--- target ---\n{}",
+        source.log(),
+        target.log()
+    );
+    source.wait_success(Duration::from_secs(60));
+    assert!(source
+        .log()
+        .contains("dedicated CPUs pinned for the target"));
+    // On the target: the live XML and libvirt's affinity name the target
+    // pod's CPU; the guest ran on (uptime grew).
+    let on_target = vec![("0".to_owned(), host[1].to_string())];
+    assert_eq!(vcpupins(&target.domain_xml()), on_target);
+    let (ok, affinity) = target.virsh(&["vcpupin", &target.domain, "--vcpu", "0", "--live"]);
+    assert!(ok, "{affinity}");
+    assert!(
+        affinity
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["0", &host[1].to_string()]),
+        "{affinity}"
+    );
+    let after = uptime(&target);
+    assert!(after > before, "uptime {after} after, {before} before");
+    // The cloud-init disk: made empty on the target, of the source's size
+    // (virt-handler's volumeStatus size), then filled by the block copy:
+    // the guest reads its data from the disk (page cache dropped).
+    assert!(
+        target
+            .log()
+            .contains("empty disk made for the incoming migration"),
+        "{}",
+        target.log()
+    );
+    assert_eq!(iso_size(&target), source_iso);
+    let (code, out) = target
+        .guest_sh("echo 3 > /proc/sys/vm/drop_caches; grep -c migrated-cloud-init-marker /dev/vdc");
+    assert_eq!((code, out.trim()), (0, "1"), "the guest's cloud-init disk");
+    drop(proxy);
+    target.stop(Duration::from_secs(90));
+    target.assert_nothing_left();
 }

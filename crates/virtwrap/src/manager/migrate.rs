@@ -77,17 +77,6 @@ impl LibvirtDomainManager {
                 "status.migratedVolumes: volume migration is not supported yet",
             ));
         }
-        if vmi
-            .spec
-            .domain
-            .cpu
-            .as_ref()
-            .is_some_and(|c| c.dedicated_cpu_placement)
-        {
-            return Err(failed(
-                "spec.domain.cpu.dedicatedCpuPlacement: migrating dedicated CPUs is not supported yet",
-            ));
-        }
         if let Some(i) = vmi
             .spec
             .domain
@@ -311,8 +300,11 @@ impl LibvirtDomainManager {
     ) -> Result<MigrateParameters, ManagerError> {
         let bandwidth = options.bandwidth_mib().map_err(failed)?;
         let xml = dom.get_xml_desc(sys::VIR_DOMAIN_XML_MIGRATABLE)?;
-        let dest = plan::destination_xml(&xml, vmi.namespace(), vmi.uid(), state);
+        let mut dest = plan::destination_xml(&xml, vmi.namespace(), vmi.uid(), state);
         let live = domain::Domain::from_xml(&dom.get_xml_desc(0)?)?;
+        if let Some(tune) = self.target_pinning(vmi, state, &live)? {
+            dest = plan::replace_cputune(&dest, &tune.to_xml()?);
+        }
         let copy = plan::disks_to_copy(vmi, &live);
         let dest_name = match &state.target_domain {
             Some((name, namespace)) => format!("{namespace}_{name}"),
@@ -340,6 +332,50 @@ impl LibvirtDomainManager {
             p.migrate_disks = copy;
         }
         Ok(p)
+    }
+
+    /// KubeVirt's `generateDomainForTargetCPUSetAndTopology` for a VMI
+    /// with dedicated CPUs: the vCPUs online now (the VMI's sockets ×
+    /// cores × threads, as `AdjustDomainForTopologyAndCPUSet` counts the
+    /// enabled ones), the emulator and I/O threads pinned on the target
+    /// pod's CPUs (`status.migrationState.targetCPUSet`) by the converter's
+    /// rule. KubeVirt also rewrites `<vcpu>` and the CPU topology from the
+    /// VMI; they are the same on both sides and stay as libvirt wrote them
+    /// (KubeVirt's rewrite drops `<vcpu current=…>`), and the guest NUMA
+    /// cells stay the source's, as in KubeVirt. `None` without dedicated
+    /// CPUs.
+    ///
+    /// # Errors
+    /// KubeVirt's: a `targetNodeTopology` that does not decode (missing:
+    /// `unexpected end of JSON input`), too few target CPUs (`not enough
+    /// exclusive threads provided, ...`); the migration then fails with it.
+    fn target_pinning(
+        &self,
+        vmi: &VirtualMachineInstance,
+        state: &MigrationState,
+        live: &domain::Domain,
+    ) -> Result<Option<domain::CpuTune>, ManagerError> {
+        if !vmi
+            .spec
+            .domain
+            .cpu
+            .as_ref()
+            .is_some_and(|c| c.dedicated_cpu_placement)
+        {
+            return Ok(None);
+        }
+        let cpus = plan::target_cpus(state).map_err(failed)?;
+        let count = super::vcpus::requested_vcpus(vmi).map_err(|m| {
+            ManagerError::Convert(converter::ConvertError::invalid(
+                "spec.domain.cpu.sockets",
+                m,
+            ))
+        })?;
+        let tune = self.dedicated_pinning(vmi, count, live.iothreads, Some(cpus))?;
+        if let Some(t) = &tune {
+            tracing::info!(target_cpus = ?cpus, vcpupin = t.vcpupin.len(), "dedicated CPUs pinned for the target");
+        }
+        Ok(tune)
     }
 
     /// KubeVirt's `startMonitor`: every 400 ms (or at once on an error of

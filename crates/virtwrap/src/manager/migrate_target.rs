@@ -17,7 +17,9 @@ use crate::migration::{self as plan, interfaces_by_alias, link_down, MigrationSt
 
 impl LibvirtDomainManager {
     /// KubeVirt's PrepareMigrationTarget: the volumes prepared and the VMI
-    /// converted with `inputs` (as for a start), the metadata's UID, grace
+    /// converted with `inputs` (as for a start, but cloud-init and config
+    /// disks empty, of the size `status.volumeStatus` records:
+    /// `storage::empty_media`), the metadata's UID, grace
     /// period and migration record (same idempotency as the source), the
     /// `<share>/migrationproxy` directory where the incoming QEMU listens
     /// (Unix transport); no define: libvirt makes the domain from the
@@ -39,7 +41,10 @@ impl LibvirtDomainManager {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         {
             let _modifying = self.modifying();
-            let opts = self.prepare.clone();
+            // KubeVirt's target makes the cloud-init and config disks
+            // empty, of the source's size (`generateEmptyIsos`).
+            let mut opts = self.prepare.clone();
+            opts.empty_media = true;
             self.convert(vmi, true, inputs, &opts)?;
             // KubeVirt's pre-start step runs on the target too.
             self.start_credentials(vmi)?;

@@ -64,6 +64,34 @@ fn cpu_map(cpuset: &str) -> Result<Vec<u8>, ManagerError> {
 }
 
 impl LibvirtDomainManager {
+    /// The `<cputune>` of `vmi`'s dedicated CPUs for `vcpus` online vCPUs
+    /// and the domain's `iothreads`, on `cpus` (a migration target's CPU
+    /// set) or else this pod's cpuset: the converter's pinning, the one
+    /// decision made at start, at a vCPU hot-plug and for a migration's
+    /// destination. `None` without dedicated CPUs.
+    ///
+    /// # Errors
+    /// [`ManagerError::Convert`] in the converter's words (too few CPUs:
+    /// `not enough exclusive threads provided, could not fit N core(s)`).
+    pub(super) fn dedicated_pinning(
+        &self,
+        vmi: &VirtualMachineInstance,
+        vcpus: u32,
+        iothreads: Option<u32>,
+        cpus: Option<&[u32]>,
+    ) -> Result<Option<domain::CpuTune>, ManagerError> {
+        let mut ctx = converter::ConvertContext::from_parts(
+            &self.host,
+            &converter::ClusterOptions::default(),
+            converter::Prepared::default(),
+            std::collections::BTreeMap::new(),
+        );
+        if let Some(c) = cpus {
+            ctx.pod_cpuset = Some(c.to_vec());
+        }
+        Ok(converter::cputune::convert(vmi, &ctx, vcpus, iothreads)?)
+    }
+
     /// KubeVirt's `UpdateVCPUs` for `vmi`'s domain: the vCPU count, then,
     /// with dedicated CPUs, their pinning (see the module docs).
     ///
@@ -92,14 +120,7 @@ impl LibvirtDomainManager {
                 sys::VIR_DOMAIN_VCPU_LIVE | sys::VIR_DOMAIN_VCPU_CONFIG,
             )?;
             let live = domain::Domain::from_xml(&dom.get_xml_desc(0)?)?;
-            let ctx = converter::ConvertContext::from_parts(
-                &self.host,
-                &converter::ClusterOptions::default(),
-                converter::Prepared::default(),
-                std::collections::BTreeMap::new(),
-            );
-            let Some(tune) = converter::cputune::convert(vmi, &ctx, count, live.iothreads)?
-            else {
+            let Some(tune) = self.dedicated_pinning(vmi, count, live.iothreads, None)? else {
                 return Ok(());
             };
             let flags = sys::VIR_DOMAIN_AFFECT_LIVE | sys::VIR_DOMAIN_AFFECT_CONFIG;
