@@ -223,5 +223,51 @@ class Decisions(unittest.TestCase):
         self.assertEqual(go_quote('a "b"\n'), '"a \\"b\\"\\n"')
 
 
+
+class NicHotplug(unittest.TestCase):
+    """filters.go's FilterNetsForLiveUpdate and netstat.go's merge of
+    virt-controller's multus-status entries (KubeVirt v1.6.6)."""
+
+    @staticmethod
+    def vmi(state=None, sources=None):
+        green = {"name": "green", "bridge": {}}
+        if state:
+            green["state"] = state
+        v = {"spec": {"domain": {"devices": {"interfaces": [{"name": "default", "masquerade": {}}, green]}},
+                      "networks": [{"name": "default", "pod": {}},
+                                   {"name": "green", "multus": {"networkName": "ns/green"}}]},
+             "status": {"interfaces": []}}
+        if sources is not None:
+            v["status"]["interfaces"] = [{"name": "green", "infoSource": sources,
+                                          "podInterfaceName": "podba4788b226a"}]
+        return v
+
+    def test_nets_for_live_update(self):
+        from virt_handler.netsetup import filter_nets_for_live_update as f
+        self.assertEqual(f(self.vmi()), [])  # Multus has not reported the pod interface
+        self.assertEqual(f(self.vmi(sources="multus-status")), ["green"])
+        self.assertEqual(f(self.vmi(sources="domain, multus-status")), [])  # plugged
+        self.assertEqual(f(self.vmi("absent", "domain, guest-agent, multus-status")), [])  # not detached yet
+        self.assertEqual(f(self.vmi("absent", "multus-status")), ["green"])
+        self.assertEqual(f(self.vmi("absent")), [])
+
+    def test_status_keeps_multus_entries_and_pod_interface_names(self):
+        from virt_handler.status import interfaces
+        dom = {"Spec": {"Devices": {"Interfaces": [
+            {"Alias": {"Name": "default"}, "MAC": {"MAC": "02:54:00:ab:cd:ef"}},
+            {"Alias": {"Name": "green"}, "MAC": {"MAC": "0a:58:0a:f5:02:05"}}]}}, "Status": {}}
+        v = self.vmi(sources="multus-status")
+        interfaces(v, dom)
+        green = v["status"]["interfaces"][1]
+        self.assertEqual((green["name"], green["infoSource"], green["podInterfaceName"]),
+                         ("green", "domain, multus-status", "podba4788b226a"))
+        # Detached: the bare multus-status entry stays while the spec has it.
+        v = self.vmi("absent", "domain, multus-status")
+        dom["Spec"]["Devices"]["Interfaces"].pop()
+        interfaces(v, dom)
+        self.assertEqual(v["status"]["interfaces"][1],
+                         {"name": "green", "infoSource": "multus-status", "podInterfaceName": "podba4788b226a"})
+
+
 if __name__ == "__main__":
     unittest.main()

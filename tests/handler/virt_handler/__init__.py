@@ -80,11 +80,23 @@ What of virt-handler it reproduces (the module doing it in brackets):
   default options, the migration record copied into migrationState), and
   vm.go's part (a migrated domain deleted as an orphan, a VMI of another
   node left alone); VMI writes conflict on a stale resourceVersion.
+- NIC plug and unplug of a bridge interface on a Multus network
+  (nichotplug.py, netsetup.py; `--plug-nic`): virt-controller's hand-over
+  of the interface and network to the spec, its `multus-status` status
+  entry with podInterfaceName, handleRunningVMI's setupNetwork for
+  FilterNetsForLiveUpdate's networks before the sync (netpod's
+  once-per-network state, teardown and clearCache of an `absent` one, a
+  failure as a NicHotplug warning and an error after the sync), netstat's
+  merge of the multus-status entries and pod interface names, then
+  `state: absent`, the detach, virt-controller's clean-up of the status
+  and spec. Phase 1 itself is `virt-launcher pod-network-phase1
+  --interface` in the pod's network namespace (it plays Multus's pod link
+  too); the pod interface cache is not read (no pod IPs in the status).
 
 Not reproduced (nothing in the tests has them): the proxy's TLS between
 nodes (one `virt-launcher migration-proxy` plays both halves), hot-plug of
 volumes and SR-IOV interfaces (the tests mount hot-plug volumes
-themselves), container-disk checksums, vCPU/memory hot-plug, realtime and
+themselves; NIC plug is reproduced for the bridge binding, above), container-disk checksums, vCPU/memory hot-plug, realtime and
 dedicated-CPU housekeeping, device ownership, the IOError retry delay, the
 pod interface cache of network phase 1 (run by another process here), the
 periodic domain resync (300 s) and the unresponsive-socket watchdog (30 s);

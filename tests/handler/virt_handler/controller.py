@@ -42,6 +42,7 @@ watchdog (30 s).
 
 import copy
 import re
+import subprocess
 import threading
 import time
 
@@ -124,8 +125,10 @@ class Controller:
     into VirtualMachineOptions (`expand_disks`)."""
 
     def __init__(self, cluster, informer, clients, expand_disks=False, violation=print,
-                 busy_after_shutoff=0, node=None, image_volume=False):
+                 busy_after_shutoff=0, node=None, image_volume=False, netpod=None):
         self.cluster = cluster
+        # handleRunningVMI's network setup of a running VMI (netsetup.py).
+        self.netpod = netpod
         # This virt-handler's node: a VMI owned by another is left alone.
         self.node = node
         # The cluster's ImageVolume feature gate: the pod has image volumes and
@@ -369,18 +372,37 @@ class Controller:
         except CmdError as e:
             raise CmdError(f"unable to create virt-launcher client connection: {e}") from None
         phase = vmi["status"].get("phase")
+        tolerated = None
         if phase == "Running":
             self.get_memory_dumps(vmi, client)
             try:
-                self.clients.detect_pid(vmi)
+                pid = self.clients.detect_pid(vmi)
             except (OSError, CmdError) as e:
                 raise CmdError(f"failed to detect isolation for launcher pod: {e}") from None
+            tolerated = self.setup_network(vmi, pid)
         elif not _phase_final(phase) and not self.starting_vmi_ready(vmi):
             self.queue.add_after(1)
             return
         client.sync_virtual_machine(marshal(vmi), self.options(vmi))
         if domain is None:
             self.record("Normal", "Created", "VirtualMachineInstance defined.")
+        if tolerated is not None:
+            # After the sync: errors.NewAggregate(errorTolerantFeaturesError).
+            raise CmdError(tolerated)
+
+    def setup_network(self, vmi, pid):
+        """handleRunningVMI: setupNetwork for FilterNetsForLiveUpdate's
+        networks; a failure is a NicHotplug warning and returned: the sync
+        goes on, and the update fails after it (errorTolerantFeaturesError)."""
+        from . import netsetup
+        if self.netpod is None:
+            return None
+        try:
+            self.netpod.setup(vmi, netsetup.filter_nets_for_live_update(vmi), pid)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            self.record("Warning", "NicHotplug", str(e))
+            return str(e)
+        return None
 
     def starting_vmi_ready(self, vmi):
         """handleStartingVMI's wait for container disks: each containerDisk

@@ -28,7 +28,9 @@ import tempfile
 import time
 import uuid
 
+from . import nichotplug
 from . import vmi as vmimod
+from .netsetup import NetPod
 from .clients import LauncherClients
 from .cmdclient import CmdError
 from .controller import Controller
@@ -68,7 +70,8 @@ class Handler:
         self.ctrl = Controller(self.cluster, self.informer, self.clients,
                                expand_disks=a.expand_disks, violation=self.violation,
                                busy_after_shutoff=a.busy_after_shutoff, node=NODE,
-                               image_volume=a.image_volume)
+                               image_volume=a.image_volume,
+                               netpod=NetPod(a.launcher, a.runtime_user) if a.plug_nic else None)
 
     def violation(self, msg):
         if msg not in self.violations:
@@ -698,6 +701,8 @@ def run(h):
             h.wait_serial("GUEST-READY")
             if a.stop in ("delete",):
                 agent_checks(h)
+        if a.plug_nic:
+            nichotplug.plug_unplug(h)
         if a.resync_vmi:
             resync(h)
         if a.memory_dump:
@@ -766,6 +771,9 @@ def parse(argv):
     ap.add_argument("--migration-uid", default="e2e-migration", help="the migration object's UID")
     ap.add_argument("--checksum-device", action="append", help="a guest disk (/dev/vdX) written "
                     "before the migration and checksummed on both sides (repeatable)")
+    ap.add_argument("--plug-nic", metavar="NAME=NAD", help="once the guest is ready, plug a bridge "
+                    "interface NAME on the Multus network NAD and unplug it (nichotplug.py; needs "
+                    "--launcher); prints NIC-PLUGGED and NIC-UNPLUGGED")
     ap.add_argument("--migration-config", help="the cluster's migrations configuration (JSON, "
                     "KubeVirt's field names), else KubeVirt's defaults")
     return ap.parse_args(argv)

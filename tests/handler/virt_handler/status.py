@@ -20,7 +20,10 @@
 - netstat: status.interfaces from Spec.Devices.Interfaces (alias name, MAC,
   queues from Driver.Queues, link state) and SR-IOV host devices
   (alias `sriov-<name>`), joined by MAC with the agent's Status.Interfaces
-  (link-local IPv6 dropped for masquerade), the pod network's first;
+  (link-local IPv6 dropped for masquerade), the pod network's first (kept
+  as a bare entry when the domain lost it), then virt-controller's
+  `multus-status` entries merged in (ifacesStatusFromMultus) and each
+  named entry's podInterfaceName restored (restorePodIfaceNames);
 - conditions: LiveMigratable/StorageLiveMigratable and migrationMethod,
   AgentConnected from the org.qemu.guest_agent.0 channel's
   Target.State == "connected" (then GetGuestInfo on every sync and
@@ -34,6 +37,7 @@ runs as another process here): interfaces carry no pod IPs of their own.
 import ipaddress
 import os
 
+from . import netsetup
 from .cmdclient import CmdError
 from .vmi import condition, now_rfc3339
 
@@ -178,9 +182,31 @@ def interfaces(vmi, domain):
         else:
             out.append({"ipAddress": ga.get("Ip", ""), "mac": ga.get("Mac", ""), "ipAddresses": ips,
                         "interfaceName": ga.get("InterfaceName", ""), "infoSource": "guest-agent"})
+    prev = vmi["status"].get("interfaces") or []
     pod = next((n["name"] for n in vmi["spec"].get("networks") or [] if "pod" in n), None)
     if pod:
+        # restorePrimaryIfaceStatus, movePrimaryIfaceStatusToFront
+        if not any(i.get("name") == pod for i in out) and any(i.get("name") == pod for i in prev):
+            out.insert(0, {"name": pod})
         out.sort(key=lambda i: i.get("name") != pod)
+    # ifacesStatusFromMultus: virt-controller's multus-status entries (from
+    # the pod's network-status annotation) kept for interfaces in the spec,
+    # or the source added to the domain's entry.
+    for m in prev:
+        if not m.get("name") or netsetup.MULTUS not in netsetup.sources(m.get("infoSource", "")):
+            continue
+        cur = next((i for i in out if i.get("name") == m["name"]), None)
+        if cur is None and m["name"] in spec_ifaces:
+            out.append({"name": m["name"], "infoSource": netsetup.MULTUS})
+        elif cur is not None:
+            cur["infoSource"] = netsetup.add_source(cur.get("infoSource", ""), netsetup.MULTUS)
+    # restorePodIfaceNames: podInterfaceName as virt-controller last reported it.
+    named = {i["name"]: i for i in prev if i.get("name")}
+    for i in out:
+        if i.get("name"):
+            i.pop("podInterfaceName", None)
+            if (named.get(i["name"]) or {}).get("podInterfaceName"):
+                i["podInterfaceName"] = named[i["name"]]["podInterfaceName"]
     vmi["status"]["interfaces"] = out
 
 

@@ -61,6 +61,14 @@ pub struct Phase1Args {
     /// `--run-as-nonroot`, whose QEMU then opens them as that user).
     #[arg(long)]
     pub tap_owner: Option<u32>,
+    /// Only this interface, in a pod whose other interfaces phase 1 already
+    /// built (virt-handler's `FilterNetsForLiveUpdate` on a running VMI): a
+    /// network added to the spec gets Multus's pod link and the bridge
+    /// binding's links and cache; an interface whose `state` is `absent`
+    /// loses them again (and its cache). The namespace must not be the
+    /// host's; it need not be fresh.
+    #[arg(long, value_name = "NAME")]
+    pub interface: Option<String>,
 }
 
 /// `virt-launcher run`: runs the VMI in `args.file` until it stops.
@@ -126,7 +134,17 @@ pub fn phase1(args: &Phase1Args) -> Result<(), LauncherError> {
     let arch = Arch::host().map_err(|e| LauncherError::runtime(e.to_string()))?;
     let bytes = input::read_input(&args.file)?;
     let vmi = api::load_vmi(&bytes, arch)?;
-    standalone::network::pod_network_phase1(&vmi, args.cache_dir.as_deref(), args.tap_owner)
+    match &args.interface {
+        None => {
+            standalone::network::pod_network_phase1(&vmi, args.cache_dir.as_deref(), args.tap_owner)
+        }
+        Some(name) => standalone::network::pod_network_phase1_live(
+            &vmi,
+            name,
+            args.cache_dir.as_deref(),
+            args.tap_owner,
+        ),
+    }
 }
 
 /// Pod mode: KubeVirt's command line. The VMI arrives from virt-handler's

@@ -61,6 +61,7 @@ pub fn setup_pod_network(
         Some((node, node_index)),
         true,
         tap_owner,
+        None,
     )
 }
 
@@ -68,13 +69,8 @@ pub fn setup_pod_network(
 /// the host's (PID 1's, where that can be read), or one that already has
 /// links besides `lo` (a fresh `unshare -n` namespace has only `lo`).
 fn foreign_network_namespace() -> Option<String> {
-    if let (Ok(a), Ok(b)) = (
-        std::fs::metadata("/proc/self/ns/net"),
-        std::fs::metadata("/proc/1/ns/net"),
-    ) {
-        if crate::isolation::same_file(&a, &b) {
-            return Some("this is the host's network namespace".into());
-        }
+    if let Some(why) = host_network_namespace() {
+        return Some(why);
     }
     // getifaddrs asks the kernel over netlink, so it sees this namespace
     // (sysfs may show another); every link has an AF_PACKET entry.
@@ -93,6 +89,20 @@ fn foreign_network_namespace() -> Option<String> {
             links.join(", ")
         )
     })
+}
+
+/// Says so when the current network namespace is the host's (PID 1's,
+/// where that can be read).
+fn host_network_namespace() -> Option<String> {
+    if let (Ok(a), Ok(b)) = (
+        std::fs::metadata("/proc/self/ns/net"),
+        std::fs::metadata("/proc/1/ns/net"),
+    ) {
+        if crate::isolation::same_file(&a, &b) {
+            return Some("this is the host's network namespace".into());
+        }
+    }
+    None
 }
 
 /// `virt-launcher pod-network-phase1 VMI [--cache-dir DIR]`:
@@ -126,6 +136,7 @@ pub fn pod_network_phase1(
         None,
         cache_dir.is_some(),
         tap_owner,
+        None,
     )?;
     if let Some(dir) = cache_dir {
         // The names are KubeVirt's pod interface names (eth0, pod<hex>).
@@ -135,6 +146,114 @@ pub fn pod_network_phase1(
         }
     }
     Ok(())
+}
+
+/// `virt-launcher pod-network-phase1 VMI --interface NAME --cache-dir DIR`:
+/// virt-handler's phase 1 for one network of a running VMI
+/// (`FilterNetsForLiveUpdate`, KubeVirt v1.6.6 `pkg/network/setup`), in
+/// the current network namespace, the pod's, whose other interfaces phase
+/// 1 built before (one of their bridges, `k6t-...`, must be there: that
+/// and the host check keep it out of any other namespace). For an interface in use: Multus's pod link
+/// (`pod<hash>`, the secondary addresses of its place among the VMI's
+/// secondary networks, the CNI's end left in the pod unaddressed) and the
+/// bridge binding's bridge, tap and dummy, its DHCP cache written to
+/// `cache_dir`; for one whose `state` is `absent` (netpod's unplug):
+/// those links removed (the pod link too, as the CNI's DEL that follows in
+/// a cluster) and the cache deleted (never through a link).
+///
+/// # Errors
+/// refused input ([`LauncherError`], exit 2): a namespace not the pod's, no
+/// `--cache-dir`, an interface the VMI lacks, a binding other than bridge
+/// on a Multus network, a pod link that already exists; a runtime failure
+/// (exit 1) when a command fails or the cache cannot be written or
+/// removed.
+pub fn pod_network_phase1_live(
+    vmi: &VirtualMachineInstance,
+    name: &str,
+    cache_dir: Option<&Path>,
+    tap_owner: Option<u32>,
+) -> Result<(), LauncherError> {
+    let Some(dir) = cache_dir else {
+        return Err(LauncherError::input_at(
+            "--cache-dir",
+            "--interface needs the directory of the bridge binding's DHCP caches",
+        ));
+    };
+    let devices = &vmi.spec.domain.devices.interfaces;
+    let Some(at) = devices.iter().position(|i| i.name == name) else {
+        return Err(LauncherError::input_at(
+            "--interface",
+            format!("the VMI has no interface {name:?} in spec.domain.devices.interfaces"),
+        ));
+    };
+    let field = format!("spec.domain.devices.interfaces[{at}]");
+    let multus = vmi
+        .spec
+        .networks
+        .iter()
+        .find(|n| n.name == name)
+        .and_then(|n| n.multus.as_ref())
+        .is_some_and(|m| !m.default);
+    if !multus || devices[at].bridge.is_none() {
+        return Err(LauncherError::input_at(
+            field,
+            "pod-network-phase1 --interface builds the bridge binding on a secondary (Multus) network only, the one KubeVirt hot-plugs into a pod",
+        ));
+    }
+    let pod_iface = network::phase2::pod_iface_candidates(vmi, name)
+        .and_then(|c| c.into_iter().next())
+        .ok_or_else(|| LauncherError::input_at(field.clone(), "no spec.networks entry"))?;
+    // The pod's namespace: not the host's (where PID 1's can be read), and
+    // holding phase 1's bridge (`k6t-...`, a name only KubeVirt makes) of
+    // another interface of this VMI.
+    let why = host_network_namespace().or_else(|| {
+        let built = vmi.live_pod_interfaces().any(|(_, i)| {
+            i.name != name
+                && network::phase2::pod_iface_candidates(vmi, &i.name)
+                    .and_then(|c| c.into_iter().next())
+                    .is_some_and(|p| {
+                        network::phase1::link_exists(&converter::interfaces::bridge_name(&p))
+                            .unwrap_or(false)
+                    })
+        });
+        (!built).then(|| {
+            "no other interface of the VMI has its phase 1 bridge (k6t-...) here".to_owned()
+        })
+    });
+    if let Some(why) = why {
+        return Err(LauncherError::input(format!(
+            "pod-network-phase1 --interface: {why}; run it in the pod's network namespace (e.g. nsenter -n -t <launcher pid>)"
+        )));
+    }
+    let cache = network::cache::vif_cache_path(dir, &pod_iface);
+    let rt = |m: String| LauncherError::runtime(format!("pod-network-phase1: {m}"));
+    if devices[at].is_absent() {
+        network::phase1::remove_bridge(&pod_iface).map_err(|e| rt(e.to_string()))?;
+        return match std::fs::remove_file(&cache) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(rt(format!("{}: {e}", cache.display()))),
+        };
+    }
+    if network::phase1::link_exists(&pod_iface).map_err(|e| rt(e.to_string()))? {
+        return Err(LauncherError::input_at(
+            field,
+            format!("the pod already has a link {pod_iface}"),
+        ));
+    }
+    let built = network_phase1(vmi, "pod-network-phase1", None, true, tap_owner, Some(name))
+        .and_then(|caches| {
+            for (pod_iface, c) in &caches {
+                network::cache::write_json(&network::cache::vif_cache_path(dir, pod_iface), c)
+                    .map_err(|e| rt(e.to_string()))?;
+            }
+            Ok(())
+        });
+    if built.is_err() {
+        // Nothing half-built stays in the pod.
+        let _ = network::phase1::remove_bridge(&pod_iface);
+    }
+    built
 }
 
 /// The phase-1 stand-in in the current network namespace, for every
@@ -147,13 +266,16 @@ pub fn pod_network_phase1(
 /// when `bridges` (the caller has somewhere to write the caches), the
 /// bridge binding, whose DHCP caches are returned by pod interface name,
 /// to be written where phase 2 reads them. `what` prefixes the messages;
-/// `tap_owner`: the uid/gid the taps are made for (a non-root launcher's).
+/// `tap_owner`: the uid/gid the taps are made for (a non-root launcher's);
+/// `only`: build that interface alone (the others keep their addresses'
+/// places: a secondary network's addresses follow its place among all).
 fn network_phase1(
     vmi: &VirtualMachineInstance,
     what: &str,
     node: Option<(&network::phase1::NodeNamespace, u8)>,
     bridges: bool,
     tap_owner: Option<u32>,
+    only: Option<&str>,
 ) -> Result<Vec<(String, network::cache::DhcpConfigCache)>, LauncherError> {
     use network::phase1::PodAddrs;
     let rt = |m: String| LauncherError::runtime(format!("{what}: {m}"));
@@ -201,6 +323,9 @@ fn network_phase1(
                 })?;
             PodAddrs::secondary(secondaries)
         };
+        if only.is_some_and(|o| o != iface.name) {
+            continue;
+        }
         if !links_up {
             network::phase1::ip_link_up("lo").map_err(|e| rt(e.to_string()))?;
             links_up = true;
@@ -240,4 +365,53 @@ fn network_phase1(
             .map_err(|e| rt(e.to_string()))?;
     }
     Ok(caches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vmi(green: &str) -> VirtualMachineInstance {
+        let doc = format!(
+            r#"{{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                "metadata": {{"name": "v", "namespace": "ns", "uid": "u"}},
+                "spec": {{"domain": {{"devices": {{"interfaces": [
+                    {{"name": "default", "masquerade": {{}}}}, {green}]}}}},
+                  "networks": [{{"name": "default", "pod": {{}}}},
+                               {{"name": "green", "multus": {{"networkName": "ns/green"}}}}]}}}}"#
+        );
+        api::load_vmi(doc.as_bytes(), api::Arch::Amd64).unwrap()
+    }
+
+    /// The refusals of `--interface`, by field, before anything is built
+    /// (so also here, in the host's namespace).
+    #[test]
+    fn live_phase1_refusals_name_the_field() {
+        let bridge = vmi(r#"{"name": "green", "bridge": {}}"#);
+        let err = |v: &VirtualMachineInstance, name: &str, dir: Option<&Path>| {
+            pod_network_phase1_live(v, name, dir, None)
+                .unwrap_err()
+                .to_string()
+        };
+        let dir = Path::new("/nonexistent");
+        assert!(err(&bridge, "green", None).contains("--cache-dir"));
+        assert!(err(&bridge, "red", Some(dir))
+            .contains("--interface: the VMI has no interface \"red\""));
+        let e = err(&bridge, "default", Some(dir));
+        assert!(
+            e.contains("spec.domain.devices.interfaces[0]: ")
+                && e.contains("bridge binding on a secondary"),
+            "{e}"
+        );
+        let masq = vmi(r#"{"name": "green", "masquerade": {}}"#);
+        assert!(err(&masq, "green", Some(dir)).contains("spec.domain.devices.interfaces[1]: "));
+        // A valid request outside the pod (here: the host's namespace,
+        // without k6t-eth0): refused, nothing built.
+        let e = err(&bridge, "green", Some(dir));
+        assert!(
+            e.contains("pod-network-phase1 --interface: ")
+                && e.contains("run it in the pod's network namespace"),
+            "{e}"
+        );
+    }
 }

@@ -264,7 +264,14 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
 /// `vif-cache-pod<hash>.json` in the pod's private directory); phase 2 in
 /// SyncVMI finds the hashed link, decorates each interface with its own
 /// tap and starts one DHCP server per interface, and the guest gets a
-/// lease on both NICs.
+/// lease on both NICs. Then, on the same guest, a NIC plug and unplug as
+/// the cluster drives them (issue 17; the stand-in's `--plug-nic`,
+/// `tests/handler/virt_handler/nichotplug.py`): virt-controller adds the
+/// interface `green` on the Multus network `e2e/green` and its
+/// `multus-status` entry, virt-handler runs phase 1 for it in the pod
+/// (`pod-network-phase1 --interface`) and syncs; the guest gets its lease
+/// and virt-handler reads the new interface back from GetDomain and the
+/// agent; then `state: absent`: detached, torn down, gone.
 #[test]
 fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
     let yaml = crate::network::masquerade_vmi("podmulti")
@@ -277,7 +284,22 @@ fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
             "  networks:\n  - name: default\n    pod: {}\n  - name: blue\n    multus: {networkName: e2e/blue}\n",
         );
     assert!(yaml.contains("networkName: e2e/blue"), "{yaml}");
-    let (mut l, serial) = run_under_handler_on_network(&yaml);
+    let mut l = Launcher::start_pod_for_handler_on_network(&yaml);
+    let launcher = crate::harness::launcher_bin();
+    let out = handler_succeeded(
+        handler_for(
+            &l,
+            &yaml,
+            &[
+                "--plug-nic",
+                "green=e2e/green",
+                "--launcher",
+                launcher.to_str().unwrap(),
+            ],
+        ),
+        &l,
+    );
+    let serial = l.serial();
     let lease = |ifc: &str| {
         serial
             .lines()
@@ -296,7 +318,58 @@ fn pod_mode_runs_network_phase_2_for_a_pod_and_a_multus_interface() {
             .exists(),
         "phase 1's cache for the Multus link is missing"
     );
+    check_nic_plug(&out, &serial, &l);
     l.wait_success_and_check(Duration::from_secs(60));
+}
+
+/// What virt-handler read back of the NIC `green` plugged by the stand-in
+/// (`NIC-PLUGGED`, `NIC-UNPLUGGED` in its output `out`) and what the guest
+/// saw (`serial`): the third network's secondary addresses
+/// (10.245.2.5/24, the pod link's MAC 0a:58:0a:f5:02:05), KubeVirt's
+/// api.Domain interface, the status entry of all three sources.
+fn check_nic_plug(out: &str, serial: &str, l: &Launcher) {
+    let data = |marker: &str| -> serde_json::Value {
+        let line = out
+            .lines()
+            .find_map(|s| s.strip_prefix(&format!("{marker} ")))
+            .unwrap_or_else(|| panic!("no {marker} in the stand-in's output:\n{out}"));
+        serde_json::from_str(line).unwrap()
+    };
+    let plugged = data("NIC-PLUGGED");
+    let (d, st) = (&plugged["domain"], &plugged["status"]);
+    let mac = "0a:58:0a:f5:02:05";
+    assert_eq!(d["Alias"]["Name"], "green", "{plugged}");
+    assert_eq!(d["MAC"]["MAC"], mac, "{plugged}");
+    assert_eq!(d["Target"]["Device"], "tapba4788b226a", "{plugged}");
+    assert_eq!(d["Target"]["Managed"], "no", "{plugged}");
+    assert_eq!(d["Model"]["Type"], "virtio-non-transitional", "{plugged}");
+    assert_eq!(
+        st["infoSource"], "domain, guest-agent, multus-status",
+        "{plugged}"
+    );
+    assert_eq!(st["podInterfaceName"], "podba4788b226a", "{plugged}");
+    assert_eq!(st["mac"], mac, "{plugged}");
+    assert_eq!(st["ipAddress"], "10.245.2.5", "{plugged}");
+    assert_eq!(st["interfaceName"], "eth2", "{plugged}");
+    let added = serial
+        .lines()
+        .find(|s| s.contains("GUEST-NIC-ADDED eth2 "))
+        .unwrap_or_else(|| panic!("the guest saw no new NIC:\n{serial}\n{}", l.log()));
+    assert!(added.ends_with(&format!("mac={mac}")), "{added}");
+    let lease = crate::network::fields(
+        &serial[serial
+            .find("GUEST-DHCP interface=eth2 ")
+            .expect("a lease on eth2")..],
+        "GUEST-DHCP",
+    );
+    assert_eq!(lease["ip"], "10.245.2.5/24", "{serial}");
+    assert_eq!(lease["router"], "none", "{serial}");
+    let unplugged = data("NIC-UNPLUGGED");
+    assert_eq!(
+        unplugged,
+        serde_json::json!({"domain": ["default", "blue"], "cache": false})
+    );
+    assert!(serial.contains("GUEST-NIC-REMOVED eth2"), "{serial}");
 }
 
 /// The production path of pod networking: virt-handler made the pod's

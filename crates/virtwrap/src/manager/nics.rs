@@ -27,9 +27,18 @@
 //! differs from `up`) and, to bring a link up, sends the interface without
 //! `<link>`; here no `<link>` counts as `up` and `up` is written out, so a
 //! link brought up is not "changed" again on every later sync. KubeVirt
-//! lower-cases the whole device XML it sends libvirt; here it is sent as
-//! converted (names are lower-case DNS labels either way, MACs are
-//! case-blind).
+//! lower-cases the whole interface XML it attaches, updates and detaches
+//! (v1.6.6 `virtwrap/nichotplug.go`, `strings.ToLower`); here it is sent
+//! as converted. What that changes, read from KubeVirt's code: MACs none
+//! (libvirt stores and reports them in lower case whatever it is given),
+//! the tap, bridge and model names none (lower case already); only the
+//! alias of an interface whose name has capitals (virt-api admits
+//! `[A-Za-z0-9-_]+`): KubeVirt's live domain then says `ua-blue` for
+//! `Blue`, GetDomain and so virt-handler's status report `blue`, which
+//! matches no spec interface, and each later sync tries to attach `Blue`
+//! again (`networksToHotplugWhoseInterfacesAreNotInTheDomain` looks it up
+//! by alias): a KubeVirt defect, not reproduced; the alias keeps the
+//! name's case.
 
 use std::collections::BTreeMap;
 
