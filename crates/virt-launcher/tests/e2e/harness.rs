@@ -792,6 +792,48 @@ impl Launcher {
             .filter(|p| alive(*p))
     }
 
+    /// How many libvirt connections the launcher holds to its daemon
+    /// `name`: the unix sockets of the daemon's parent (the launcher that
+    /// supervises it) whose peer is a socket of the daemon, the peers as
+    /// `ss` sees them in the launcher's network namespace.
+    pub fn libvirt_connections(&self, name: &str) -> usize {
+        let daemon = self
+            .daemon_pid(name)
+            .unwrap_or_else(|| panic!("no {name} running\n{}", self.log()));
+        let status = fs::read_to_string(format!("/proc/{daemon}/status")).unwrap();
+        let launcher: u32 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no PPid in {status}"));
+        let sockets = |pid: u32| -> std::collections::BTreeSet<String> {
+            fs::read_dir(format!("/proc/{pid}/fd"))
+                .unwrap()
+                .filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+                .filter_map(|t| {
+                    let t = t.to_string_lossy().into_owned();
+                    Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+                })
+                .collect()
+        };
+        let (ours, theirs) = (sockets(launcher), sockets(daemon));
+        let out = Command::new("nsenter")
+            .arg("--net")
+            .arg("--target")
+            .arg(launcher.to_string())
+            .args(["ss", "-xnH"])
+            .output()
+            .expect("run ss");
+        assert!(out.status.success(), "ss: {out:?}");
+        // `u_str ESTAB 0 0 <local path or *> <inode> <peer path or *> <peer inode>`
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.len() >= 8)
+            .filter(|f| ours.contains(f[5]) && theirs.contains(f[7]))
+            .count()
+    }
+
     /// How many times the launcher started a daemon (restarts included).
     pub fn daemon_starts(&self) -> usize {
         self.log()

@@ -202,6 +202,15 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
             l.pid_ns().map(|ns| crate::harness::processes_in_ns(&ns))
         )
     });
+    // One libvirt connection for the manager, the event watcher and the
+    // guest agent, as KubeVirt's launcher has (the reconnect below
+    // re-registers the events on the new one).
+    assert_eq!(
+        l.libvirt_connections("libvirtd"),
+        1,
+        "launcher's connections to libvirtd\n{}",
+        l.log()
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(daemon as i32),
         nix::sys::signal::Signal::SIGKILL,

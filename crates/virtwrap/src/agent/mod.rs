@@ -27,12 +27,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use virt::connect::Connect;
 use virt::domain::Domain as VirtDomain;
 use virt::error::ErrorNumber;
 use virt::sys;
 
-use crate::manager::Connector;
+use crate::connection::Shared;
 pub use parse::ParseError;
 pub use poller::Poller;
 pub use store::AgentStore;
@@ -149,57 +148,28 @@ fn refuse_nul(what: &str, text: &str) -> Result<(), String> {
     }
 }
 
-/// [`AgentChannel`] on a dedicated libvirt connection to the VMI's domain.
+/// [`AgentChannel`] to the VMI's domain on the launcher's libvirt
+/// connection ([`Shared`], reconnected after the daemon restarted).
 pub struct LibvirtAgent {
-    connector: Connector,
+    conn: Arc<Shared>,
     domain: String,
-    conn: Mutex<Option<Connect>>,
 }
 
 impl LibvirtAgent {
-    /// An agent channel to domain `domain` (connects on first use).
-    pub fn new(connector: Connector, domain: String) -> Self {
-        LibvirtAgent {
-            connector,
-            domain,
-            conn: Mutex::new(None),
-        }
+    /// An agent channel to domain `domain` on `conn`.
+    pub fn new(conn: Arc<Shared>, domain: String) -> Self {
+        LibvirtAgent { conn, domain }
     }
 
-    /// The domain handle, on a live connection (re-opened after the daemon
-    /// restarted). The lock is held only for the lookup.
+    /// The domain handle (it keeps the connection it was found on).
     fn dom(&self) -> Result<VirtDomain, AgentError> {
-        let mut g = self
-            .conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !g.as_ref().is_some_and(|c| c.is_alive().unwrap_or(false)) {
-            if let Some(mut old) = g.take() {
-                let _ = old.close();
-            }
-            *g = Some(
-                self.connector
-                    .connect()
-                    .map_err(|e| AgentError::Libvirt(e.to_string()))?,
-            );
-        }
-        let Some(conn) = g.as_ref() else {
-            return Err(AgentError::Libvirt("no libvirt connection".into()));
-        };
-        match VirtDomain::lookup_by_name(conn, &self.domain) {
+        let mut conn = self.conn.reference();
+        let found = VirtDomain::lookup_by_name(&conn, &self.domain);
+        let _ = conn.close();
+        match found {
             Ok(d) => Ok(d),
             Err(e) if e.code() == ErrorNumber::NoDomain => Err(AgentError::NoDomain),
             Err(e) => Err(libvirt(&e)),
-        }
-    }
-}
-
-impl Drop for LibvirtAgent {
-    fn drop(&mut self) {
-        if let Ok(mut g) = self.conn.lock() {
-            if let Some(mut c) = g.take() {
-                let _ = c.close();
-            }
         }
     }
 }
