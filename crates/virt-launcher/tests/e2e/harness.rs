@@ -797,15 +797,7 @@ impl Launcher {
     /// supervises it) whose peer is a socket of the daemon, the peers as
     /// `ss` sees them in the launcher's network namespace.
     pub fn libvirt_connections(&self, name: &str) -> usize {
-        let daemon = self
-            .daemon_pid(name)
-            .unwrap_or_else(|| panic!("no {name} running\n{}", self.log()));
-        let status = fs::read_to_string(format!("/proc/{daemon}/status")).unwrap();
-        let launcher: u32 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("PPid:"))
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no PPid in {status}"));
+        let (launcher, daemon) = self.supervisor_of(name);
         let sockets = |pid: u32| -> std::collections::BTreeSet<String> {
             fs::read_dir(format!("/proc/{pid}/fd"))
                 .unwrap()
@@ -832,6 +824,34 @@ impl Launcher {
             .filter(|f| f.len() >= 8)
             .filter(|f| ours.contains(f[5]) && theirs.contains(f[7]))
             .count()
+    }
+
+    /// `(launcher, daemon)`: the pids (host view) of the daemon `name` and
+    /// of its parent, the launcher process that supervises it.
+    pub fn supervisor_of(&self, name: &str) -> (u32, u32) {
+        let daemon = self
+            .daemon_pid(name)
+            .unwrap_or_else(|| panic!("no {name} running\n{}", self.log()));
+        let status = fs::read_to_string(format!("/proc/{daemon}/status")).unwrap();
+        let launcher = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no PPid in {status}"));
+        (launcher, daemon)
+    }
+
+    /// The names of the threads of the launcher process that supervises
+    /// the daemon `daemon` (`/proc/<pid>/task/*/comm`), sorted.
+    pub fn launcher_threads(&self, daemon: &str) -> Vec<String> {
+        let (launcher, _) = self.supervisor_of(daemon);
+        let mut names: Vec<String> = fs::read_dir(format!("/proc/{launcher}/task"))
+            .unwrap()
+            .filter_map(|t| fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_owned())
+            .collect();
+        names.sort();
+        names
     }
 
     /// How many times the launcher started a daemon (restarts included).

@@ -211,6 +211,13 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
         "launcher's connections to libvirtd\n{}",
         l.log()
     );
+    // At the default verbosity QEMU gets no debug console: no firmware log
+    // reader waits on its FIFO.
+    let threads = l.launcher_threads("libvirtd");
+    assert!(
+        threads.iter().any(|t| t == "agent-poller") && !threads.iter().any(|t| t == "seabios-log"),
+        "{threads:?}"
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(daemon as i32),
         nix::sys::signal::Signal::SIGKILL,
