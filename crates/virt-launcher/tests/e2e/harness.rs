@@ -996,6 +996,28 @@ fn start_ticks(pid: u32) -> Option<u64> {
 }
 
 /// True when `pid` is a live (non-zombie) process.
+/// Resident KiB (`Rss`) of the mappings of `pid` named `name` in
+/// `/proc/<pid>/smaps` (e.g. `[stack]`, `[heap]`).
+pub fn mapping_rss_kib(pid: u32, name: &str) -> u64 {
+    let smaps = fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut inside = false;
+    let mut kib = 0;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && !first.ends_with(':') {
+            inside = line.split_whitespace().nth(5) == Some(name);
+        } else if let Some(v) = line.strip_prefix("Rss:").filter(|_| inside) {
+            kib += v
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0);
+        }
+    }
+    kib
+}
+
 pub fn alive(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => s

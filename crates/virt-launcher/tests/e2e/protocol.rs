@@ -211,6 +211,12 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
         "launcher's connections to libvirtd\n{}",
         l.log()
     );
+    // Start-up's deep calls ran on the main thread; once QEMU runs the
+    // launcher hands those stack pages back (debug builds touch ~400 KiB).
+    let (launcher, _) = l.supervisor_of("libvirtd");
+    let stack_kib = crate::harness::mapping_rss_kib(launcher, "[stack]");
+    eprintln!("launcher's main stack resident: {stack_kib} KiB");
+    assert!(stack_kib <= 160, "main stack resident: {stack_kib} KiB");
     // At the default verbosity QEMU gets no debug console: no firmware log
     // reader waits on its FIFO.
     let threads = l.launcher_threads("libvirtd");
