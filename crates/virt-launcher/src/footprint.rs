@@ -36,6 +36,15 @@
 //! pages inside the heap back to the kernel once, when the monitor first
 //! sees QEMU: glibc only ever trims the top of the heap on its own.
 //!
+//! **Start-up's stack back.** The main thread parses, converts and starts
+//! the domain before it becomes the monitor; the stack pages those deep
+//! calls touched stay resident for the launcher's life (glibc hands back
+//! an exiting thread's stack below its last frame, never the main one's).
+//! [`release_startup_memory`] does the same for the main thread: the pages
+//! of its stack mapping more than [`STACK_KEEP`] below the current frame
+//! are returned with `madvise(MADV_DONTNEED)` (a later deeper call finds
+//! zeroed pages again, as on first use).
+//!
 //! What wakes the launcher when nothing happens is listed in DEVELOPERS.md's
 //! design notes ("An idle launcher sleeps").
 
@@ -57,9 +66,62 @@ pub fn configure_allocator() {
 
 /// Returns the free pages of the heap to the kernel (`malloc_trim(0)`):
 /// called once start-up's memory is no longer needed (see the module docs).
+///
+/// On the main thread it also returns the main stack's pages below the
+/// current frame (see the module docs); elsewhere only the heap's.
 pub fn release_startup_memory() {
     // SAFETY: `malloc_trim` takes malloc's own lock; any thread may call it.
     unsafe {
         libc::malloc_trim(0);
     }
+    release_main_stack();
+}
+
+/// How much of the main stack below the caller's frame is kept resident:
+/// room for the monitor's own calls and for signal handlers.
+pub const STACK_KEEP: usize = 64 * 1024;
+
+/// `madvise(MADV_DONTNEED)` of the main thread's stack mapping
+/// (`[stack]` in `/proc/self/maps`) from its low end up to [`STACK_KEEP`]
+/// below the current frame; nothing when called on another thread (the
+/// frame is not inside that mapping) or when the maps cannot be read.
+fn release_main_stack() {
+    let marker = 0u8;
+    let sp = std::ptr::addr_of!(marker) as usize;
+    let Some((low, high)) = main_stack() else {
+        return;
+    };
+    if !(low..high).contains(&sp) {
+        return;
+    }
+    // SAFETY: sysconf only reads a system constant.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let top = sp.saturating_sub(STACK_KEEP) & !(page - 1);
+    if top <= low {
+        return;
+    }
+    // SAFETY: [low, top) is page-aligned and inside this process' main
+    // stack mapping, strictly below every live frame of this thread (the
+    // current one is at `sp`, STACK_KEEP higher); no other thread uses the
+    // main stack. Dropped pages of a private anonymous mapping read back
+    // as zeroes, as untouched stack does.
+    let rc = unsafe { libc::madvise(low as *mut libc::c_void, top - low, libc::MADV_DONTNEED) };
+    if rc != 0 {
+        tracing::debug!(
+            "madvise of the main stack: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// The main thread's stack mapping `[low, high)` from `/proc/self/maps`.
+fn main_stack() -> Option<(usize, usize)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[stack]"))?;
+    let (low, rest) = line.split_once('-')?;
+    let high = rest.split_whitespace().next()?;
+    Some((
+        usize::from_str_radix(low, 16).ok()?,
+        usize::from_str_radix(high, 16).ok()?,
+    ))
 }

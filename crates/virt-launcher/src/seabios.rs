@@ -31,11 +31,15 @@ pub const MAX_LINE: usize = 64 * 1024;
 /// Log prefix of every firmware line (KubeVirt's).
 pub const PREFIX: &str = "[SeaBios]:";
 
-/// Makes the FIFO at `path` and starts the thread that logs what is
-/// written into it. Failures are logged (as in KubeVirt, where they only
+/// Makes the FIFO at `path` and, when `read` (QEMU gets the `isa-debugcon`
+/// device that writes into it: [`converter::firmware_log::wanted`]),
+/// starts the thread that logs what is written into it; without the
+/// device nothing ever writes there, and the idle launcher keeps one
+/// thread less. Failures are logged (as in KubeVirt, where they only
 /// cost the firmware's debug output), never returned.
-pub fn start(path: &Path) {
+pub fn start(path: &Path, read: bool) {
     match open_fifo(path) {
+        Ok(_) if !read => {}
         Ok(fifo) => {
             let spawned = std::thread::Builder::new()
                 .name("seabios-log".into())

@@ -9,8 +9,9 @@
 //! event into an owned [`DomainEvent`] and sends it; nothing else happens on
 //! libvirt's thread, so a slow consumer never blocks the event loop.
 //!
-//! A watcher thread keeps a dedicated connection with the callbacks
-//! registered; when the daemon dies (the supervisor restarts it) the
+//! A watcher thread keeps the callbacks registered on the launcher's one
+//! connection ([`Shared`], as KubeVirt registers them on its only
+//! connection); when the daemon dies (the supervisor restarts it) the
 //! connection is re-opened, the callbacks re-registered and
 //! [`DomainEvent::Reconnected`] sent, so the consumer can resync (KubeVirt
 //! sends an ERROR notification and re-reads the domain).
@@ -28,7 +29,7 @@ use std::time::Duration;
 use virt::connect::Connect;
 use virt::sys;
 
-use crate::manager::Connector;
+use crate::connection::Shared;
 
 /// An event of the VMI's domain (or a reconnection to the daemon).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,16 +169,17 @@ impl EventWatch {
     }
 }
 
-/// Keeps the domain event callbacks registered on a connection made by
-/// `connector`, re-registering after reconnections, until
-/// [`EventWatch::stop`]. The thread sleeps until libvirt reports the
+/// Keeps the domain event callbacks registered on `shared`'s current
+/// connection, re-registering on the new one after the daemon restarted,
+/// until [`EventWatch::stop`]. The thread sleeps until libvirt reports the
 /// connection closed (`virConnectRegisterCloseCallback`, called from
 /// libvirt's event loop when the daemon goes away), it is stopped, or the
-/// [`WATCHDOG`] period passed; it used to ask every 200 ms.
+/// [`WATCHDOG`] period passed. `shared` must have been opened after
+/// [`start_event_loop`].
 ///
 /// # Errors
 /// The thread spawn error.
-pub fn watch(connector: Connector, tx: Sender<DomainEvent>) -> std::io::Result<EventWatch> {
+pub fn watch(shared: Arc<Shared>, tx: Sender<DomainEvent>) -> std::io::Result<EventWatch> {
     start_event_loop();
     let stop = Arc::new(AtomicBool::new(false));
     let (wake, woken) = mpsc::channel::<()>();
@@ -187,14 +189,20 @@ pub fn watch(connector: Connector, tx: Sender<DomainEvent>) -> std::io::Result<E
             .name("domain-events".into())
             .spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
-                    let conn = match connector.connect() {
-                        Ok(c) => c,
-                        Err(e) => {
-                            tracing::warn!("domain events: {e}");
-                            let _ = woken.recv_timeout(Duration::from_secs(1));
-                            continue;
-                        }
-                    };
+                    // A reference of the watcher's own: the connection
+                    // object lives until it is closed below, even when
+                    // another caller has reconnected meanwhile.
+                    let conn = shared.reference();
+                    if !conn.is_alive().unwrap_or(false) {
+                        let mut conn = conn;
+                        let _ = conn.close();
+                        tracing::warn!(
+                            daemon = shared.daemon(),
+                            "domain events: no libvirt connection; retrying"
+                        );
+                        let _ = woken.recv_timeout(Duration::from_secs(1));
+                        continue;
+                    }
                     let ids = register_all(&conn, &tx);
                     let close = register_close(&conn, &wake);
                     let _ = tx.send(DomainEvent::Reconnected);

@@ -5,14 +5,15 @@
 //! probes the first time they are needed: in a fresh pod (empty
 //! `/var/cache/libvirt`) that first call takes seconds (3.2 s measured
 //! here), while virt-handler's downward-metrics scraper gives the call 5 s.
-//! Here a thread asks once, on a connection of its own, as soon as the
+//! Here a thread asks once, on the launcher's connection, as soon as the
 //! daemon is up (which also warms libvirt's capabilities for the first
 //! define), and every GetQemuVersion answers from memory.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::manager::{Connector, ManagerError};
+use crate::connection::Shared;
+use crate::manager::ManagerError;
 
 /// Longest a GetQemuVersion waits for the probe: virt-handler's client
 /// gives the call 5 s, and the answer must be back before that. On a fresh
@@ -41,28 +42,20 @@ pub struct QemuVersion {
 }
 
 impl QemuVersion {
-    /// Starts the probe on a thread with its own connection to the daemon
-    /// `connector` names; the result (or libvirt's error) is kept for
-    /// every later [`QemuVersion::get`].
-    pub fn probe(connector: Connector) -> Arc<QemuVersion> {
+    /// Starts the probe on a thread of its own, asking on `conn`; the
+    /// result (or libvirt's error) is kept for every later
+    /// [`QemuVersion::get`].
+    pub fn probe(conn: Arc<Shared>) -> Arc<QemuVersion> {
         let v = Arc::new(QemuVersion::default());
         let shared = Arc::clone(&v);
         let spawned = std::thread::Builder::new()
             .name("qemu-version".into())
             .spawn(move || {
                 let started = Instant::now();
-                let r = connector
-                    .connect()
-                    .map_err(|e| e.to_string())
-                    .and_then(|c| {
-                        let r = c
-                            .get_hyp_version()
-                            .map_err(|e| ManagerError::from(e).to_string());
-                        let mut c = c;
-                        let _ = c.close();
-                        r
-                    })
-                    .map(format);
+                let r = conn
+                    .with(|c| c.get_hyp_version().map_err(ManagerError::from))
+                    .map(format)
+                    .map_err(|e| e.to_string());
                 match &r {
                     Ok(s) => tracing::debug!(
                         ms = started.elapsed().as_millis(),

@@ -555,7 +555,7 @@ impl Handler for LauncherHandler {
 
     /// KubeVirt's MemoryDump: the path is checked against the
     /// [`DumpPolicy`], then [`MemoryDumper`] runs the core dump on a thread
-    /// of its own (on a libvirt connection of its own) and records it in
+    /// of its own (on the launcher's libvirt connection) and records it in
     /// the metadata, which every change notifies.
     fn memory_dump(
         &self,

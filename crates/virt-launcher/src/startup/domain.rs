@@ -153,7 +153,7 @@ impl Services {
         };
         let manager = Arc::new(
             LibvirtDomainManager::new(
-                connector.clone(),
+                connector,
                 launch.host.clone(),
                 prepare,
                 Arc::clone(&metadata),
@@ -168,12 +168,13 @@ impl Services {
         }
         let sync = Arc::new(sync);
         tracing::info!(ms = ms(launch.started), "libvirt ready");
-        // The guest agent: its own connection and poller thread; what it
-        // learns reaches virt-handler through the event bridge.
+        // The guest agent: its poller thread on the launcher's one libvirt
+        // connection; what it learns reaches virt-handler through the
+        // event bridge.
         let agent = {
             let domain = id.domain_name();
             let channel = Arc::new(virtwrap::agent::LibvirtAgent::new(
-                connector.clone(),
+                manager.connection(),
                 domain.clone(),
             ));
             let to_bridge = to_bridge.clone();
@@ -215,7 +216,7 @@ impl Services {
             .with_current(Some(launch.vmi.clone()))
         })?;
         tracing::info!(ms = ms(launch.started), "command socket ready");
-        let events = virtwrap::events::watch(connector, ev_tx)
+        let events = virtwrap::events::watch(manager.connection(), ev_tx)
             .map_err(|e| LauncherError::runtime(format!("cannot watch domain events: {e}")))?;
         let bridge = {
             let (manager, id, notifier, agent) = (

@@ -236,8 +236,12 @@ pub(crate) fn run_in_runtime(
     virtwrap::config::write_split(&user.qemu_conf(), &conf_dir, daemon, &cfg)
         .map_err(|e| LauncherError::runtime(format!("writing libvirt configuration: {e}")))?;
     let conf = |file: &str| conf_dir.join(file).to_string_lossy().into_owned();
-    // KubeVirt's StartVirtlog: the firmware's debug FIFO and its reader.
-    crate::seabios::start(Path::new(crate::seabios::SEABIOS_DEBUG_PIPE));
+    // KubeVirt's StartVirtlog: the firmware's debug FIFO, and its reader
+    // when the verbosity gives QEMU the device that writes into it.
+    crate::seabios::start(
+        Path::new(crate::seabios::SEABIOS_DEBUG_PIPE),
+        converter::firmware_log::wanted(env("VIRT_LAUNCHER_LOG_VERBOSITY").as_deref()),
+    );
 
     // The shipped capabilities, hashed and written while the daemons start:
     // libvirt reads its cache at its first lookup, which the connection

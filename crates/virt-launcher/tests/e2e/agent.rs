@@ -123,14 +123,13 @@ fn agent_channel_state(dom: &Value) -> String {
 }
 
 pub(crate) fn raw_agent(l: &Launcher) -> LibvirtAgent {
-    LibvirtAgent::new(
-        Connector {
-            daemon: "libvirtd".into(),
-            uri: l.uri(),
-            socket: l.state.join("libvirt/run/libvirt-sock"),
-        },
-        l.domain.clone(),
-    )
+    let conn = virtwrap::connection::Shared::open(Connector {
+        daemon: "libvirtd".into(),
+        uri: l.uri(),
+        socket: l.state.join("libvirt/run/libvirt-sock"),
+    })
+    .expect("connect to the launcher's daemon");
+    LibvirtAgent::new(std::sync::Arc::new(conn), l.domain.clone())
 }
 
 #[test]

@@ -792,6 +792,68 @@ impl Launcher {
             .filter(|p| alive(*p))
     }
 
+    /// How many libvirt connections the launcher holds to its daemon
+    /// `name`: the unix sockets of the daemon's parent (the launcher that
+    /// supervises it) whose peer is a socket of the daemon, the peers as
+    /// `ss` sees them in the launcher's network namespace.
+    pub fn libvirt_connections(&self, name: &str) -> usize {
+        let (launcher, daemon) = self.supervisor_of(name);
+        let sockets = |pid: u32| -> std::collections::BTreeSet<String> {
+            fs::read_dir(format!("/proc/{pid}/fd"))
+                .unwrap()
+                .filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+                .filter_map(|t| {
+                    let t = t.to_string_lossy().into_owned();
+                    Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+                })
+                .collect()
+        };
+        let (ours, theirs) = (sockets(launcher), sockets(daemon));
+        let out = Command::new("nsenter")
+            .arg("--net")
+            .arg("--target")
+            .arg(launcher.to_string())
+            .args(["ss", "-xnH"])
+            .output()
+            .expect("run ss");
+        assert!(out.status.success(), "ss: {out:?}");
+        // `u_str ESTAB 0 0 <local path or *> <inode> <peer path or *> <peer inode>`
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.len() >= 8)
+            .filter(|f| ours.contains(f[5]) && theirs.contains(f[7]))
+            .count()
+    }
+
+    /// `(launcher, daemon)`: the pids (host view) of the daemon `name` and
+    /// of its parent, the launcher process that supervises it.
+    pub fn supervisor_of(&self, name: &str) -> (u32, u32) {
+        let daemon = self
+            .daemon_pid(name)
+            .unwrap_or_else(|| panic!("no {name} running\n{}", self.log()));
+        let status = fs::read_to_string(format!("/proc/{daemon}/status")).unwrap();
+        let launcher = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no PPid in {status}"));
+        (launcher, daemon)
+    }
+
+    /// The names of the threads of the launcher process that supervises
+    /// the daemon `daemon` (`/proc/<pid>/task/*/comm`), sorted.
+    pub fn launcher_threads(&self, daemon: &str) -> Vec<String> {
+        let (launcher, _) = self.supervisor_of(daemon);
+        let mut names: Vec<String> = fs::read_dir(format!("/proc/{launcher}/task"))
+            .unwrap()
+            .filter_map(|t| fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// How many times the launcher started a daemon (restarts included).
     pub fn daemon_starts(&self) -> usize {
         self.log()
@@ -934,6 +996,28 @@ fn start_ticks(pid: u32) -> Option<u64> {
 }
 
 /// True when `pid` is a live (non-zombie) process.
+/// Resident KiB (`Rss`) of the mappings of `pid` named `name` in
+/// `/proc/<pid>/smaps` (e.g. `[stack]`, `[heap]`).
+pub fn mapping_rss_kib(pid: u32, name: &str) -> u64 {
+    let smaps = fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut inside = false;
+    let mut kib = 0;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && !first.ends_with(':') {
+            inside = line.split_whitespace().nth(5) == Some(name);
+        } else if let Some(v) = line.strip_prefix("Rss:").filter(|_| inside) {
+            kib += v
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0);
+        }
+    }
+    kib
+}
+
 pub fn alive(pid: u32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => s

@@ -202,6 +202,28 @@ fn a_killed_libvirt_daemon_is_reported_and_the_guest_runs_on() {
             l.pid_ns().map(|ns| crate::harness::processes_in_ns(&ns))
         )
     });
+    // One libvirt connection for the manager, the event watcher and the
+    // guest agent, as KubeVirt's launcher has (the reconnect below
+    // re-registers the events on the new one).
+    assert_eq!(
+        l.libvirt_connections("libvirtd"),
+        1,
+        "launcher's connections to libvirtd\n{}",
+        l.log()
+    );
+    // Start-up's deep calls ran on the main thread; once QEMU runs the
+    // launcher hands those stack pages back (debug builds touch ~400 KiB).
+    let (launcher, _) = l.supervisor_of("libvirtd");
+    let stack_kib = crate::harness::mapping_rss_kib(launcher, "[stack]");
+    eprintln!("launcher's main stack resident: {stack_kib} KiB");
+    assert!(stack_kib <= 160, "main stack resident: {stack_kib} KiB");
+    // At the default verbosity QEMU gets no debug console: no firmware log
+    // reader waits on its FIFO.
+    let threads = l.launcher_threads("libvirtd");
+    assert!(
+        threads.iter().any(|t| t == "agent-poller") && !threads.iter().any(|t| t == "seabios-log"),
+        "{threads:?}"
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(daemon as i32),
         nix::sys::signal::Signal::SIGKILL,

@@ -27,12 +27,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use virt::connect::Connect;
 use virt::domain::Domain as VirtDomain;
 use virt::error::ErrorNumber;
 use virt::sys;
 
-use crate::manager::Connector;
+use crate::connection::Shared;
 pub use parse::ParseError;
 pub use poller::Poller;
 pub use store::AgentStore;
@@ -149,58 +148,71 @@ fn refuse_nul(what: &str, text: &str) -> Result<(), String> {
     }
 }
 
-/// [`AgentChannel`] on a dedicated libvirt connection to the VMI's domain.
+/// [`AgentChannel`] to the VMI's domain on the launcher's libvirt
+/// connection ([`Shared`], reconnected after the daemon restarted).
+///
+/// The domain handle is looked up once and kept while the connection it
+/// came from is the current one: the poller's commands (a freeze status
+/// every 5 s, the users every 10 s, ...) then cost one libvirt call each
+/// instead of two. A failed command drops it, so the next one looks the
+/// domain up again (a domain gone or redefined is found afresh).
 pub struct LibvirtAgent {
-    connector: Connector,
+    conn: Arc<Shared>,
     domain: String,
-    conn: Mutex<Option<Connect>>,
+    cached: Mutex<Option<VirtDomain>>,
 }
 
 impl LibvirtAgent {
-    /// An agent channel to domain `domain` (connects on first use).
-    pub fn new(connector: Connector, domain: String) -> Self {
+    /// An agent channel to domain `domain` on `conn`.
+    pub fn new(conn: Arc<Shared>, domain: String) -> Self {
         LibvirtAgent {
-            connector,
+            conn,
             domain,
-            conn: Mutex::new(None),
+            cached: Mutex::new(None),
         }
     }
 
-    /// The domain handle, on a live connection (re-opened after the daemon
-    /// restarted). The lock is held only for the lookup.
-    fn dom(&self) -> Result<VirtDomain, AgentError> {
-        let mut g = self
-            .conn
+    fn cache(&self) -> std::sync::MutexGuard<'_, Option<VirtDomain>> {
+        self.cached
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !g.as_ref().is_some_and(|c| c.is_alive().unwrap_or(false)) {
-            if let Some(mut old) = g.take() {
-                let _ = old.close();
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The domain handle (it keeps the connection it was found on).
+    fn dom(&self) -> Result<VirtDomain, AgentError> {
+        let mut conn = self.conn.reference();
+        let mut cached = self.cache();
+        if let Some(d) = cached.as_ref() {
+            // SAFETY: `d` is a live domain handle; the call only reads its
+            // connection pointer (no reference is taken or dropped).
+            let on = unsafe { sys::virDomainGetConnect(d.as_ptr()) };
+            // The cached handle holds its connection, so a new connection
+            // can never reuse the old one's address while it is cached.
+            if on == conn.as_ptr() {
+                let d = d.clone();
+                let _ = conn.close();
+                return Ok(d);
             }
-            *g = Some(
-                self.connector
-                    .connect()
-                    .map_err(|e| AgentError::Libvirt(e.to_string()))?,
-            );
         }
-        let Some(conn) = g.as_ref() else {
-            return Err(AgentError::Libvirt("no libvirt connection".into()));
-        };
-        match VirtDomain::lookup_by_name(conn, &self.domain) {
-            Ok(d) => Ok(d),
+        *cached = None;
+        let found = VirtDomain::lookup_by_name(&conn, &self.domain);
+        let _ = conn.close();
+        match found {
+            Ok(d) => {
+                *cached = Some(d.clone());
+                Ok(d)
+            }
             Err(e) if e.code() == ErrorNumber::NoDomain => Err(AgentError::NoDomain),
             Err(e) => Err(libvirt(&e)),
         }
     }
-}
 
-impl Drop for LibvirtAgent {
-    fn drop(&mut self) {
-        if let Ok(mut g) = self.conn.lock() {
-            if let Some(mut c) = g.take() {
-                let _ = c.close();
-            }
+    /// `r`, dropping the cached domain handle when it is an error.
+    fn forget_on_error<T, E>(&self, r: Result<T, E>) -> Result<T, E> {
+        if r.is_err() {
+            *self.cache() = None;
         }
+        r
     }
 }
 
@@ -211,9 +223,8 @@ impl AgentChannel for LibvirtAgent {
             return Err(AgentError::Libvirt("agent command contains NUL".into()));
         }
         let secs = i32::try_from(timeout.as_secs().max(1)).unwrap_or(i32::MAX);
-        self.dom()?
-            .qemu_agent_command(cmd, secs, 0)
-            .map_err(|e| libvirt(&e))
+        let r = self.dom()?.qemu_agent_command(cmd, secs, 0);
+        self.forget_on_error(r).map_err(|e| libvirt(&e))
     }
 
     fn command_vir(&self, cmd: &str, timeout: Duration) -> Result<String, String> {
@@ -233,8 +244,8 @@ impl AgentChannel for LibvirtAgent {
             Err(e) => return Err(e.to_string()),
         };
         let secs = i32::try_from(timeout.as_secs().max(1)).unwrap_or(i32::MAX);
-        d.qemu_agent_command(cmd, secs, 0)
-            .map_err(|e| go_vir_error(&e))
+        let r = d.qemu_agent_command(cmd, secs, 0);
+        self.forget_on_error(r).map_err(|e| go_vir_error(&e))
     }
 
     fn fs_freeze(&self) -> Result<u32, AgentError> {
@@ -243,7 +254,7 @@ impl AgentChannel for LibvirtAgent {
         // count 0 means every file system (libvirt's documented form).
         let n = unsafe { sys::virDomainFSFreeze(d.as_ptr(), std::ptr::null_mut(), 0, 0) };
         if n < 0 {
-            return Err(libvirt(&virt::error::Error::last_error()));
+            return self.forget_on_error(Err(libvirt(&virt::error::Error::last_error())));
         }
         Ok(n.unsigned_abs())
     }
@@ -253,15 +264,14 @@ impl AgentChannel for LibvirtAgent {
         // SAFETY: as in fs_freeze.
         let n = unsafe { sys::virDomainFSThaw(d.as_ptr(), std::ptr::null_mut(), 0, 0) };
         if n < 0 {
-            return Err(libvirt(&virt::error::Error::last_error()));
+            return self.forget_on_error(Err(libvirt(&virt::error::Error::last_error())));
         }
         Ok(n.unsigned_abs())
     }
 
     fn reboot(&self) -> Result<(), AgentError> {
-        self.dom()?
-            .reboot(sys::VIR_DOMAIN_REBOOT_GUEST_AGENT)
-            .map_err(|e| libvirt(&e))
+        let r = self.dom()?.reboot(sys::VIR_DOMAIN_REBOOT_GUEST_AGENT);
+        self.forget_on_error(r).map_err(|e| libvirt(&e))
     }
 
     fn set_authorized_keys(&self, user: &str, keys: &[String]) -> Result<(), String> {
@@ -291,7 +301,7 @@ impl AgentChannel for LibvirtAgent {
         let r =
             unsafe { sys::virDomainAuthorizedSSHKeysSet(d.as_ptr(), user.as_ptr(), list, n, 0) };
         if r < 0 {
-            return Err(go_vir_error(&virt::error::Error::last_error()));
+            return self.forget_on_error(Err(go_vir_error(&virt::error::Error::last_error())));
         }
         Ok(())
     }
@@ -299,9 +309,11 @@ impl AgentChannel for LibvirtAgent {
     fn set_user_password(&self, user: &str, password: &str) -> Result<(), String> {
         refuse_nul("the user name", user)?;
         refuse_nul("the password", password)?;
-        self.dom()
+        let r = self
+            .dom()
             .map_err(|e| format!("domain lookup failed: {e}"))?
-            .set_user_password(user, password, 0)
+            .set_user_password(user, password, 0);
+        self.forget_on_error(r)
             .map(|_| ())
             .map_err(|e| go_vir_error(&e))
     }

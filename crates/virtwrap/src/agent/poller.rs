@@ -8,7 +8,7 @@
 //! on. On disconnect polling stops and the store is cleared.
 //!
 //! The thread never touches the gRPC runtime or libvirt's event loop: it
-//! talks to libvirt through the agent's own connection and hands changes
+//! talks to libvirt through the launcher's connection and hands changes
 //! to `on_change` (which queues a notification).
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};

@@ -1,5 +1,5 @@
 //! Long-running and cached reads of the running domain: the memory dump
-//! (on a connection of its own), the dirty rate (a shared 3 s cache) and
+//! (on the launcher's connection), the dirty rate (a shared 3 s cache) and
 //! the QEMU version (probed once).
 
 use virt::domain::Domain as VirtDomain;
@@ -12,14 +12,14 @@ impl LibvirtDomainManager {
     /// KubeVirt's memory dump: `virDomainCoreDumpWithFormat(path,
     /// VIR_DOMAIN_CORE_DUMP_FORMAT_RAW, VIR_DUMP_MEMORY_ONLY)` of the domain
     /// called `name`, an ELF core file of the guest's memory (libvirt
-    /// pauses the guest while QEMU writes it, then resumes it). Runs on a
-    /// connection of its own, opened and closed here, so the manager's
-    /// connection stays free for other commands while the dump takes its
-    /// time. `path` is used as given: check it first
+    /// pauses the guest while QEMU writes it, then resumes it). Runs on the
+    /// launcher's one connection, as KubeVirt's does: libvirt serves other
+    /// calls on it while the dump takes its time (the daemon runs up to
+    /// `max_client_requests`, 5, calls of a connection at once). `path` is used as given: check it first
     /// ([`crate::memory_dump::check_dump_path`]).
     ///
     /// # Errors
-    /// [`ManagerError::Connect`]; [`ManagerError::Libvirt`], `Domain not
+    /// [`ManagerError::Libvirt`], `Domain not
     /// found.` when there is no such domain, libvirt's error when the dump
     /// fails (domain not running, file not writable, disk full ...).
     pub fn core_dump_memory(&self, name: &str, path: &std::path::Path) -> Result<(), ManagerError> {
@@ -31,8 +31,9 @@ impl LibvirtDomainManager {
                 message: format!("invalid dump path {}", path.display()),
             });
         };
-        let mut conn = self.connector.connect()?;
-        let res = match VirtDomain::lookup_by_name(&conn, name) {
+        // On the shared connection, as every call: libvirt runs the dump
+        // while other calls and events go on over the same socket.
+        self.with_conn(|conn| match VirtDomain::lookup_by_name(conn, name) {
             Ok(d) => d
                 .core_dump_with_format(
                     to,
@@ -43,9 +44,7 @@ impl LibvirtDomainManager {
                 .map_err(ManagerError::from),
             Err(e) if e.code() == ErrorNumber::NoDomain => Err(not_found()),
             Err(e) => Err(e.into()),
-        };
-        let _ = conn.close();
-        res
+        })
     }
 
     /// KubeVirt's `GetDomainDirtyRateStats(calc)` for the domain `name`: a

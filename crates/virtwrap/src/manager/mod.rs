@@ -78,7 +78,7 @@ pub enum ManagerError {
     /// libvirt's XML did not parse, or ours did not serialise.
     #[error(transparent)]
     Xml(#[from] domain::XmlError),
-    /// A connection of its own (the memory dump's) could not be opened.
+    /// The connection to the daemon could not be opened.
     #[error(transparent)]
     Connect(#[from] crate::connection::ConnectError),
     /// A failure with KubeVirt's prefix of the operation
@@ -242,15 +242,16 @@ pub use crate::connection::Connector;
 /// [`DomainManager`] on a libvirt connection. When the daemon restarts
 /// (the supervisor restarts a dead one), the next call reconnects.
 pub struct LibvirtDomainManager {
-    /// The connection, shared: each call takes a reference of its own.
-    conn: crate::connection::Shared,
+    /// The launcher's one connection, shared with the event watcher and
+    /// the guest agent ([`Self::connection`]): each call takes a reference
+    /// of its own.
+    conn: std::sync::Arc<crate::connection::Shared>,
     /// KubeVirt's `domainModifyLock`: SyncVMI, Pause, Unpause and the
     /// shutdown request change the domain one at a time. Reads (GetDomain,
     /// the notifications), Kill and Delete do not wait for it, as in
     /// KubeVirt: virt-handler's KillVirtualMachine must get through while a
     /// shutdown request still waits for the guest.
     modify: Mutex<()>,
-    connector: Connector,
     /// This host and the pod's layout, the same for every conversion.
     host: HostFacts,
     prepare: PrepareOptions,
@@ -316,12 +317,11 @@ impl LibvirtDomainManager {
         prepare: PrepareOptions,
         metadata: std::sync::Arc<crate::metadata::MetadataCache>,
     ) -> Result<Self, crate::connection::ConnectError> {
-        let conn = connector.connect()?;
-        let qemu_version = crate::version::QemuVersion::probe(connector.clone());
+        let conn = std::sync::Arc::new(crate::connection::Shared::open(connector)?);
+        let qemu_version = crate::version::QemuVersion::probe(std::sync::Arc::clone(&conn));
         Ok(LibvirtDomainManager {
-            conn: crate::connection::Shared::new(conn, connector.clone()),
+            conn,
             modify: Mutex::new(()),
-            connector,
             host,
             prepare,
             user_paused: Mutex::default(),
@@ -336,6 +336,13 @@ impl LibvirtDomainManager {
             credentials: crate::access_credentials::CredentialWatcher::default(),
             credential_check: crate::access_credentials::CHECK_INTERVAL,
         })
+    }
+
+    /// The launcher's one libvirt connection, for the event watcher
+    /// ([`crate::events::watch`]) and the guest agent
+    /// ([`crate::agent::LibvirtAgent`]).
+    pub fn connection(&self) -> std::sync::Arc<crate::connection::Shared> {
+        std::sync::Arc::clone(&self.conn)
     }
 
     /// Whether this launcher was prepared as a migration target: until
@@ -379,7 +386,7 @@ impl LibvirtDomainManager {
                 crate::access_credentials::WatchSetup {
                     dirs,
                     channel: std::sync::Arc::new(crate::agent::LibvirtAgent::new(
-                        self.connector.clone(),
+                        std::sync::Arc::clone(&self.conn),
                         vmi.domain_name(),
                     )),
                     metadata: std::sync::Arc::clone(&self.metadata),
