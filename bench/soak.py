@@ -23,15 +23,38 @@ guest printed GUEST-READY, for `--minutes` (default 30):
     (/proc/PID/smaps_rollup, the inner launcher and the outer `run`; PSS
     divides shared pages among the processes mapping them, so it moves
     when other launchers start or stop) and RssAnon (its private memory,
-    which does not), its open descriptors, and the PSS of its libvirt daemon and virtlogd.
+    which does not), its malloc heap (the resident part of its `[heap]`
+    mapping in /proc/PID/smaps: with one malloc arena, see
+    `virt_launcher::footprint`, every thread allocates there, so a leak of
+    the launcher's own allocations or libvirt's shows here first), its
+    threads, its open descriptors, and the PSS of its libvirt daemon and
+    virtlogd.
 
 It prints the series, the RPC counts (answered with success, answered with
 an error, by message, and not answered: a transport error or a timeout),
 the notify check and a summary (first, last, max of each series; growth
-from the first sample after the warm-up to the last). The launcher is then
+from the first sample after the warm-up to the last; for RssAnon and the
+heap the growth of each 10-minute stretch after the warm-up and the
+least-squares slope in KiB per hour, over the whole series after the
+warm-up and over its second half: a leak keeps its slope, a warm-up or
+allocator fragmentation that levels off sees it fall). The launcher is then
 stopped with SIGTERM and must exit 0 leaving no QEMU.
 
 Usage: python3 bench/soak.py [--minutes M] [--churn S] [--sample S] [--pace S] [--bin PATH]   (as root)
+
+Finding what survives (how issue 19's heap profile was made; Debian's
+`heaptrack` and `gdb`): once the loop runs, attach heaptrack to the inner
+launcher (the child of the `run` process), `heaptrack -p PID`; a few
+minutes before the end, `kill -9 PID` (the run then fails, as it should)
+so that every allocation still live is reported as leaked by
+`heaptrack_print -f FILE --print-leaks 1`, and `--print-massif OUT` gives
+the live bytes over time (allocations made since the attach: a leak is a
+floor that keeps rising). glibc's own count of the heap, without
+stopping the run for more than a second or two:
+`gdb --readnever /proc/PID/exe -p PID -batch -ex 'call (void)malloc_stats()'`
+(printed on the launcher's stderr, the run's launcher.log). heaptrack's
+own bookkeeping lives in the process: the RssAnon and heap columns of a
+profiled run are not the launcher's.
 """
 
 import argparse
@@ -147,10 +170,25 @@ def pids_of(outer):
     return inner, daemons
 
 
+def heap_kib(pid):
+    """Resident KiB of the `[heap]` mapping (/proc/PID/smaps): the main
+    malloc arena, the only one the launcher has (one arena, see
+    `virt_launcher::footprint`); 0 when the process has none."""
+    rss, in_heap = 0, False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split(None, 1)[0]
+        if "-" in head and not head.endswith(":"):
+            in_heap = line.rstrip().endswith("[heap]")
+        elif in_heap and head == "Rss:":
+            rss += int(line.split()[1])
+    return rss
+
+
 def sample(outer):
     inner, daemons = pids_of(outer)
     s = {"t": time.time(), "launcher_pss": pss_kib(inner), "outer_pss": pss_kib(outer),
-         "launcher_anon": status_kib(inner, "RssAnon"),
+         "launcher_anon": status_kib(inner, "RssAnon"), "heap": heap_kib(inner),
+         "threads": status_kib(inner, "Threads"),
          "fds": len(os.listdir(f"/proc/{inner}/fd"))}
     for comm in ("libvirtd", "virtqemud", "virtlogd"):
         if comm in daemons:
@@ -315,14 +353,50 @@ def check_events(events, c, pauses):
     return problems
 
 
+def growth(samples, key, stretch=600):
+    """The growth of `key` after the warm-up (the first sample after the
+    start), as text: per `stretch` seconds (default 10 minutes; the last
+    stretch may be shorter; spans in minutes of the run) and the
+    least-squares slope in KiB per hour over every sample after the
+    warm-up and over the second half of them."""
+    after = samples[1:] if len(samples) > 2 else samples
+    t0 = after[0]["t"]
+    parts, start = [], after[0]
+    for s in after[1:]:
+        if s["t"] - start["t"] >= stretch - 1 or s is after[-1]:
+            # Minutes of the run (from the first sample), as the series.
+            span = f"{(start['t'] - samples[0]['t']) / 60:.0f}-{(s['t'] - samples[0]['t']) / 60:.0f} min"
+            parts.append(f"{span} {s[key] - start[key]:+} KiB")
+            start = s
+    if len(after) < 4:
+        return "too few samples"
+    span = (after[-1]["t"] - t0) / 60
+    half = [s for s in after if s["t"] >= t0 + span * 30]
+    return (f"{', '.join(parts)}; slope {slope_per_hour(after, key):+.0f} KiB/h over {span:.0f} min, "
+            f"{slope_per_hour(half, key):+.0f} KiB/h over its second half (a leak keeps its slope, "
+            f"a warm-up's falls)")
+
+
+def slope_per_hour(samples, key):
+    """Least-squares slope of `key` against time, in units per hour."""
+    n = len(samples)
+    ts = [s["t"] / 3600 for s in samples]
+    ys = [s[key] for s in samples]
+    mt, my = sum(ts) / n, sum(ys) / n
+    var = sum((t - mt) ** 2 for t in ts)
+    return sum((t - mt) * (y - my) for t, y in zip(ts, ys)) / var if var else 0.0
+
+
 def report(a, samples, c, cycles, pauses, churns, problems, rc):
     print(f"\n== soak: {a.minutes} min, {cycles} loop cycles, {pauses} pauses, {churns} agent restarts")
-    print(f"{'min':>6} {'launcher PSS':>13} {'RssAnon':>11} {'outer PSS':>10} {'fds':>5} {'daemon PSS':>11} {'daemon fds':>10} {'virtlogd PSS':>12}")
+    print(f"{'min':>6} {'launcher PSS':>13} {'RssAnon':>11} {'heap':>10} {'threads':>7} {'outer PSS':>10} {'fds':>5} "
+          f"{'daemon PSS':>11} {'daemon fds':>10} {'virtlogd PSS':>12}")
     t0 = samples[0]["t"]
     for s in samples:
         dpss = s.get("libvirtd_pss", s.get("virtqemud_pss"))
         dfds = s.get("libvirtd_fds", s.get("virtqemud_fds"))
-        print(f"{(s['t'] - t0) / 60:6.1f} {s['launcher_pss']:10} KiB {s['launcher_anon']:7} KiB {s['outer_pss']:6} KiB {s['fds']:5} "
+        print(f"{(s['t'] - t0) / 60:6.1f} {s['launcher_pss']:10} KiB {s['launcher_anon']:7} KiB {s['heap']:6} KiB "
+              f"{s['threads']:7} {s['outer_pss']:6} KiB {s['fds']:5} "
               f"{dpss:7} KiB {dfds:10} {s.get('virtlogd_pss', 0):8} KiB")
     base = samples[1] if len(samples) > 2 else samples[0]
     last = samples[-1]
@@ -332,6 +406,8 @@ def report(a, samples, c, cycles, pauses, churns, problems, rc):
     print(f"launcher RssAnon (private memory, unlike PSS not shared with other processes): first "
           f"{samples[0]['launcher_anon']} KiB, after warm-up {base['launcher_anon']} KiB, last {last['launcher_anon']} KiB, "
           f"max {max(s['launcher_anon'] for s in samples)} KiB")
+    for key, what in (("launcher_anon", "RssAnon"), ("heap", "heap")):
+        print(f"launcher {what} after warm-up: {growth(samples, key)}")
     print(f"launcher fds: first {samples[0]['fds']}, last {last['fds']}, max {max(s['fds'] for s in samples)}")
     print("RPCs answered with success: " + ", ".join(f"{k} {v}" for k, v in sorted(c.ok.items())))
     print(f"RPCs answered with an error: {sum(c.answered_err.values())}")

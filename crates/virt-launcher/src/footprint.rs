@@ -24,8 +24,7 @@
 //! reused by whichever thread allocates next: in the same soak with this
 //! build the arenas are gone and the heap went 1,392 → 1,504 KiB over
 //! 10 minutes (below the 1,744 KiB of heap + arenas before), still rising
-//! by ~10 KiB a minute, slowing; whether it levels off needs a longer
-//! series (the closing note of issue 20). Contention is negligible: the
+//! by ~10 KiB a minute, slowing. Contention is negligible: the
 //! threads mostly sleep, and an allocation holds the lock for nanoseconds.
 //! [`configure_allocator`] sets it first thing in `main`, before any
 //! thread exists; glibc reads it when a thread first needs an arena.
@@ -44,6 +43,33 @@
 //! of its stack mapping more than [`STACK_KEEP`] below the current frame
 //! are returned with `madvise(MADV_DONTNEED)` (a later deeper call finds
 //! zeroed pages again, as on first use).
+//!
+//! **What the slow rise is (issue 19's heap profile).** With one arena
+//! the soak's RssAnon still rises after the first minute, all of it in
+//! the `[heap]` mapping (thread stacks, other anonymous mappings and the
+//! binary's written pages stay flat; debug build). It is not a leak:
+//! heaptrack attached to the inner launcher from minute 1.5 to 13 of a
+//! soak saw the live bytes allocated since the attach reach 42 KiB by
+//! minute 4 and stay there (+1 KiB to minute 11); what was live at the end
+//! (61 KiB) was requests in flight and per-connection buffers, no site
+//! growing with the number of calls. glibc's own count (`malloc_stats`)
+//! showed the heap taken from the kernel growing faster than what is in
+//! use (minute 2: 1,472 KiB, 1,134 in use; minute 8: 1,628, 1,200), i.e.
+//! free chunks between live ones: fragmentation from the allocation churn
+//! (about 14,000 malloc calls a second under the soak's load, most of
+//! them the `serde_json::Value` trees of the api.Domain JSON built for
+//! every GetDomain and notification, with transient peaks of ~250 KiB).
+//! It levels off: a 42-minute soak of this build (debug, root, TCG)
+//! sampled every minute, heap after minute 1 by 10-minute stretch +148,
+//! +76, +40, +8, +0 KiB (1,604 KiB at minute 25, 1,612 at minute 42;
+//! RssAnon 5,696 → 5,984 KiB, 5,976 from minute 25 on; descriptors 31).
+//! Tried and not kept, as neither changed the rise beyond noise in
+//! side-by-side soaks: `malloc_trim(0)` every minute (it returned 60-130
+//! KiB, touched again within the minute; heap at minute 18 1,544 KiB with
+//! the trim and the threshold below, 1,560 without) and
+//! `M_MMAP_THRESHOLD` = 64 KiB for libvirt's 65,540-byte RPC message
+//! buffers (one per remote call). Lowering the churn itself (the JSON
+//! built without `Value` trees) is the lead left.
 //!
 //! What wakes the launcher when nothing happens is listed in DEVELOPERS.md's
 //! design notes ("An idle launcher sleeps").
