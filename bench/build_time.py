@@ -14,7 +14,8 @@ CPU time, not shared with a parallel one), and reports:
   `cargo --unit-graph` prints, each unit lasting its duration from the
   timings report scaled so that all durations add up to the measured CPU
   seconds (on a loaded machine a unit's wall time is stretched by the load;
-  the scale takes that out, assuming a steady load), longest remaining path
+  the scale takes that out only for a steady load: under a changing load
+  the estimate is rough), longest remaining path
   first as cargo does, a library's dependents starting at its metadata
   (pipelining) except links and build scripts. rustc's own threads are not
   modelled (one unit, one core), so the estimate is on the slow side for
@@ -63,10 +64,22 @@ def timing_units(html):
     return json.loads(m.group(1))
 
 
+def rmeta_time(d):
+    """When a unit's metadata was ready (its dependents may start): the end
+    of its frontend section, else its end (the report's fields vary with
+    cargo's version)."""
+    if d.get("rmeta_time") is not None:
+        return d["rmeta_time"]
+    for name, span in d.get("sections") or []:
+        if name == "frontend":
+            return span["end"]
+    return d["duration"]
+
+
 def category(kind, mode, bin_name):
     if mode == "run-custom-build":
         return "run"
-    if kind == "build script":
+    if kind in ("build script", "build-script"):
         return "build-script"
     if kind == "bin":
         return "bin:" + bin_name
@@ -75,8 +88,10 @@ def category(kind, mode, bin_name):
 
 def timing_key(d):
     t = d["target"].strip()
-    kind = "bin" if t.startswith("bin") else t
-    name = t.split('"')[1] if t.startswith("bin") else ""
+    # A binary reads `bin "NAME"` or `NAME "bin"` depending on cargo's version.
+    m = re.fullmatch(r'bin "([^"]+)"|(\S+) "bin"', t)
+    kind = "bin" if m else t
+    name = (m.group(1) or m.group(2)) if m else ""
     return (d["name"].replace("-", "_"), d["version"], category(kind, d["mode"], name))
 
 
@@ -107,7 +122,7 @@ def analyse(html, cpu, profile, cores=(1, 2)):
             dur = rm = 0.0
         else:
             dur = d["duration"] * scale
-            rm = min((d.get("rmeta_time") or d["duration"]) * scale, dur)
+            rm = min(rmeta_time(d) * scale, dur)
         kinds = u["target"]["kind"]
         lib = u["mode"] == "build" and kinds not in (["bin"], ["custom-build"], ["proc-macro"])
         units.append({"key": graph_key(u), "dur": dur, "rmeta": rm, "lib": lib,
