@@ -1,6 +1,6 @@
 //! Bytes from virt-handler on the command socket → the request messages'
 //! protobuf decoding (prost, as tonic decodes a request body; the types
-//! generated from `cmd`'s own `.proto` files, see `build.rs`) → the VMI inside (`api::load::from_command_json`, as the
+//! `cmd`'s checked-in messages, see the crate's `proto`) → the VMI inside (`api::load::from_command_json`, as the
 //! command server decodes `VMI.vmiJson`) → what SyncVirtualMachine does
 //! with it before libvirt: KubeVirt's defaults, validation, the converter
 //! with the request's SMBIOS and cluster options (see the crate's

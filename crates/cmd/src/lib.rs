@@ -24,17 +24,21 @@ pub mod proto {
     /// `kubevirt.cmd.v1`: the commands.
     pub mod cmd {
         include!("generated/kubevirt.cmd.v1.rs");
+        include!("generated/kubevirt.cmd.v1.services.rs");
     }
     /// `kubevirt.cmd.info`: command protocol versions.
     pub mod cmd_info {
         include!("generated/kubevirt.cmd.info.rs");
+        include!("generated/kubevirt.cmd.info.services.rs");
     }
     /// `kubevirt.notify.v1`: the notifications.
     pub mod notify {
         include!("generated/kubevirt.notify.v1.rs");
+        include!("generated/kubevirt.notify.v1.services.rs");
     }
     /// `kubevirt.notify.info`: notify protocol versions.
     pub mod notify_info {
         include!("generated/kubevirt.notify.info.rs");
+        include!("generated/kubevirt.notify.info.services.rs");
     }
 }

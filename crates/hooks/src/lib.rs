@@ -46,18 +46,22 @@ pub mod proto {
     /// `kubevirt.hooks.info`.
     pub mod info {
         include!("generated/kubevirt.hooks.info.rs");
+        include!("generated/kubevirt.hooks.info.services.rs");
     }
     /// `kubevirt.hooks.v1alpha1`.
     pub mod v1alpha1 {
         include!("generated/kubevirt.hooks.v1alpha1.rs");
+        include!("generated/kubevirt.hooks.v1alpha1.services.rs");
     }
     /// `kubevirt.hooks.v1alpha2`.
     pub mod v1alpha2 {
         include!("generated/kubevirt.hooks.v1alpha2.rs");
+        include!("generated/kubevirt.hooks.v1alpha2.services.rs");
     }
     /// `kubevirt.hooks.v1alpha3`.
     pub mod v1alpha3 {
         include!("generated/kubevirt.hooks.v1alpha3.rs");
+        include!("generated/kubevirt.hooks.v1alpha3.services.rs");
     }
 }
 

@@ -11,6 +11,10 @@
 //! with the checked-in files, so a `.proto` edit without regeneration fails
 //! the tests; with `PROTOGEN_UPDATE=1` it rewrites them (and fails, so that
 //! it is never left on).
+//!
+//! Each package's messages and its tonic services are checked in as two
+//! files ([`SERVICES_SUFFIX`]), so that the `fuzz/` crate includes the
+//! messages of `crates/cmd` without tonic and without generators of its own.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,21 +68,70 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The suffix of the file holding a package's tonic clients and servers,
+/// beside the file of its messages (`kubevirt.cmd.v1.rs` and
+/// `kubevirt.cmd.v1.services.rs`). Split so that code needing the messages
+/// only (the `fuzz/` crate's `grpc_requests` target) includes them without
+/// tonic, hyper and tokio.
+pub const SERVICES_SUFFIX: &str = ".services.rs";
+
 /// Compiles `krate`'s `.proto` files below `root` and returns the generated
-/// files, by name (one per protobuf package: `kubevirt.cmd.v1.rs`, ...).
+/// files, by name: per protobuf package, its messages (`kubevirt.cmd.v1.rs`,
+/// exactly what prost alone generates) and its clients and servers
+/// ([`SERVICES_SUFFIX`]: the rest of tonic-prost-build's output).
 ///
 /// # Errors
 /// A message naming the crate when a `.proto` file does not compile, when
-/// the generator fails, or when its output cannot be read back.
+/// the generator fails, when its output cannot be read back, or when a
+/// package's full output does not begin with its messages-only output (the
+/// split would then not be exact).
 pub fn generate(root: &Path, krate: &ProtoCrate) -> Result<BTreeMap<String, String>, String> {
+    let messages = run_generator(root, krate, false)?;
+    let full = run_generator(root, krate, true)?;
+    if messages.len() != full.len() || messages.keys().ne(full.keys()) {
+        return Err(format!(
+            "{}: the messages-only and the full generation wrote different files: {:?} / {:?}",
+            krate.dir,
+            messages.keys().collect::<Vec<_>>(),
+            full.keys().collect::<Vec<_>>()
+        ));
+    }
+    let mut generated = BTreeMap::new();
+    for (name, text) in messages {
+        // Both runs come from one generator; tonic's service generator only
+        // appends its modules after each package's messages.
+        let services = full
+            .get(&name)
+            .and_then(|f| f.strip_prefix(text.as_str()))
+            .ok_or_else(|| {
+                format!(
+                    "{}: {name}: the full output does not begin with the messages-only output",
+                    krate.dir
+                )
+            })?
+            .to_owned();
+        let stem = name.strip_suffix(".rs").unwrap_or(&name);
+        generated.insert(format!("{stem}{SERVICES_SUFFIX}"), services);
+        generated.insert(name, text);
+    }
+    Ok(generated)
+}
+
+/// One run of tonic-prost-build over `krate`'s `.proto` files, with clients
+/// and servers or without, into a temporary directory; its files by name.
+fn run_generator(
+    root: &Path,
+    krate: &ProtoCrate,
+    services: bool,
+) -> Result<BTreeMap<String, String>, String> {
     let proto_dir = root.join(krate.dir).join("proto");
     let files: Vec<PathBuf> = krate.protos.iter().map(|f| proto_dir.join(f)).collect();
     let fds = protox::compile(&files, [&proto_dir])
         .map_err(|e| format!("{}: compiling the .proto files: {e}", krate.dir))?;
     let out = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
     tonic_prost_build::configure()
-        .build_client(true)
-        .build_server(true)
+        .build_client(services)
+        .build_server(services)
         .emit_rerun_if_changed(false)
         .out_dir(out.path())
         .compile_fds(fds)

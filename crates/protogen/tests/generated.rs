@@ -16,8 +16,8 @@ fn checked_in_grpc_code_is_what_the_protos_generate() {
             Err(e) => panic!("{e}"),
         };
         assert!(
-            generated.len() == krate.protos.len(),
-            "{}: {} files generated from {} .proto files (one per package expected): {:?}",
+            generated.len() == 2 * krate.protos.len(),
+            "{}: {} files generated from {} .proto files (messages and services per package expected): {:?}",
             krate.dir,
             generated.len(),
             krate.protos.len(),
