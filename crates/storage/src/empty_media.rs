@@ -70,6 +70,33 @@ pub fn size(
     }
 }
 
+/// A migration target's config or cloud-init disk of volume `name`
+/// (`empty` true only there, [`crate::PrepareOptions::empty_media`]): made
+/// empty at `iso` below `root`, of the size the volume status records, as
+/// KubeVirt's target does. `Ok(false)` when the disk is to be built with
+/// its content instead (not a target, or the status says 0).
+///
+/// # Errors
+/// Those of [`size`] and [`create`].
+pub fn made_empty(
+    empty: bool,
+    vmi: &VirtualMachineInstance,
+    name: &str,
+    field: &str,
+    root: &str,
+    iso: &Path,
+    owner: Option<(u32, u32)>,
+) -> Result<bool, StorageError> {
+    if !empty {
+        return Ok(false);
+    }
+    let Some(bytes) = size(vmi, name, field)? else {
+        return Ok(false);
+    };
+    create(field, root, iso, bytes, owner)?;
+    Ok(true)
+}
+
 /// Makes `iso` (below the configured directory `root`) a file of `size`
 /// zero bytes (sparse), written as `<iso>.staging` without following links
 /// and renamed into place, then given mode 0640 and `owner`.

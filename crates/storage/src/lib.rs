@@ -292,21 +292,19 @@ pub fn prepare(
             .cloud_init_iso(vmi, kind == cloudinit::DataSource::ConfigDrive);
         if !keep(&iso) {
             let field = format!("spec.volumes[{i}].{}", kind.field());
-            let empty = if opts.empty_media {
-                empty_media::size(vmi, &v.name, &field)?
-            } else {
-                None
-            };
-            if let Some(size) = empty {
-                empty_media::create(
-                    &field,
-                    &ctx.paths.ephemeral_disk_dir,
-                    Path::new(&iso),
-                    size,
-                    opts.owner,
-                )?;
-            } else if let Some(data) = cloudinit::read_hooked(vmi, ctx, opts)? {
-                cloudinit::generate(vmi, ctx, &data, opts.owner)?;
+            let made_empty = empty_media::made_empty(
+                opts.empty_media,
+                vmi,
+                &v.name,
+                &field,
+                &ctx.paths.ephemeral_disk_dir,
+                Path::new(&iso),
+                opts.owner,
+            )?;
+            if !made_empty {
+                if let Some(data) = cloudinit::read_hooked(vmi, ctx, opts)? {
+                    cloudinit::generate(vmi, ctx, &data, opts.owner)?;
+                }
             }
         }
     }
@@ -361,20 +359,17 @@ pub fn prepare(
             // is used as it is.
             VolumeFiles::CloudInit { .. } | VolumeFiles::Claim(ClaimData::Block(_)) => {}
             VolumeFiles::Config { kind, iso } => {
-                let empty = if opts.empty_media && !keep(&iso) {
-                    empty_media::size(vmi, &v.name, &field)?
-                } else {
-                    None
-                };
-                if let Some(size) = empty {
-                    empty_media::create(
+                if !keep(&iso)
+                    && !empty_media::made_empty(
+                        opts.empty_media,
+                        vmi,
+                        &v.name,
                         &field,
                         &ctx.paths.private_dir,
                         Path::new(&iso),
-                        size,
                         opts.owner,
-                    )?;
-                } else if !keep(&iso) {
+                    )?
+                {
                     let src = configdisk::source_dir(ctx, &opts.config_sources, kind, v, &field)?;
                     configdisk::generate(vmi, ctx, i, &src, opts.owner, opts.config_disk_fs)?;
                 }

@@ -997,6 +997,23 @@ fn start_ticks(pid: u32) -> Option<u64> {
 
 /// True when `pid` is a live (non-zombie) process.
 /// Resident KiB (`Rss`) of the mappings of `pid` named `name` in
+/// The `<vcpupin>` elements of `xml` as (vCPU, cpuset), in document order.
+pub fn vcpupins(xml: &str) -> Vec<(String, String)> {
+    xml.split("<vcpupin ")
+        .skip(1)
+        .map(|e| {
+            let attr = |name: &str| {
+                e.split(&format!("{name}='"))
+                    .nth(1)
+                    .and_then(|v| v.split('\'').next())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (attr("vcpu"), attr("cpuset"))
+        })
+        .collect()
+}
+
 /// `/proc/<pid>/smaps` (e.g. `[stack]`, `[heap]`).
 pub fn mapping_rss_kib(pid: u32, name: &str) -> u64 {
     let smaps = fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();

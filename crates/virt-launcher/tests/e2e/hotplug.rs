@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{give_to_qemu_user, guest_vmi, Launcher, LoopDevice, Opts, BOOT_TIMEOUT};
+use crate::harness::{
+    give_to_qemu_user, guest_vmi, vcpupins, Launcher, LoopDevice, Opts, BOOT_TIMEOUT,
+};
 
 fn sparse(path: &Path, bytes: u64) {
     std::fs::File::create(path).unwrap().set_len(bytes).unwrap();
@@ -401,23 +403,6 @@ fn own_cpuset() -> Vec<u32> {
     .find_map(|f| std::fs::read_to_string(f).ok())
     .expect("a cgroup cpuset file");
     converter::cputune::parse_cpu_list(&text).expect("cpuset")
-}
-
-/// The `<vcpupin>` elements of `xml` as (vCPU, cpuset).
-fn vcpupins(xml: &str) -> Vec<(String, String)> {
-    xml.split("<vcpupin ")
-        .skip(1)
-        .map(|e| {
-            let attr = |name: &str| {
-                e.split(&format!("{name}='"))
-                    .nth(1)
-                    .and_then(|v| v.split('\'').next())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            (attr("vcpu"), attr("cpuset"))
-        })
-        .collect()
 }
 
 /// Dedicated CPUs and a vCPU hot-plug (KubeVirt's UpdateVCPUs pins the

@@ -34,7 +34,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::harness::{guest_vmi, launcher_bin, Launcher, Opts, BOOT_TIMEOUT, POD_WRAPPER};
+use crate::harness::{
+    guest_vmi, launcher_bin, vcpupins, Launcher, Opts, BOOT_TIMEOUT, POD_WRAPPER,
+};
 use crate::network::{http_get_in_netns, ip_in_netns, masquerade_vmi, node_netns};
 use crate::protocol::handler_for;
 
@@ -1167,23 +1169,6 @@ fn iso_size(l: &Launcher) -> u64 {
     std::fs::metadata(&iso)
         .unwrap_or_else(|e| panic!("{iso}: {e}"))
         .len()
-}
-
-/// The `<vcpupin>` elements of `xml` as (vCPU, cpuset).
-fn vcpupins(xml: &str) -> Vec<(String, String)> {
-    xml.split("<vcpupin ")
-        .skip(1)
-        .map(|e| {
-            let attr = |name: &str| {
-                e.split(&format!("{name}='"))
-                    .nth(1)
-                    .and_then(|v| v.split('\'').next())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            (attr("vcpu"), attr("cpuset"))
-        })
-        .collect()
 }
 
 /// Dedicated CPUs across a migration (KubeVirt's
