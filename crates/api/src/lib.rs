@@ -9,6 +9,7 @@ pub mod arch;
 pub mod cbt;
 pub mod cluster;
 pub mod defaults;
+pub mod device_status;
 pub mod doc;
 pub mod error;
 #[cfg(feature = "arbitrary")]

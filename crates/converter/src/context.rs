@@ -126,6 +126,7 @@ impl ConvertContext {
             sriov_pci,
             firmware_debug_log: host.firmware_debug_log,
             device_plugin_env: host.device_plugin_env.clone(),
+            migration_target: false,
         }
     }
 

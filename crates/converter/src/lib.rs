@@ -262,6 +262,11 @@ pub struct ConvertContext {
     /// mdev UUIDs or USB `bus:device` pairs), from which `gpus` and
     /// `hostDevices` get their devices (see [`hostdevices`]).
     pub device_plugin_env: BTreeMap<String, String>,
+    /// The conversion is a migration target's (PrepareMigrationTarget):
+    /// KubeVirt's `Convert` then gives the domain no `hostDevices` and
+    /// `gpus` (device plugin or DRA), as libvirt takes the domain from the
+    /// incoming migration. Default false.
+    pub migration_target: bool,
 }
 
 impl ConvertContext {

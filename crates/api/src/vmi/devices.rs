@@ -70,10 +70,10 @@ pub struct Devices {
     /// Sound card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sound: Option<SoundDevice>,
-    /// GPUs a device plugin (or DRA, not supported yet) gives the pod.
+    /// GPUs a device plugin or DRA gives the pod.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<Gpu>,
-    /// Host devices (PCI, mediated, USB) a device plugin gives the pod.
+    /// Host devices (PCI, mediated, USB) a device plugin or DRA gives the pod.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_devices: Vec<HostDevice>,
     /// Shared directories (virtiofs).
@@ -193,10 +193,12 @@ pub struct Gpu {
     /// The device plugin's resource (`nvidia.com/GP102GL_Tesla_P40`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub device_name: String,
-    /// DRA's claim (`vmi.spec.resourceClaims[].name`), not supported yet.
+    /// DRA's claim (`vmi.spec.resourceClaims[].name`; KubeVirt's inline
+    /// `ClaimRequest`): with no `deviceName`, the GPU's device comes from
+    /// `status.deviceStatus.gpuStatuses` ([`crate::device_status`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_name: Option<String>,
-    /// DRA's request name, not supported yet.
+    /// DRA's request name (`resourceClaim.spec.devices.requests[].name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_name: Option<String>,
     /// A vGPU's display options.
@@ -245,10 +247,12 @@ pub struct HostDevice {
     /// The device plugin's resource (`kubevirt.io/storage`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub device_name: String,
-    /// DRA's claim, not supported yet.
+    /// DRA's claim (`vmi.spec.resourceClaims[].name`; KubeVirt's inline
+    /// `ClaimRequest`): with no `deviceName`, the device comes from
+    /// `status.deviceStatus.hostDeviceStatuses` ([`crate::device_status`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_name: Option<String>,
-    /// DRA's request name, not supported yet.
+    /// DRA's request name (`resourceClaim.spec.devices.requests[].name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_name: Option<String>,
     /// Device tag for the config drive's metadata (not supported yet).

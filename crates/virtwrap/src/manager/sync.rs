@@ -220,6 +220,10 @@ impl LibvirtDomainManager {
         opts.rebuild_media &= start;
         ctx.prepared = storage::prepare(vmi, &ctx, &opts)?;
         ctx.prepared.interfaces = inputs.interfaces.clone();
+        // Only a migration target prepares with empty media
+        // (`storage::PrepareOptions::empty_media`, KubeVirt's
+        // `generateEmptyIsos`): its conversion skips host devices.
+        ctx.migration_target = prepare.empty_media;
         // An interface still without host facts (no phase 2 ran for it)
         // would start without network: refused by name. On a running
         // domain such an interface (not yet reported by virt-handler) is

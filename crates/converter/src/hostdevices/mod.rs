@@ -21,8 +21,12 @@
 //! devices did not all get one is refused with KubeVirt's message. Aliases:
 //! `ua-hostdevice-<name>` and `ua-gpu-<name>`; USB `ua-usb-host-<name>`.
 //!
-//! Not supported yet (refused by field): DRA claims (`claimName`) and
-//! `tag` (the config drive's device metadata).
+//! Devices from DRA resource claims (`claimName`/`requestName`, no
+//! `deviceName`) get their address from the VMI's `status.deviceStatus`
+//! instead ([`dra`]), with the same PCI and mdev builders.
+//!
+//! Not supported yet (refused by field): `tag` (the config drive's device
+//! metadata).
 
 use std::collections::BTreeMap;
 
@@ -30,6 +34,8 @@ use api::VirtualMachineInstance;
 use domain::{Address, HostDevice, HostDeviceSource};
 
 use crate::{ConvertContext, ConvertError};
+
+mod dra;
 
 /// KubeVirt's `v1.PCIResourcePrefix`.
 pub const PCI_PREFIX: &str = "PCI_RESOURCE";
@@ -110,16 +116,13 @@ fn alias(path: &str, name: &str) -> Result<domain::Alias, ConvertError> {
     crate::user_alias(&format!("{path}.name"), name)
 }
 
-fn pci(w: &Wanted, addr: &str, prefix: &str) -> Result<HostDevice, ConvertError> {
-    let source = crate::disks::pci_address(addr, &format!("{}.deviceName", w.path)).map_err(|_| {
-        ConvertError::Host(format!(
-            "failed to create hostdevice for {}: failed to create PCI device for {}: {:?} (from {}) is not a PCI address",
-            w.name,
-            w.name,
-            addr,
-            env_name(PCI_PREFIX, w.resource)
-        ))
-    })?;
+/// `<hostdev mode='subsystem' type='pci' managed='no'>` for the host PCI
+/// address `addr` (`dddd:bb:ss.f`); the error is the detail of KubeVirt's
+/// "failed to create PCI device for <name>", naming where `addr` came
+/// from (`from`: a variable or a status field).
+fn pci_device(addr: &str, from: &str, alias: domain::Alias) -> Result<HostDevice, String> {
+    let source = crate::disks::pci_address(addr, from)
+        .map_err(|_| format!("{addr:?} (from {from}) is not a PCI address"))?;
     // A host device's source address has no `type` (libvirt's schema).
     let source = Address {
         address_type: String::new(),
@@ -132,19 +135,18 @@ fn pci(w: &Wanted, addr: &str, prefix: &str) -> Result<HostDevice, ConvertError>
         source: HostDeviceSource {
             address: Some(source),
         },
-        alias: Some(alias(&w.path, &format!("{prefix}{}", w.name))?),
+        alias: Some(alias),
         ..HostDevice::default()
     })
 }
 
-fn mdev(w: &Wanted, uuid: &str, prefix: &str) -> Result<HostDevice, ConvertError> {
+/// `<hostdev mode='subsystem' type='mdev' model='vfio-pci'>` for the
+/// mediated device `uuid`; the error names where it came from (`from`).
+fn mdev_device(uuid: &str, from: &str, alias: domain::Alias) -> Result<HostDevice, String> {
     if uuid.is_empty() || !uuid.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
-        return Err(ConvertError::Host(format!(
-            "failed to create hostdevice for {}: {:?} (from {}) is not a mediated device UUID",
-            w.name,
-            uuid,
-            env_name(MDEV_PREFIX, w.resource)
-        )));
+        return Err(format!(
+            "{uuid:?} (from {from}) is not a mediated device UUID"
+        ));
     }
     Ok(HostDevice {
         mode: Some("subsystem".into()),
@@ -156,9 +158,60 @@ fn mdev(w: &Wanted, uuid: &str, prefix: &str) -> Result<HostDevice, ConvertError
                 ..Address::default()
             }),
         },
-        alias: Some(alias(&w.path, &format!("{prefix}{}", w.name))?),
+        alias: Some(alias),
         ..HostDevice::default()
     })
+}
+
+/// A GPU's `virtualGPUOptions.display` as (display on, ramfb on); `None`
+/// when it sets none.
+fn gpu_display(g: &api::vmi::Gpu) -> Option<(bool, bool)> {
+    g.virtual_gpu_options
+        .as_ref()
+        .and_then(|o| o.display.as_ref())
+        .map(|d| {
+            let on = d.enabled != Some(false);
+            let ramfb = d.ram_fb.as_ref().is_none_or(|r| r.enabled != Some(false));
+            (on, ramfb)
+        })
+}
+
+/// `display='on'` (and `ramfb='on'`) on a vGPU: `display` is
+/// `virtualGPUOptions.display` as (display on, ramfb on).
+fn set_display(d: &mut HostDevice, display: Option<(bool, bool)>) {
+    if let Some((true, ramfb)) = display {
+        d.display = Some("on".into());
+        if ramfb {
+            d.ramfb = Some("on".into());
+        }
+    }
+}
+
+/// KubeVirt's default vGPU display: on the first vGPU (display and ramfb)
+/// when no GPU of the VMI sets `virtualGPUOptions.display`.
+fn default_display(mdevs: &mut [HostDevice], any_display_set: bool) {
+    if !any_display_set {
+        if let Some(first) = mdevs.first_mut() {
+            first.display = Some("on".into());
+            first.ramfb = Some("on".into());
+        }
+    }
+}
+
+fn pci(w: &Wanted, addr: &str, prefix: &str) -> Result<HostDevice, ConvertError> {
+    let alias = alias(&w.path, &format!("{prefix}{}", w.name))?;
+    pci_device(addr, &env_name(PCI_PREFIX, w.resource), alias).map_err(|e| {
+        ConvertError::Host(format!(
+            "failed to create hostdevice for {}: failed to create PCI device for {}: {e}",
+            w.name, w.name
+        ))
+    })
+}
+
+fn mdev(w: &Wanted, uuid: &str, prefix: &str) -> Result<HostDevice, ConvertError> {
+    let alias = alias(&w.path, &format!("{prefix}{}", w.name))?;
+    mdev_device(uuid, &env_name(MDEV_PREFIX, w.resource), alias)
+        .map_err(|e| ConvertError::Host(format!("failed to create hostdevice for {}: {e}", w.name)))
 }
 
 fn usb(w: &Wanted, addr: &str) -> Result<HostDevice, ConvertError> {
@@ -200,6 +253,7 @@ fn create(
     alias_prefix: &str,
     with_usb: bool,
     gpu: bool,
+    any_display_set: bool,
     what: &str,
 ) -> Result<Vec<HostDevice>, ConvertError> {
     let resources: Vec<&str> = wanted.iter().map(|w| w.resource).collect();
@@ -215,23 +269,14 @@ fn create(
     for w in wanted {
         if let Some(a) = pool.pop(w.resource) {
             let mut d = mdev(w, &a, alias_prefix)?;
-            if let (true, Some((display, ramfb))) = (gpu, w.display) {
-                if display {
-                    d.display = Some("on".into());
-                    if ramfb {
-                        d.ramfb = Some("on".into());
-                    }
-                }
+            if gpu {
+                set_display(&mut d, w.display);
             }
             mdevs.push(d);
         }
     }
-    // The default display: the first vGPU, when no GPU sets display options.
-    if gpu && wanted.iter().all(|w| w.display.is_none()) {
-        if let Some(first) = mdevs.first_mut() {
-            first.display = Some("on".into());
-            first.ramfb = Some("on".into());
-        }
+    if gpu {
+        default_display(&mut mdevs, any_display_set);
     }
     out.extend(mdevs);
     if with_usb {
@@ -271,43 +316,54 @@ fn create(
 }
 
 /// The host devices of `vmi`'s `hostDevices` and `gpus`, in KubeVirt's
-/// order (generic, then GPUs).
+/// order: generic from device plugins, generic from DRA, GPUs from device
+/// plugins, GPUs from DRA. None on a migration target
+/// ([`ConvertContext::migration_target`]): KubeVirt's `Convert` skips
+/// them there (`manager.go`, `if !isMigrationTarget`).
+///
+/// A device is DRA's when it has no `deviceName` and has `claimName` or
+/// `requestName` (KubeVirt's `IsHostDeviceDRA`/`IsGPUDRA`); see [`dra`].
 ///
 /// # Errors
-/// [`ConvertError::Unsupported`] for DRA claims and tags;
-/// [`ConvertError::Invalid`] for a device without `deviceName`;
-/// [`ConvertError::Host`] when the pod's variables do not give every
-/// device an address, or give a malformed one (KubeVirt's messages).
+/// [`ConvertError::Unsupported`] for tags;
+/// [`ConvertError::Invalid`] for a device without `deviceName` or claim,
+/// and for a `status.deviceStatus` of the wrong shape or size;
+/// [`ConvertError::Host`] when the pod's variables or the VMI's device
+/// status do not give every device an address, or give a malformed one
+/// (KubeVirt's messages).
 pub fn convert(
     vmi: &VirtualMachineInstance,
     ctx: &ConvertContext,
 ) -> Result<Vec<HostDevice>, ConvertError> {
+    if ctx.migration_target {
+        return Ok(Vec::new());
+    }
     let dev = &vmi.spec.domain.devices;
-    let check = |path: &str, claim: &Option<String>, tag: &str, resource: &str| {
-        if claim.is_some() {
-            return Err(ConvertError::unsupported(
-                format!("{path}.claimName"),
-                "devices from DRA resource claims",
-            ));
-        }
+    let check = |path: &str, tag: &str, resource: &str, dra: bool| {
         if !tag.is_empty() {
             return Err(ConvertError::unsupported(
                 format!("{path}.tag"),
                 "device tags (config drive metadata) of host devices and GPUs",
             ));
         }
-        if resource.is_empty() {
+        if resource.is_empty() && !dra {
             return Err(ConvertError::invalid(
                 format!("{path}.deviceName"),
-                "is required (the device plugin's resource name)",
+                "is required (the device plugin's resource name), or claimName and requestName for a DRA device",
             ));
         }
         Ok(())
     };
     let mut generic = Vec::new();
+    let mut generic_dra = Vec::new();
     for (i, h) in dev.host_devices.iter().enumerate() {
         let path = format!("spec.domain.devices.hostDevices[{i}]");
-        check(&path, &h.claim_name, &h.tag, &h.device_name)?;
+        let is_dra = dra::is_dra(&h.device_name, &h.claim_name, &h.request_name);
+        check(&path, &h.tag, &h.device_name, is_dra)?;
+        if is_dra {
+            generic_dra.push(h.name.as_str());
+            continue;
+        }
         generic.push(Wanted {
             name: &h.name,
             resource: &h.device_name,
@@ -316,28 +372,43 @@ pub fn convert(
         });
     }
     let mut gpus = Vec::new();
+    let mut gpu_dra = Vec::new();
     for (i, g) in dev.gpus.iter().enumerate() {
         let path = format!("spec.domain.devices.gpus[{i}]");
-        check(&path, &g.claim_name, &g.tag, &g.device_name)?;
-        let display = g
-            .virtual_gpu_options
-            .as_ref()
-            .and_then(|o| o.display.as_ref())
-            .map(|d| {
-                let on = d.enabled != Some(false);
-                let ramfb = d.ram_fb.as_ref().is_none_or(|r| r.enabled != Some(false));
-                (on, ramfb)
-            });
-        gpus.push(Wanted {
+        let is_dra = dra::is_dra(&g.device_name, &g.claim_name, &g.request_name);
+        check(&path, &g.tag, &g.device_name, is_dra)?;
+        let w = Wanted {
             name: &g.name,
             resource: &g.device_name,
             path,
-            display,
-        });
+            display: gpu_display(g),
+        };
+        if is_dra {
+            gpu_dra.push(w);
+        } else {
+            gpus.push(w);
+        }
     }
+    // KubeVirt looks at every GPU of the VMI for the default display.
+    let any_display_set = gpus.iter().chain(&gpu_dra).any(|w| w.display.is_some());
     let env = &ctx.device_plugin_env;
-    let mut out = create(&generic, env, "hostdevice-", true, false, "generic")?;
-    out.extend(create(&gpus, env, "gpu-", false, true, "GPU")?);
+    let mut out = create(&generic, env, "hostdevice-", true, false, false, "generic")?;
+    if !generic_dra.is_empty() {
+        out.extend(dra::generic(vmi, &generic_dra)?);
+    }
+    out.extend(create(
+        &gpus,
+        env,
+        "gpu-",
+        false,
+        true,
+        any_display_set,
+        "GPU",
+    )?);
+    if !gpu_dra.is_empty() {
+        let names: Vec<&str> = gpu_dra.iter().map(|w| w.name).collect();
+        out.extend(dra::gpus(vmi, &names, any_display_set)?);
+    }
     Ok(out)
 }
 
@@ -453,10 +524,10 @@ mod tests {
             e.starts_with("spec.domain.devices.hostDevices[0].tag"),
             "{e}"
         );
-        let v = vmi("      hostDevices: [{name: x, claimName: c, requestName: r}]\n");
+        let v = vmi("      hostDevices: [{name: x}]\n");
         let e = convert(&v, &ctx(&[])).unwrap_err().to_string();
         assert!(
-            e.starts_with("spec.domain.devices.hostDevices[0].claimName"),
+            e.starts_with("spec.domain.devices.hostDevices[0].deviceName: is required"),
             "{e}"
         );
         let v = vmi("      hostDevices: [{name: x, deviceName: a/b}]\n");

@@ -1,0 +1,81 @@
+//! A KubeVirt-shaped VMI whose `gpus` and `hostDevices` come from DRA
+//! resource claims (`tests/data/hostdevices/vmi-dra.yaml`, with the
+//! `status.deviceStatus` virt-controller writes) converts to KubeVirt's
+//! host devices, and libvirt's schema accepts the XML.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    missing_docs
+)]
+
+use std::process::Command;
+
+use api::Arch;
+
+const VMI: &str = include_str!("../../../tests/data/hostdevices/vmi-dra.yaml");
+
+#[test]
+fn dra_vmi_converts_to_kubevirts_host_devices_and_validates() {
+    let vmi = api::load_vmi(VMI.as_bytes(), Arch::Amd64).unwrap();
+    let ctx = converter::ConvertContext::new(Arch::Amd64, converter::VirtType::Kvm);
+    let dom = converter::convert(&vmi, &ctx).unwrap();
+    let xml = dom.to_xml().unwrap();
+
+    let hd = &dom.devices.hostdev;
+    let seen: Vec<(&str, &str)> = hd
+        .iter()
+        .map(|d| {
+            (
+                d.hostdev_type.as_str(),
+                d.alias.as_ref().unwrap().name.as_str(),
+            )
+        })
+        .collect();
+    // KubeVirt's order: generic DRA devices, then GPUs (PCI, then vGPUs).
+    assert_eq!(
+        seen,
+        [
+            ("pci", "ua-dra-hostdevice-example-nic"),
+            ("pci", "ua-dra-gpu-example-gpu"),
+            ("mdev", "ua-dra-gpu-example-vgpu"),
+        ],
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<address domain=\"0x0000\" bus=\"0x3b\" slot=\"0x02\" function=\"0x3\"/>"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<address domain=\"0x0000\" bus=\"0x65\" slot=\"0x00\" function=\"0x0\"/>"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<address uuid=\"4b20d080-1b54-4048-85b3-a6a62d165c01\"/>"),
+        "{xml}"
+    );
+    assert_eq!(hd[0].managed.as_deref(), Some("no"));
+    assert_eq!(hd[1].managed.as_deref(), Some("no"));
+    // The only vGPU gets the default display.
+    assert_eq!(
+        (hd[2].display.as_deref(), hd[2].ramfb.as_deref()),
+        (Some("on"), Some("on"))
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dra.xml");
+    std::fs::write(&file, &xml).unwrap();
+    let out = Command::new("virt-xml-validate")
+        .arg(&file)
+        .arg("domain")
+        .output()
+        .expect("virt-xml-validate (libvirt-clients) is required: run `bash .ci/install`");
+    assert!(
+        out.status.success(),
+        "virt-xml-validate rejects the DRA VMI's XML:\n{}{}\n{xml}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
