@@ -176,7 +176,49 @@ fn libvirt_defines_every_converted_vmi() {
         n += defined.len();
     }
     assert!(n >= 20, "only {n} defined");
+    check_dra_hostdevs(&l);
     stop(l);
+}
+
+/// libvirt defines the DRA VMI (`tests/data/hostdevices/vmi-dra.yaml`:
+/// a PCI GPU, a vGPU and a PCI host device from resource claims, their
+/// addresses in `status.deviceStatus`), although none of the devices
+/// exists here (a `managed='no'` PCI hostdev and an mdev are looked up
+/// only at start), and keeps the three with KubeVirt's DRA aliases.
+fn check_dra_hostdevs(l: &Launcher) {
+    let p = crate::inputs::repo().join("tests/data/hostdevices/vmi-dra.yaml");
+    let out = Command::new(crate::harness::launcher_bin())
+        .arg("convert")
+        .arg(&p)
+        .arg("--use-emulation")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "convert {}: {}",
+        p.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let xml_file = l.dir.path().join("domain-dra.xml");
+    std::fs::write(&xml_file, &out.stdout).unwrap();
+    let (ok, msg) = l.virsh(&["define", xml_file.to_str().unwrap()]);
+    assert!(ok, "libvirt refused the DRA VMI: {msg}");
+    let name = msg.split('\'').nth(1).expect("domain name").to_owned();
+    let (ok, xml) = l.virsh(&["dumpxml", "--inactive", &name]);
+    assert!(ok, "dumpxml {name}: {xml}");
+    let (ok, undef) = l.virsh(&["undefine", &name]);
+    assert!(ok, "undefine {name}: {undef}");
+    assert_eq!(xml.matches("<hostdev ").count(), 3, "{xml}");
+    for alias in ["ua-dra-gpu-", "ua-dra-hostdevice-"] {
+        assert!(
+            xml.contains(&format!("<alias name='{alias}")),
+            "{alias}: {xml}"
+        );
+    }
+    assert!(
+        xml.contains("type='mdev'") && xml.contains("managed='no'"),
+        "{xml}"
+    );
 }
 
 /// libvirt defines the SR-IOV corpus VMI although neither VF exists here
