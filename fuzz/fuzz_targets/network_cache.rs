@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 use dhcproto::v4::{DhcpOption, Message, MessageType};
 use dhcproto::Encodable;
 use libfuzzer_sys::fuzz_target;
-use network::phase1::PodLink;
+use network::phase1::{Phase1Error, PodLink};
 
 /// The largest UDP payload over IPv4.
 const MAX_UDP: usize = 65_507;
@@ -56,7 +56,7 @@ fn vmi() -> &'static api::VirtualMachineInstance {
     V.get_or_init(|| api::load::from_command_json(VMI.as_bytes()).unwrap())
 }
 
-fn link(_name: &str) -> Result<PodLink, String> {
+fn link(_name: &str) -> Result<PodLink, Phase1Error> {
     Ok(PodLink {
         mac: [0x0a, 0x58, 0x00, 0x00, 0x00, 0x05],
         mtu: 1450,
@@ -65,7 +65,7 @@ fn link(_name: &str) -> Result<PodLink, String> {
     })
 }
 
-fn no_udn(_name: &str) -> Result<bool, String> {
+fn no_udn(_name: &str) -> Result<bool, Phase1Error> {
     Ok(false)
 }
 

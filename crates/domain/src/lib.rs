@@ -153,6 +153,55 @@ pub struct QemuArg {
     pub value: String,
 }
 
+/// `xml` (quick-xml's output) with the leading and trailing whitespace of
+/// every text value written as character references (`&#32;`, `&#9;`,
+/// `&#10;`, `&#13;`). quick-xml's deserializer trims the edges of text
+/// before it decodes references, unconditionally (0.37), so a value such as
+/// an SMBIOS entry `"ACME "` would otherwise read back as `"ACME"`; libvirt
+/// reads both forms as the same characters. Every literal `>` in quick-xml's
+/// output ends a tag (it escapes `>` in attribute values and text), so a
+/// text value is what lies between a `>` and the next `<`; runs made only of
+/// whitespace are the indentation and are left alone. Hand-written because
+/// no option of quick-xml does this.
+fn keep_edge_whitespace(xml: &str) -> String {
+    fn reference(c: char) -> Option<&'static str> {
+        match c {
+            ' ' => Some("&#32;"),
+            '\t' => Some("&#9;"),
+            '\n' => Some("&#10;"),
+            '\r' => Some("&#13;"),
+            _ => None,
+        }
+    }
+    let mut out = String::with_capacity(xml.len());
+    let mut rest = xml;
+    while let Some(gt) = rest.find('>') {
+        out.push_str(&rest[..=gt]);
+        rest = &rest[gt + 1..];
+        let end = rest.find('<').unwrap_or(rest.len());
+        let text = &rest[..end];
+        let body = text.trim_matches(|c| reference(c).is_some());
+        if body.is_empty() {
+            out.push_str(text);
+        } else {
+            let lead =
+                &text[..text.len() - text.trim_start_matches(|c| reference(c).is_some()).len()];
+            let trail = &text[text.trim_end_matches(|c| reference(c).is_some()).len()..];
+            lead.chars()
+                .filter_map(reference)
+                .for_each(|r| out.push_str(r));
+            out.push_str(body);
+            trail
+                .chars()
+                .filter_map(reference)
+                .for_each(|r| out.push_str(r));
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 impl Domain {
     /// The domain as indented XML text, all values escaped.
     ///
@@ -163,6 +212,7 @@ impl Domain {
         let mut ser = quick_xml::se::Serializer::new(&mut out);
         ser.indent(' ', 2);
         self.serialize(ser)?;
+        let mut out = keep_edge_whitespace(&out);
         out.push('\n');
         Ok(out)
     }
@@ -179,6 +229,15 @@ impl Domain {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_with_whitespace_at_its_edges_reads_back_the_same() {
+        let xml = "<a>\n  <b> x y\t</b>\n  <c v=\"1\">z</c>\n</a>";
+        assert_eq!(
+            keep_edge_whitespace(xml),
+            "<a>\n  <b>&#32;x y&#9;</b>\n  <c v=\"1\">z</c>\n</a>"
+        );
+    }
 
     #[test]
     fn none_fields_are_omitted_and_text_is_escaped() {
