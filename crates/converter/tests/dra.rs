@@ -11,7 +11,7 @@
     missing_docs
 )]
 
-use std::process::Command;
+mod support;
 
 use api::Arch;
 
@@ -64,18 +64,5 @@ fn dra_vmi_converts_to_kubevirts_host_devices_and_validates() {
         (Some("on"), Some("on"))
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("dra.xml");
-    std::fs::write(&file, &xml).unwrap();
-    let out = Command::new("virt-xml-validate")
-        .arg(&file)
-        .arg("domain")
-        .output()
-        .expect("virt-xml-validate (libvirt-clients) is required: run `bash .ci/install`");
-    assert!(
-        out.status.success(),
-        "virt-xml-validate rejects the DRA VMI's XML:\n{}{}\n{xml}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_valid_domain(&xml, "the DRA VMI");
 }
