@@ -16,7 +16,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use migration::{self, MigrationOptions, MigrationState};
+use migration::{self, MigrationError, MigrationOptions, MigrationState};
 
 const DOMAIN: &str = "<domain type='qemu'><name>ns1_a</name><uuid>u1</uuid><devices>\
 <disk type='file' device='disk'><source file='/var/run/kubevirt-ephemeral-disks/cloud-init-data/ns1/a/noCloud.iso'/>\
@@ -29,13 +29,28 @@ fuzz_target!(|data: &[u8]| {
     if sel % 2 == 0 {
         match MigrationOptions::parse(rest) {
             Ok(o) => {
-                let _ = o.bandwidth_mib();
+                if let Err(e) = o.bandwidth_mib() {
+                    assert!(matches!(e, MigrationError::Bandwidth { .. }), "{e:?}");
+                    assert!(e.to_string().starts_with("Bandwidth: "), "{e}");
+                }
                 let _ = o.parallel_connections();
             }
-            Err(e) => assert!(
-                e == migration::NO_OPTIONS || e.starts_with(migration::BAD_OPTIONS),
-                "{e}"
-            ),
+            Err(e) => {
+                assert!(
+                    matches!(
+                        e,
+                        MigrationError::NoOptions
+                            | MigrationError::OptionsSyntax { .. }
+                            | MigrationError::Option { .. }
+                    ),
+                    "{e:?}"
+                );
+                let text = e.to_string();
+                assert!(
+                    text == migration::NO_OPTIONS || text.starts_with(migration::BAD_OPTIONS),
+                    "{text}"
+                );
+            }
         }
         return;
     }
@@ -47,9 +62,10 @@ fuzz_target!(|data: &[u8]| {
             let out = migration::destination_xml(DOMAIN, "ns1", "u1", &state);
             assert!(out.starts_with("<domain type='qemu'><name>ns1_a</name>"), "{out}");
         }
-        Err(e) => assert!(
-            e == migration::NO_MIGRATION_STATE || e.starts_with("status."),
-            "{e}"
-        ),
+        Err(MigrationError::NoMigrationState) => {}
+        Err(e @ MigrationError::Status { .. }) => {
+            assert!(e.field().is_some_and(|f| f.starts_with("status.")), "{e:?}");
+        }
+        Err(e) => panic!("not a status refusal: {e:?}"),
     }
 });

@@ -8,6 +8,9 @@
 
 use std::collections::BTreeSet;
 
+mod error;
+pub use error::MigrationError;
+
 use api::quantity::Quantity;
 use api::VirtualMachineInstance;
 use serde_json::Value;
@@ -74,55 +77,52 @@ impl MigrationOptions {
     /// Decodes virt-handler's JSON.
     ///
     /// # Errors
-    /// KubeVirt's `no valid migration options object present in command
-    /// server request: <why>` (the field named), `migration options
-    /// object not present in command server request` for no bytes.
-    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+    /// [`MigrationError::NoOptions`] for no bytes (KubeVirt's `migration
+    /// options object not present in command server request`);
+    /// [`MigrationError::OptionsSyntax`] for bytes that are no JSON object
+    /// and [`MigrationError::Option`] for an option of the wrong type, the
+    /// option named (both KubeVirt's `no valid migration options object
+    /// present in command server request: <why>`).
+    pub fn parse(bytes: &[u8]) -> Result<Self, MigrationError> {
         if bytes.is_empty() {
-            return Err(NO_OPTIONS.into());
+            return Err(MigrationError::NoOptions);
         }
-        let bad = |why: String| format!("{BAD_OPTIONS}: {why}");
-        let v: Value = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
+        let v: Value =
+            serde_json::from_slice(bytes).map_err(|e| MigrationError::OptionsSyntax {
+                reason: e.to_string(),
+            })?;
         let Value::Object(map) = v else {
-            return Err(bad(format!(
-                "the options are a JSON {}, not an object",
-                json_kind(&v)
-            )));
+            return Err(MigrationError::OptionsSyntax {
+                reason: format!("the options are a JSON {}, not an object", json_kind(&v)),
+            });
         };
         let mut o = MigrationOptions::default();
         for (key, val) in &map {
             if val.is_null() {
                 continue;
             }
-            let int = |name: &str| -> Result<i64, String> {
-                val.as_i64().ok_or_else(|| {
-                    bad(format!(
-                        "{name}: {} is not an int64",
-                        api::text::cut(&val.to_string(), 64)
-                    ))
-                })
+            let bad = |field: &'static str, what: &str| MigrationError::Option {
+                field,
+                reason: format!("{} is not {what}", api::text::cut(&val.to_string(), 64)),
             };
-            let boolean = |name: &str| -> Result<bool, String> {
-                val.as_bool().ok_or_else(|| {
-                    bad(format!(
-                        "{name}: {} is not a bool",
-                        api::text::cut(&val.to_string(), 64)
-                    ))
-                })
-            };
+            let int = |field| val.as_i64().ok_or_else(|| bad(field, "an int64"));
+            let boolean = |field| val.as_bool().ok_or_else(|| bad(field, "a bool"));
             match key.to_ascii_lowercase().as_str() {
                 "bandwidth" => {
                     let s = match val {
                         Value::String(s) => s.clone(),
                         Value::Number(n) => n.to_string(),
                         other => {
-                            return Err(bad(format!(
-                                "Bandwidth: a JSON {} is not a quantity",
-                                json_kind(other)
-                            )))
+                            return Err(MigrationError::Option {
+                                field: "Bandwidth",
+                                reason: format!("a JSON {} is not a quantity", json_kind(other)),
+                            })
                         }
                     };
-                    let q = Quantity::parse(&s).map_err(|e| bad(format!("Bandwidth: {e}")))?;
+                    let q = Quantity::parse(&s).map_err(|e| MigrationError::Option {
+                        field: "Bandwidth",
+                        reason: e.to_string(),
+                    })?;
                     o.bandwidth = Some(q);
                 }
                 "progresstimeout" => o.progress_timeout = int("ProgressTimeout")?,
@@ -139,12 +139,7 @@ impl MigrationOptions {
                     let n = val
                         .as_u64()
                         .and_then(|n| u32::try_from(n).ok())
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "ParallelMigrationThreads: {} is not a uint",
-                                api::text::cut(&val.to_string(), 64)
-                            ))
-                        })?;
+                        .ok_or_else(|| bad("ParallelMigrationThreads", "a uint"))?;
                     o.parallel_migration_threads = Some(n);
                 }
                 _ => {}
@@ -157,20 +152,23 @@ impl MigrationOptions {
     /// or zero, 1 below 1 MiB, else rounded half up.
     ///
     /// # Errors
-    /// A negative or out-of-range bandwidth, named.
-    pub fn bandwidth_mib(&self) -> Result<u64, String> {
+    /// [`MigrationError::Bandwidth`]: negative (KubeVirt's `Memory size
+    /// '<quantity>' must be greater than or equal to 0`) or out of range.
+    pub fn bandwidth_mib(&self) -> Result<u64, MigrationError> {
         let Some(q) = &self.bandwidth else {
             return Ok(0);
         };
         if q.is_negative() {
-            return Err(format!(
-                "Bandwidth: Memory size '{}' must be greater than or equal to 0",
-                q.as_str()
-            ));
+            return Err(MigrationError::Bandwidth {
+                reason: format!(
+                    "Memory size '{}' must be greater than or equal to 0",
+                    q.as_str()
+                ),
+            });
         }
-        let bytes = q
-            .to_bytes()
-            .map_err(|e| format!("Bandwidth: {}: {e}", q.as_str()))?;
+        let bytes = q.to_bytes().map_err(|e| MigrationError::Bandwidth {
+            reason: format!("{}: {e}", q.as_str()),
+        })?;
         Ok(match bytes {
             0 => 0,
             b if b < 1 << 20 => 1,
@@ -247,13 +245,13 @@ pub const MAX_TARGET_CPUS: usize = 50_000;
 pub const MAX_TOPOLOGY_BYTES: usize = 1 << 20;
 
 /// `targetCPUSet` as CPU numbers, bounded.
-fn cpu_numbers(v: &Value) -> Result<Vec<u32>, String> {
+fn cpu_numbers(v: &Value) -> Result<Vec<u32>, MigrationError> {
     const FIELD: &str = "status.migrationState.targetCPUSet";
     match v {
         Value::Null => Ok(Vec::new()),
-        Value::Array(a) if a.len() > MAX_TARGET_CPUS => Err(format!(
-            "{FIELD}: {} CPUs, more than {MAX_TARGET_CPUS}",
-            a.len()
+        Value::Array(a) if a.len() > MAX_TARGET_CPUS => Err(MigrationError::status(
+            FIELD,
+            format!("{} CPUs, more than {MAX_TARGET_CPUS}", a.len()),
         )),
         Value::Array(a) => a
             .iter()
@@ -261,12 +259,17 @@ fn cpu_numbers(v: &Value) -> Result<Vec<u32>, String> {
             .map(|(i, c)| {
                 c.as_u64()
                     .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| format!("{FIELD}[{i}]: {c} is not a CPU number"))
+                    .ok_or_else(|| {
+                        MigrationError::status(
+                            format!("{FIELD}[{i}]"),
+                            format!("{} is not a CPU number", api::text::cut(&c.to_string(), 64)),
+                        )
+                    })
             })
             .collect(),
-        other => Err(format!(
-            "{FIELD}: a JSON {} is not an array",
-            json_kind(other)
+        other => Err(MigrationError::status(
+            FIELD,
+            format!("a JSON {} is not an array", json_kind(other)),
         )),
     }
 }
@@ -279,23 +282,30 @@ fn cpu_numbers(v: &Value) -> Result<Vec<u32>, String> {
 /// `not enough exclusive threads provided` when the vCPUs are pinned on it.
 ///
 /// # Errors
-/// The decoding error, prefixed with the field.
-pub fn target_cpus(state: &MigrationState) -> Result<&[u32], String> {
+/// [`MigrationError::Status`] naming `targetNodeTopology`: the decoding
+/// error, or its size.
+pub fn target_cpus(state: &MigrationState) -> Result<&[u32], MigrationError> {
     const FIELD: &str = "status.migrationState.targetNodeTopology";
     let t = state.target_node_topology.as_str();
     if t.is_empty() {
-        return Err(format!("{FIELD}: unexpected end of JSON input"));
+        return Err(MigrationError::status(
+            FIELD,
+            "unexpected end of JSON input",
+        ));
     }
     if t.len() > MAX_TOPOLOGY_BYTES {
-        return Err(format!("{FIELD}: longer than {MAX_TOPOLOGY_BYTES} bytes"));
+        return Err(MigrationError::status(
+            FIELD,
+            format!("longer than {MAX_TOPOLOGY_BYTES} bytes"),
+        ));
     }
     match serde_json::from_str::<Value>(t) {
         Ok(Value::Object(_)) => Ok(&state.target_cpuset),
-        Ok(other) => Err(format!(
-            "{FIELD}: a JSON {} is not a topology object",
-            json_kind(&other)
+        Ok(other) => Err(MigrationError::status(
+            FIELD,
+            format!("a JSON {} is not a topology object", json_kind(&other)),
         )),
-        Err(e) => Err(format!("{FIELD}: {e}")),
+        Err(e) => Err(MigrationError::status(FIELD, e.to_string())),
     }
 }
 
@@ -303,22 +313,24 @@ impl MigrationState {
     /// Reads `vmi.status`.
     ///
     /// # Errors
-    /// KubeVirt's `cannot migrate VMI until migrationState is ready` when
-    /// there is none; a field of the wrong JSON type, named.
-    pub fn of(vmi: &VirtualMachineInstance) -> Result<Self, String> {
+    /// [`MigrationError::NoMigrationState`] when there is none (KubeVirt's
+    /// `cannot migrate VMI until migrationState is ready`);
+    /// [`MigrationError::Status`] for a field of the wrong JSON type or
+    /// size, named.
+    pub fn of(vmi: &VirtualMachineInstance) -> Result<Self, MigrationError> {
         let status = vmi.status.as_ref().unwrap_or(&Value::Null);
         let ms = &status["migrationState"];
         if !ms.is_object() {
-            return Err(NO_MIGRATION_STATE.into());
+            return Err(MigrationError::NoMigrationState);
         }
-        let s = |v: &Value, path: &str| -> Result<Option<String>, String> {
+        let s = |v: &Value, path: &str| -> Result<Option<String>, MigrationError> {
             match v {
                 Value::Null => Ok(None),
                 Value::String(s) if s.is_empty() => Ok(None),
                 Value::String(s) => Ok(Some(s.clone())),
-                other => Err(format!(
-                    "status.{path}: a JSON {} is not a string",
-                    json_kind(other)
+                other => Err(MigrationError::status(
+                    format!("status.{path}"),
+                    format!("a JSON {} is not a string", json_kind(other)),
                 )),
             }
         };

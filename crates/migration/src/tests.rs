@@ -32,25 +32,60 @@ fn options_decode_as_go_does() {
 
 #[test]
 fn options_errors_are_kubevirts_words() {
-    assert_eq!(MigrationOptions::parse(b"").unwrap_err(), NO_OPTIONS);
+    let e = MigrationOptions::parse(b"").unwrap_err();
+    assert_eq!(e, MigrationError::NoOptions);
+    assert_eq!(e.to_string(), NO_OPTIONS);
+    assert_eq!(e.field(), None);
     let e = MigrationOptions::parse(b"{not json").unwrap_err();
-    assert!(e.starts_with(&format!("{BAD_OPTIONS}: ")), "{e}");
-    let e = MigrationOptions::parse(br#"{"ProgressTimeout":"soon"}"#).unwrap_err();
+    assert!(matches!(e, MigrationError::OptionsSyntax { .. }), "{e:?}");
     assert!(
-        e.contains("ProgressTimeout: \"soon\" is not an int64"),
+        e.to_string().starts_with(&format!("{BAD_OPTIONS}: ")),
+        "{e}"
+    );
+    let e = MigrationOptions::parse(br#"{"ProgressTimeout":"soon"}"#).unwrap_err();
+    assert_eq!(e.field(), Some("ProgressTimeout"));
+    assert_eq!(
+        e.to_string(),
+        format!("{BAD_OPTIONS}: ProgressTimeout: \"soon\" is not an int64")
+    );
+    let e = MigrationOptions::parse(br#"{"allowPostCopy":1}"#).unwrap_err();
+    assert_eq!(e.field(), Some("AllowPostCopy"));
+    assert!(
+        e.to_string().ends_with("AllowPostCopy: 1 is not a bool"),
         "{e}"
     );
     let e = MigrationOptions::parse(br#"{"Bandwidth":"12XB"}"#).unwrap_err();
-    assert!(e.contains("Bandwidth: "), "{e}");
+    assert_eq!(e.field(), Some("Bandwidth"));
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{BAD_OPTIONS}: Bandwidth: ")),
+        "{e}"
+    );
+    let e = MigrationOptions::parse(br#"{"Bandwidth":[1]}"#).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("Bandwidth: a JSON array is not a quantity"),
+        "{e}"
+    );
     let e = MigrationOptions::parse(br#"{"ParallelMigrationThreads":-1}"#).unwrap_err();
-    assert!(e.contains("ParallelMigrationThreads"), "{e}");
+    assert_eq!(e.field(), Some("ParallelMigrationThreads"));
+    assert!(e.to_string().ends_with("-1 is not a uint"), "{e}");
+    // A long value is cut in the message.
+    let long = format!(r#"{{"ProgressTimeout":"{}"}}"#, "x".repeat(10_000));
+    let e = MigrationOptions::parse(long.as_bytes()).unwrap_err();
+    assert!(e.to_string().len() < BAD_OPTIONS.len() + 200, "{e}");
     let e = MigrationOptions::parse(b"[1]").unwrap_err();
-    assert!(e.ends_with("a JSON array, not an object"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!("{BAD_OPTIONS}: the options are a JSON array, not an object")
+    );
     let neg = MigrationOptions::parse(br#"{"Bandwidth":"-1Mi"}"#).unwrap();
-    assert!(neg
-        .bandwidth_mib()
-        .unwrap_err()
-        .contains("greater than or equal to 0"));
+    let e = neg.bandwidth_mib().unwrap_err();
+    assert_eq!(e.field(), Some("Bandwidth"));
+    assert_eq!(
+        e.to_string(),
+        "Bandwidth: Memory size '-1Mi' must be greater than or equal to 0"
+    );
 }
 
 /// KubeVirt's QuantityToMebiByte: 0 stays 0, below 1 MiB is 1, else MiB
@@ -94,9 +129,14 @@ fn proxy_paths_are_virt_handlers() {
 #[test]
 fn migration_state_reads_kubevirts_fields() {
     let v = vmi(r#"{"metadata":{"name":"a","uid":"u1"},"status":{}}"#);
-    assert_eq!(MigrationState::of(&v).unwrap_err(), NO_MIGRATION_STATE);
+    let e = MigrationState::of(&v).unwrap_err();
+    assert_eq!(e, MigrationError::NoMigrationState);
+    assert_eq!(e.to_string(), NO_MIGRATION_STATE);
     let v = vmi(r#"{"metadata":{"name":"a"}}"#);
-    assert_eq!(MigrationState::of(&v).unwrap_err(), NO_MIGRATION_STATE);
+    assert_eq!(
+        MigrationState::of(&v).unwrap_err(),
+        MigrationError::NoMigrationState
+    );
     let v = vmi(
         r#"{"metadata":{"name":"a","uid":"u1"},"status":{"migrationMethod":"BlockMigration",
         "migrationTransport":"Unix","migrationState":{"migrationUID":"m1","targetPod":"p2",
@@ -115,9 +155,12 @@ fn migration_state_reads_kubevirts_fields() {
     );
     assert_eq!(MigrationState::of(&v).unwrap().migration_uid, "m0");
     let v = vmi(r#"{"metadata":{"name":"a"},"status":{"migrationState":{"migrationUID":7}}}"#);
-    assert!(MigrationState::of(&v)
-        .unwrap_err()
-        .contains("status.migrationState.migrationUID"));
+    let e = MigrationState::of(&v).unwrap_err();
+    assert_eq!(e.field(), Some("status.migrationState.migrationUID"));
+    assert_eq!(
+        e.to_string(),
+        "status.migrationState.migrationUID: a JSON number is not a string"
+    );
 }
 
 const DOMAIN: &str = r#"<domain type='qemu'><name>ns1_a</name><memory unit='b'>134217728</memory><vcpu placement='static'>1</vcpu><os><type arch='x86_64' machine='q35'>hvm</type></os>
@@ -324,27 +367,32 @@ fn target_cpuset_and_topology_are_read_and_checked() {
     // Without a topology: Go's json.Unmarshal of "" (KubeVirt's error).
     let s = with(r#""targetCPUSet":[1]"#).unwrap();
     assert_eq!(
-        target_cpus(&s).unwrap_err(),
+        target_cpus(&s).unwrap_err().to_string(),
         "status.migrationState.targetNodeTopology: unexpected end of JSON input"
     );
     let s = with(r#""targetNodeTopology":"{oops""#).unwrap();
-    assert!(target_cpus(&s)
-        .unwrap_err()
+    let e = target_cpus(&s).unwrap_err();
+    assert_eq!(e.field(), Some("status.migrationState.targetNodeTopology"));
+    assert!(e
+        .to_string()
         .starts_with("status.migrationState.targetNodeTopology: "));
     // No CPU set: empty (the converter then finds too few CPUs).
     let s = with(r#""targetNodeTopology":"{}""#).unwrap();
     assert!(target_cpus(&s).unwrap().is_empty());
+    let e = with(r#""targetCPUSet":[0,-1]"#).unwrap_err();
+    assert_eq!(e.field(), Some("status.migrationState.targetCPUSet[1]"));
     assert_eq!(
-        with(r#""targetCPUSet":[0,-1]"#).unwrap_err(),
+        e.to_string(),
         "status.migrationState.targetCPUSet[1]: -1 is not a CPU number"
     );
     assert_eq!(
-        with(r#""targetCPUSet":"0-3""#).unwrap_err(),
+        with(r#""targetCPUSet":"0-3""#).unwrap_err().to_string(),
         "status.migrationState.targetCPUSet: a JSON string is not an array"
     );
     let many = vec!["0"; MAX_TARGET_CPUS + 1].join(",");
     assert!(with(&format!(r#""targetCPUSet":[{many}]"#))
         .unwrap_err()
+        .to_string()
         .contains("more than 50000"));
 }
 

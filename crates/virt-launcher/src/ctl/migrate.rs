@@ -8,6 +8,25 @@ use serde_json::{json, Value};
 use super::{check, err, rpc, CtlArgs};
 use crate::error::LauncherError;
 
+/// The cluster's default migration options, as `ctl migrate` sends them
+/// without `--options`.
+const DEFAULT_OPTIONS: &str = r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#;
+
+/// `--options` (or [`DEFAULT_OPTIONS`]) checked by the rule the source
+/// launcher applies to MigrateVirtualMachine's options
+/// (`migration::MigrationOptions::parse` and the bandwidth's conversion),
+/// so that bad options are refused before the target is prepared.
+///
+/// # Errors
+/// Input at `--options`: the launcher's message (KubeVirt's words).
+fn checked_options(options: Option<&str>) -> Result<String, LauncherError> {
+    let options = options.unwrap_or(DEFAULT_OPTIONS);
+    virtwrap::migration::MigrationOptions::parse(options.as_bytes())
+        .and_then(|o| o.bandwidth_mib())
+        .map_err(|e| LauncherError::input_at("--options", e.to_string()))?;
+    Ok(options.to_owned())
+}
+
 /// `ctl migrate`: what virt-handler does for a migration between two
 /// launchers, with the VMI's identity from the source's domain and a
 /// `status` carrying the migration (`migrationState.migrationUID`,
@@ -38,6 +57,7 @@ pub(super) async fn migrate(
             ),
         ));
     }
+    let options = checked_options(args.options.as_deref())?;
     let uid = args.migration_uid.clone().unwrap_or_else(|| {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -89,10 +109,6 @@ pub(super) async fn migrate(
     let vmi = Vmi {
         vmi_json: vmi_value.to_string().into_bytes(),
     };
-    let options = args
-        .options
-        .clone()
-        .unwrap_or_else(|| r#"{"ProgressTimeout":150,"CompletionTimeoutPerGiB":150}"#.into());
     let r = c
         .migrate_virtual_machine(cmd::proto::cmd::MigrationRequest {
             vmi: Some(vmi),
@@ -364,8 +380,31 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{not_on_target, resolve_in_root, same_file};
+    use super::{checked_options, not_on_target, resolve_in_root, same_file, DEFAULT_OPTIONS};
     use serde_json::json;
+
+    /// `--options` is refused by the launcher's own rule before any
+    /// launcher is asked, the option named.
+    #[test]
+    fn options_are_checked_by_the_launchers_rule() {
+        assert_eq!(checked_options(None).unwrap(), DEFAULT_OPTIONS);
+        let given = r#"{"Bandwidth":"64Mi","AllowPostCopy":true}"#;
+        assert_eq!(checked_options(Some(given)).unwrap(), given);
+        let e = checked_options(Some(r#"{"ProgressTimeout":"soon"}"#)).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("--options"));
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.message
+                .ends_with(r#"ProgressTimeout: "soon" is not an int64"#),
+            "{e}"
+        );
+        let e = checked_options(Some(r#"{"Bandwidth":"-1Mi"}"#)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--options: Bandwidth: Memory size '-1Mi' must be greater than or equal to 0"
+        );
+        assert!(checked_options(Some("")).is_err());
+    }
 
     #[test]
     fn hot_plugged_volumes_and_networks_are_named() {

@@ -384,7 +384,7 @@ impl Handler for LauncherHandler {
 
     fn migrate(&self, vmi: &VirtualMachineInstance, options: &[u8]) -> Result<(), CommandError> {
         let options = virtwrap::migration::MigrationOptions::parse(options)
-            .map_err(CommandError::BadRequest)?;
+            .map_err(|e| CommandError::BadRequest(e.to_string()))?;
         let vmi = self.migration_vmi(vmi);
         self.cache.invalidate();
         self.manager

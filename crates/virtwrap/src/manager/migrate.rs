@@ -62,16 +62,18 @@ impl LibvirtDomainManager {
     /// already ended, KubeVirt's "already executed" error.
     ///
     /// # Errors
-    /// [`ManagerError::Migration`] with KubeVirt's message
-    /// (`cannot migrate VMI until migrationState is ready`, `migration job
-    /// <uid> already executed, ...`), or naming what is not supported yet.
+    /// [`ManagerError::MigrationInput`] for a `migrationState` missing
+    /// (KubeVirt's `cannot migrate VMI until migrationState is ready`) or
+    /// malformed, or a bandwidth out of range; [`ManagerError::Migration`]
+    /// with KubeVirt's message (`migration job <uid> already executed,
+    /// ...`), or naming what is not supported yet.
     pub fn migrate_vmi(
         self: &Arc<Self>,
         vmi: &VirtualMachineInstance,
         options: MigrationOptions,
         setup: MigrationSetup,
     ) -> Result<(), ManagerError> {
-        let state = MigrationState::of(vmi).map_err(failed)?;
+        let state = MigrationState::of(vmi)?;
         if state.migrated_volumes {
             return Err(failed(
                 "status.migratedVolumes: volume migration is not supported yet",
@@ -91,7 +93,7 @@ impl LibvirtDomainManager {
                 "spec.domain.devices.interfaces[{i}].sriov: migrating SR-IOV interfaces (detach and re-attach) is not supported yet"
             )));
         }
-        options.bandwidth_mib().map_err(failed)?;
+        options.bandwidth_mib()?;
         if self.begin_migration(&state.migration_uid)? {
             return Ok(());
         }
@@ -298,7 +300,7 @@ impl LibvirtDomainManager {
         state: &MigrationState,
         setup: &MigrationSetup,
     ) -> Result<MigrateParameters, ManagerError> {
-        let bandwidth = options.bandwidth_mib().map_err(failed)?;
+        let bandwidth = options.bandwidth_mib()?;
         let xml = dom.get_xml_desc(sys::VIR_DOMAIN_XML_MIGRATABLE)?;
         let mut dest = plan::destination_xml(&xml, vmi.namespace(), vmi.uid(), state);
         let live = domain::Domain::from_xml(&dom.get_xml_desc(0)?)?;
@@ -364,7 +366,7 @@ impl LibvirtDomainManager {
         {
             return Ok(None);
         }
-        let cpus = plan::target_cpus(state).map_err(failed)?;
+        let cpus = plan::target_cpus(state)?;
         let count = super::vcpus::requested_vcpus(vmi).map_err(|m| {
             ManagerError::Convert(converter::ConvertError::invalid(
                 "spec.domain.cpu.sockets",

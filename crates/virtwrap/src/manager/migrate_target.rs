@@ -36,7 +36,7 @@ impl LibvirtDomainManager {
         inputs: &SyncInputs<'_>,
         share_dir: &str,
     ) -> Result<(), ManagerError> {
-        let state = MigrationState::of(vmi).map_err(failed)?;
+        let state = MigrationState::of(vmi)?;
         self.incoming
             .store(true, std::sync::atomic::Ordering::SeqCst);
         {

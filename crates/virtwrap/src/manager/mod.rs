@@ -104,6 +104,11 @@ pub enum ManagerError {
     /// failed: KubeVirt's message (kubevirt-facts §8.7-8.8).
     #[error("{0}")]
     Migration(String),
+    /// The migration's inputs (virt-handler's options, the VMI's
+    /// `status.migrationState`) were refused, the field named; KubeVirt's
+    /// message where it has one.
+    #[error(transparent)]
+    MigrationInput(#[from] migration::MigrationError),
 }
 
 impl From<virt::error::Error> for ManagerError {
