@@ -272,12 +272,24 @@ pub fn read_domain_interface_mac(private_dir: &Path, iface: &str) -> Result<[u8;
 }
 
 /// Writes `value` as indented JSON, mode 0604, as phase 1 does (used by
-/// the phase-1 helper and tests).
+/// the phase-1 stand-in, `ctl addinterface` and tests).
+///
+/// The launcher never writes through a link it did not make: the JSON goes
+/// to a new file in the same directory (`.<name>.tmp-<pid>-<n>`, created
+/// with `O_CREAT|O_EXCL|O_NOFOLLOW`, its mode set on the descriptor), which
+/// is then renamed over `path`. A link planted at `path` is replaced, never
+/// followed; a reader sees the old file or the whole new one.
 ///
 /// # Errors
-/// The I/O error, naming the file.
+/// [`CacheError::Read`] naming the file: the I/O error (a directory at
+/// `path`, a directory that is not writable, ...); nothing is left behind.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CacheError> {
-    use std::os::unix::fs::PermissionsExt;
+    use nix::fcntl::OFlag;
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// Tells apart the temporary files of concurrent writes in one process.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let err = |e: std::io::Error| CacheError::Read {
         path: path.into(),
         reason: e.to_string(),
@@ -286,8 +298,48 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CacheError
         path: path.into(),
         reason: e.to_string(),
     })?;
-    std::fs::write(path, text).map_err(err)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o604)).map_err(err)
+    let name = path.file_name().ok_or_else(|| CacheError::Read {
+        path: path.into(),
+        reason: "no file name".into(),
+    })?;
+    // A name taken (by a stale file of a killed launcher, or one planted)
+    // is skipped: O_EXCL never opens what is there.
+    let mut attempt = 0;
+    let (tmp, mut file) = loop {
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(
+            ".tmp-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let tmp = path.with_file_name(tmp_name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits())
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 => {
+                attempt += 1;
+            }
+            Err(e) => return Err(err(e)),
+        }
+    };
+    let written = file
+        .write_all(&text)
+        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o604)))
+        .and_then(|()| {
+            drop(file);
+            std::fs::rename(&tmp, path)
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(err(e));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -416,6 +468,53 @@ mod tests {
         assert_eq!(
             read_domain_interface_mac(dir.path(), "default").unwrap(),
             [2, 0, 0, 0, 0, 1]
+        );
+    }
+
+    /// A link planted at the cache's path (pointing at a file the launcher
+    /// must not write) is replaced by the cache, never written through; a
+    /// stale temporary name is skipped; a directory at the path is an
+    /// error naming the file, and no temporary file is left behind.
+    #[test]
+    fn write_never_follows_a_link_at_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let p = interface_cache_path(dir.path(), "default");
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        let c = DomainInterfaceCache {
+            mac: Some(GoMac {
+                mac: "02:00:00:00:00:02".into(),
+            }),
+        };
+        write_json(&p, &c).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert!(!std::fs::symlink_metadata(&p).unwrap().is_symlink());
+        assert_eq!(
+            read_domain_interface_mac(dir.path(), "default").unwrap(),
+            [2, 0, 0, 0, 0, 2]
+        );
+        // A dangling link is replaced too (a write through it would create
+        // the file it names).
+        let target = outside.path().join("made");
+        let q = vif_cache_path(dir.path(), "eth0");
+        std::os::unix::fs::symlink(&target, &q).unwrap();
+        write_json(&q, &c).unwrap();
+        assert!(!target.exists());
+        assert!(std::fs::symlink_metadata(&q).unwrap().is_file());
+        // A directory at the path: refused, named, nothing left.
+        let d = dir.path().join("interface-cache-dir.json");
+        std::fs::create_dir(&d).unwrap();
+        let e = write_json(&d, &c).unwrap_err().to_string();
+        assert!(e.contains("interface-cache-dir.json"), "{e}");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.contains(".tmp-")),
+            "temporary files left: {names:?}"
         );
     }
 }

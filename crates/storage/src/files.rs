@@ -195,16 +195,36 @@ pub(crate) fn read_limited(p: &Path, max: u64) -> Result<Limited, (&'static str,
 }
 
 /// Gives a file the launcher created its `mode` and, when QEMU runs
-/// unprivileged, its owner.
+/// unprivileged, its owner, on a descriptor opened without following a
+/// link: whoever else can write the directory (a shared claim's other
+/// pods) cannot swap in a link between the file's creation and this step
+/// and have the launcher chmod or chown what it names.
+///
+/// # Errors
+/// [`StorageError`] at `field` naming the file: a link or no regular file
+/// at `p`, or the I/O error.
 pub(crate) fn finish_file(
     field: &str,
     p: &Path,
     mode: u32,
     owner: Option<(u32, u32)>,
 ) -> Result<(), StorageError> {
-    fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(io_err(field, "chmod", p))?;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)
+        .map_err(io_err(field, "open", p))?;
+    let meta = f.metadata().map_err(io_err(field, "stat", p))?;
+    if !meta.is_file() {
+        return Err(volume_err(
+            field,
+            format!("{} is not a regular file", p.display()),
+        ));
+    }
+    f.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(io_err(field, "chmod", p))?;
     if let Some((uid, gid)) = owner {
-        std::os::unix::fs::chown(p, Some(uid), Some(gid)).map_err(io_err(field, "chown", p))?;
+        std::os::unix::fs::fchown(&f, Some(uid), Some(gid)).map_err(io_err(field, "chown", p))?;
     }
     Ok(())
 }
@@ -267,7 +287,37 @@ fn virtual_size(f: &fs::File, len: u64) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::read_bounded;
+    use super::{finish_file, read_bounded};
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A link swapped in for an image before its mode and owner are set
+    /// (another pod writing a shared claim's directory) is refused: the
+    /// file it names keeps its mode (a chmod by path followed it).
+    #[test]
+    fn finish_file_never_follows_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"x").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let image = d.path().join("disk.img");
+        std::os::unix::fs::symlink(&victim, &image).unwrap();
+        let e = finish_file("spec.volumes[0]", &image, 0o666, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("disk.img"), "{e}");
+        let mode = std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the link's target was changed");
+        // A directory is no image either; a regular file gets its mode.
+        let dir = d.path().join("dir");
+        std::fs::create_dir(&dir).unwrap();
+        let e = finish_file("v", &dir, 0o640, None).unwrap_err().to_string();
+        assert!(e.ends_with("dir is not a regular file"), "{e}");
+        let f = d.path().join("real.img");
+        std::fs::write(&f, b"").unwrap();
+        finish_file("v", &f, 0o640, None).unwrap();
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+    }
 
     /// Issue 19: files were read by path after a stat (a FIFO or link
     /// swapped in between hangs or redirects the read, a file that grew is

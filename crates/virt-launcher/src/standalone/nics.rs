@@ -31,7 +31,6 @@
 //! does all of this.
 
 use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -376,33 +375,13 @@ pub fn plug_pod_link(
             .map_err(LauncherError::from)
     })
     .map_err(|e| LauncherError::runtime(format!("pod link for interface {name}: {e}")))?;
-    if let Err(e) = write_new(&file, &cache) {
+    // Replaces a cache left by an earlier plug; a link there is
+    // replaced, never followed (network::cache::write_json).
+    if let Err(e) = network::cache::write_json(&file, &cache) {
         let _ = unplug_pod_link(pid, state, name);
-        return Err(e);
+        return Err(LauncherError::runtime(e.to_string()));
     }
     Ok(pod)
-}
-
-/// Writes `cache` as a new file `file` (mode 0604, as virt-handler's
-/// caches; a file left there by an earlier plug is replaced, a link is
-/// removed, never followed).
-fn write_new(file: &Path, cache: &network::cache::DhcpConfigCache) -> Result<(), LauncherError> {
-    let io = |e: std::io::Error| LauncherError::runtime(format!("{}: {e}", file.display()));
-    let text =
-        serde_json::to_vec_pretty(cache).map_err(|e| LauncherError::runtime(e.to_string()))?;
-    match std::fs::remove_file(file) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(e)),
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o604)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(file)
-        .map_err(io)?;
-    std::io::Write::write_all(&mut f, &text).map_err(io)
 }
 
 /// Undoes [`plug_pod_link`] for interface `name` of the launcher `pid`
