@@ -69,6 +69,7 @@ pub(super) async fn volume(
             ));
         };
         hotplug::add_volume(&mut vmi, &name, &args.bus, args.serial.as_deref())?;
+        hotplug::admit(&vmi)?;
         let image_path = image;
         let image = hotplug::Image::open(image_path)?;
         let uid = u32::try_from(vmi["status"]["runtimeUser"].as_u64().unwrap_or(0)).unwrap_or(0);

@@ -87,6 +87,7 @@ pub(super) async fn interface(
         return Ok(json!({ "ok": true }));
     }
     nics::add_interface(&mut vmi, &name, args.network_name.as_deref(), &args.binding)?;
+    hotplug::admit(&vmi)?;
     let index = vmi["spec"]["domain"]["devices"]["interfaces"]
         .as_array()
         .map_or(0, |a| a.len().saturating_sub(1));

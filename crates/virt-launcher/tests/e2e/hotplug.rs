@@ -119,6 +119,29 @@ fn volumes_hot_plugged_into_a_running_guest_are_written_read_and_unplugged() {
         let (ok, _, err) = l.ctl(&args);
         assert!(!ok && err.contains(want), "{args:?}: {err}");
     }
+    // A serial KubeVirt's webhook refuses (at most 256 characters of
+    // [A-Za-z0-9_.+-]) is refused by ctl itself, by the launcher's own
+    // rule: input (exit 2) before the image is mounted or a sync is sent
+    // (the launcher's refusal of the sync would be a runtime failure, 1).
+    let long = "S".repeat(5000);
+    for (serial, want) in [
+        (
+            long.as_str(),
+            "spec.domain.devices.disks[3].serial: must have at most 256 characters, not 5000",
+        ),
+        (
+            "a b",
+            r#"spec.domain.devices.disks[3].serial: "a b" must be made up of the characters [A-Za-z0-9_.+-]"#,
+        ),
+    ] {
+        let out = l
+            .ctl_command(&["addvolume", "hp", "--image", f, "--serial", serial])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
     // The host's root disk: EBUSY from the exclusive open; a host that
     // denies opening it at all (EPERM, some sandboxes) refuses it as well.
     let root_dev = host_root_device();

@@ -36,3 +36,22 @@ pub use store::{lock_store, read_store, state_dir_of, write_store, StoreLock, ST
 pub use volumes::{
     add_volume, check_bus, domain_target, forget_volume, is_cdrom, mark_ready, remove_volume,
 };
+
+use crate::error::LauncherError;
+
+/// virt-api's admission of a changed VMI (`ctl addvolume`,
+/// `addinterface`), played by the launcher's own check of a synced VMI:
+/// `api::load::from_command_json` (the command server's decoding) and
+/// [`crate::input::admit_synced`] (KubeVirt's defaults, `api::validate`).
+/// One rule: whatever the launcher would refuse at SyncVirtualMachine (a
+/// disk serial longer than KubeVirt's 256 characters or with other
+/// characters than `[A-Za-z0-9_.+-]`, an interface name or MAC KubeVirt's
+/// webhook refuses, ...) is refused before anything is mounted or plugged.
+///
+/// # Errors
+/// Input naming the VMI field (`spec.domain.devices.disks[3].serial`).
+pub fn admit(vmi: &serde_json::Value) -> Result<(), LauncherError> {
+    let typed = api::load::from_command_json(vmi.to_string().as_bytes())?;
+    crate::input::admit_synced(&typed)?;
+    Ok(())
+}

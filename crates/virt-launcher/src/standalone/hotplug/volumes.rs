@@ -185,6 +185,34 @@ pub(super) mod tests {
         })
     }
 
+    /// The changed VMI is admitted by the launcher's own rule
+    /// ([`crate::standalone::hotplug::admit`]): a serial KubeVirt's webhook
+    /// refuses is refused, the field named, as input.
+    #[test]
+    fn a_serial_the_launcher_refuses_is_refused_at_admission() {
+        let mut v = vmi();
+        add_volume(&mut v, "hp", "virtio", Some("HP-1.a_b+c")).unwrap();
+        crate::standalone::hotplug::admit(&v).unwrap();
+        let mut v = vmi();
+        add_volume(&mut v, "hp", "virtio", Some(&"S".repeat(5000))).unwrap();
+        let e = crate::standalone::hotplug::admit(&v).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "spec.domain.devices.disks[1].serial: must have at most 256 characters, not 5000"
+        );
+        let mut v = vmi();
+        add_volume(&mut v, "hp", "virtio", Some("S".repeat(256).as_str())).unwrap();
+        crate::standalone::hotplug::admit(&v).unwrap();
+        let mut v = vmi();
+        add_volume(&mut v, "hp", "virtio", Some("a/b")).unwrap();
+        let e = crate::standalone::hotplug::admit(&v).unwrap_err();
+        assert_eq!(
+            e.field.as_deref(),
+            Some("spec.domain.devices.disks[1].serial")
+        );
+    }
+
     #[test]
     fn add_then_ready_then_remove() {
         let mut v = vmi();
