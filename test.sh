@@ -17,6 +17,15 @@ cargo fmt --all --check
 step "lint"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# The fuzz build is kept outside the clone, so a later run on this machine
+# rebuilds only what changed.
+fuzz_target_dir=${FUZZ_TARGET_DIR:-/var/cache/virt-launcher/fuzz-target}
+step "fuzz targets type-check (a signature they use fails here, not after the tests)"
+# The same flags and target directory as the fuzz step below (bench/fuzz.sh
+# --check), which then compiles none of the build scripts and proc macros
+# again.
+FUZZ_TARGET_DIR=$fuzz_target_dir bench/fuzz.sh --check
+
 step "wire check (our .proto files against KubeVirt's field facts)"
 tests/wire/check
 
@@ -71,9 +80,8 @@ step "end-to-end suites in non-root mode (VIRT_LAUNCHER_E2E_NONROOT=1): ${NONROO
 VIRT_LAUNCHER_E2E_NONROOT=1 cargo nextest run --workspace --locked --no-fail-fast -E "$nonroot_expr"
 
 step "fuzz (every parser of outside input, a short run each under per-input time and memory limits)"
-# bench/fuzz.sh --ci: stable cargo, no sanitizer; the build is kept outside
-# the clone so a later run on this machine rebuilds only what changed.
-FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-/var/cache/virt-launcher/fuzz-target} bench/fuzz.sh --ci
+# bench/fuzz.sh --ci: stable cargo, no sanitizer.
+FUZZ_TARGET_DIR=$fuzz_target_dir bench/fuzz.sh --ci
 
 step "test guest smoke (the image itself, booted directly by QEMU)"
 tests/guest/smoke

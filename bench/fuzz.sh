@@ -10,6 +10,10 @@
 #                                  # run without --ci)
 #   bench/fuzz.sh --inputs TARGET FILE...   # runs TARGET on FILEs under the
 #                                  # same per-input limits, one verdict each
+#   bench/fuzz.sh --check          # type-checks the targets only (no
+#                                  # codegen, no run): what test.sh runs
+#                                  # right after the lint, so a signature
+#                                  # the targets use fails CI in seconds
 #   FUZZ_TARGETS="dhcpv4 dhcpv6" bench/fuzz.sh 120    # some targets only
 #
 # Targets (fuzz/fuzz_targets, each documents its input and property):
@@ -62,6 +66,7 @@ set -euo pipefail
 
 ci=0
 inputs=0
+check=0
 case ${1:-} in
 --ci)
 	ci=1
@@ -69,6 +74,10 @@ case ${1:-} in
 	;;
 --inputs)
 	inputs=1
+	shift
+	;;
+--check)
+	check=1
 	shift
 	;;
 esac
@@ -109,6 +118,21 @@ esac
 target_dir=${FUZZ_TARGET_DIR:-$root/fuzz/target}/$sanitizer
 t0=$(date +%s)
 log=$(mktemp)
+# --check: the same command, flags and target directory as the build
+# below, as `cargo check`: the build scripts and proc macros it compiles
+# are the build's own, so the later build does not repeat them.
+if [ "$check" = 1 ]; then
+	if ! RUSTFLAGS="${flags[*]}" cargo check --release --locked --bins --target "$host" \
+		--target-dir "$target_dir" >"$log" 2>&1; then
+		tail -n 40 "$log"
+		rm -f "$log"
+		echo "fuzz.sh: the fuzz targets do not type-check" >&2
+		exit 1
+	fi
+	rm -f "$log"
+	echo "fuzz targets check: $(($(date +%s) - t0)) s (sanitizer $sanitizer, $target_dir)"
+	exit 0
+fi
 if ! RUSTFLAGS="${flags[*]}" cargo build --release --locked --bins --target "$host" \
 	--target-dir "$target_dir" >"$log" 2>&1; then
 	tail -n 40 "$log"
