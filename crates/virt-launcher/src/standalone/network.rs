@@ -91,18 +91,35 @@ fn foreign_network_namespace() -> Option<String> {
     })
 }
 
-/// Says so when the current network namespace is the host's (PID 1's,
-/// where that can be read).
+/// Says so when the current network namespace is the host's (PID 1's).
+/// When that cannot be told (PID 1's namespace file unreadable, as in some
+/// sandboxes), a warning says so, once, and the check of the links alone
+/// applies: the stand-in is not refused for it (KubeVirt has no such
+/// check: virt-handler enters the pod's namespace through the launcher's
+/// PID and never builds in its own).
 fn host_network_namespace() -> Option<String> {
-    if let (Ok(a), Ok(b)) = (
-        std::fs::metadata("/proc/self/ns/net"),
-        std::fs::metadata("/proc/1/ns/net"),
-    ) {
-        if crate::isolation::same_file(&a, &b) {
-            return Some("this is the host's network namespace".into());
+    match same_namespace(Path::new("/proc/self/ns/net"), Path::new("/proc/1/ns/net")) {
+        Ok(true) => Some("this is the host's network namespace".into()),
+        Ok(false) => None,
+        Err(why) => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    "cannot tell whether this is the host's network namespace ({why}); only its links are checked"
+                );
+            });
+            None
         }
     }
-    None
+}
+
+/// Whether the namespace files `ours` and `init`'s are one namespace.
+///
+/// # Errors
+/// Why one of them cannot be read, the file named.
+fn same_namespace(ours: &Path, init: &Path) -> Result<bool, String> {
+    let meta = |p: &Path| std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()));
+    Ok(crate::isolation::same_file(&meta(ours)?, &meta(init)?))
 }
 
 /// `virt-launcher pod-network-phase1 VMI [--cache-dir DIR]`:
@@ -370,6 +387,22 @@ fn network_phase1(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PID 1's namespace file unreadable (sandboxes): not the host's, and
+    /// the reason names the file, for the warning.
+    #[test]
+    fn a_namespace_that_cannot_be_compared_is_named() {
+        let ours = Path::new("/proc/self/ns/net");
+        assert_eq!(same_namespace(ours, ours), Ok(true));
+        let e = same_namespace(ours, Path::new("/nonexistent/1/ns/net")).unwrap_err();
+        assert!(
+            e.starts_with("/nonexistent/1/ns/net: ") && e.contains("No such file"),
+            "{e}"
+        );
+        if let Ok(init) = same_namespace(ours, Path::new("/proc/1/ns/net")) {
+            assert_eq!(init, host_network_namespace().is_some());
+        }
+    }
 
     fn vmi(green: &str) -> VirtualMachineInstance {
         let doc = format!(

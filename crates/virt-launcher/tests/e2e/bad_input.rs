@@ -751,3 +751,50 @@ fn pod_mode_outside_a_pod_is_refused_and_writes_nothing() {
     );
     assert!(!state.exists(), "the refusal made the state directory");
 }
+
+/// `pod-network-phase1` (the stand-in for virt-handler's network phase 1)
+/// refuses the host's network namespace; in a namespace where PID 1's
+/// cannot be read (a user namespace, as some sandboxes are) it cannot tell,
+/// says so in a warning naming the file, and checks the links alone (a
+/// fresh namespace has only `lo`: the VMI without interfaces passes).
+#[test]
+fn pod_network_phase1_refuses_the_hosts_namespace_and_warns_when_it_cannot_tell() {
+    require_stack();
+    let dir = tempfile::tempdir().unwrap();
+    let vmi = dir.path().join("vmi.yaml");
+    std::fs::write(
+        &vmi,
+        format!("{HEAD}spec:\n  domain:\n    devices: {{autoattachPodInterface: false}}\n"),
+    )
+    .unwrap();
+    let out = Command::new(launcher_bin())
+        .arg("pod-network-phase1")
+        .arg(&vmi)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // Where this process cannot read PID 1's namespace either (this host
+    // may itself be such a sandbox), the host's links refuse it.
+    let why = if std::fs::metadata("/proc/1/ns/net").is_ok() {
+        "pod-network-phase1: this is the host's network namespace"
+    } else {
+        "pod-network-phase1: the network namespace already has links"
+    };
+    assert!(stderr.contains(why), "{stderr}");
+    let out = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--net"])
+        .arg(launcher_bin())
+        .arg("pod-network-phase1")
+        .arg(&vmi)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("cannot tell whether this is the host's network namespace"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("/proc/1/ns/net: "), "{stderr}");
+}
