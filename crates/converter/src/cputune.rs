@@ -19,24 +19,35 @@ use crate::{ConvertContext, ConvertError};
 /// vCPU count is even (so the pod gets whole cores).
 pub const EMULATOR_EVEN_PARITY: &str = "alpha.kubevirt.io/EmulatorThreadCompleteToEvenParity";
 
+/// Why a Linux CPU list (`cpuset.cpus`) did not parse: the element named.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CpuListError {
+    /// An element that is no CPU number, nor two joined by `-`.
+    #[error("{0:?} is not a CPU number or range")]
+    NotANumber(String),
+    /// A range that runs backwards or spans more than 65,536 CPUs.
+    #[error("{0:?} is not a CPU range")]
+    BadRange(String),
+}
+
 /// Parses a Linux CPU list (`0-3,8,10-11`, as in `cpuset.cpus`) into CPU
 /// numbers in the order given.
 ///
 /// # Errors
-/// A message naming the bad element.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
+/// [`CpuListError`] naming the bad element.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, CpuListError> {
     let mut out = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         let num = |x: &str| {
             x.trim()
                 .parse::<u32>()
-                .map_err(|_| format!("{part:?} is not a CPU number or range"))
+                .map_err(|_| CpuListError::NotANumber(api::text::cut(part, 64)))
         };
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (num(a)?, num(b)?);
                 if b < a || b - a > 65_535 {
-                    return Err(format!("{part:?} is not a CPU range"));
+                    return Err(CpuListError::BadRange(api::text::cut(part, 64)));
                 }
                 out.extend(a..=b);
             }
@@ -261,8 +272,14 @@ mod tests {
             [0, 1, 2, 3, 8, 10, 11]
         );
         assert_eq!(parse_cpu_list("").unwrap(), Vec::<u32>::new());
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("a").is_err());
+        assert_eq!(
+            parse_cpu_list("3-1").unwrap_err(),
+            super::CpuListError::BadRange("3-1".into())
+        );
+        assert_eq!(
+            parse_cpu_list("0,a").unwrap_err().to_string(),
+            "\"a\" is not a CPU number or range"
+        );
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub fn requested_vcpus(vmi: &VirtualMachineInstance) -> Result<u32, String> {
 /// converter's own output, so a bug).
 fn cpu_map(cpuset: &str) -> Result<Vec<u8>, ManagerError> {
     let cpus = converter::cputune::parse_cpu_list(cpuset)
-        .map_err(|m| ManagerError::Convert(ConvertError::Host(m)))?;
+        .map_err(|e| ManagerError::Convert(ConvertError::Host(e.to_string())))?;
     let top = cpus.iter().copied().max().unwrap_or(0) as usize;
     let mut map = vec![0u8; top / 8 + 1];
     for c in cpus {
