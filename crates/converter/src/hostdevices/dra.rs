@@ -12,7 +12,10 @@
 //!
 //! PCI devices first, then mediated devices, each in the status' order;
 //! aliases `ua-dra-hostdevice-<name>` and `ua-dra-gpu-<name>`. KubeVirt
-//! checks only that there are as many devices as DRA devices in the spec.
+//! checks only that there are as many devices as DRA devices in the spec;
+//! an entry whose name or device an earlier device has is refused here by
+//! field, where KubeVirt's domain fails at define (duplicate alias, host
+//! device given twice).
 
 use api::device_status::DeviceStatusInfo;
 use api::VirtualMachineInstance;
