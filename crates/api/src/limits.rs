@@ -1,4 +1,5 @@
-//! How many disks, volumes, interfaces and networks a VMI may have, checked
+//! How many disks, volumes, interfaces, networks, GPUs and host devices a
+//! VMI may have, checked
 //! right after decoding, before defaults, validation, conversion or any
 //! per-device work (issue 19: 50,000 emptyDisk volumes took 135 s of
 //! per-disk searches; the decoder's node budget alone let 20,000 through).
@@ -13,7 +14,11 @@
 //! than 255 such devices can ever be defined. SCSI disks share one
 //! controller and are not bounded so by PCI, but each is an open image and
 //! a QEMU block node: the same number bounds them, so that every list is
-//! bounded by one documented figure. A volume or network exists for a disk
+//! bounded by one documented figure. GPUs and host devices are PCI devices
+//! of the guest too (a USB one takes a port of the USB controller, which
+//! has far fewer); unbounded, 9,000 device-plugin host devices took a
+//! minute to convert (each address taken is removed from every resource's
+//! list) into a domain libvirt cannot define. A volume or network exists for a disk
 //! or an interface, so their lists have the same bound. Going beyond it is
 //! a deviation from KubeVirt (which would admit the VMI and then fail to
 //! define it, or define it slowly): README, "Input bounds".
@@ -22,8 +27,9 @@ use crate::error::FieldError;
 use crate::vmi::VirtualMachineInstance;
 
 /// Most entries in each of `spec.domain.devices.disks`,
-/// `spec.domain.devices.interfaces`, `spec.volumes` and `spec.networks`
-/// (see the module documentation: 255 PCI buses below the root complex).
+/// `spec.domain.devices.interfaces`, `spec.volumes`, `spec.networks`,
+/// `spec.domain.devices.gpus` and `spec.domain.devices.hostDevices` (see
+/// the module documentation: 255 PCI buses below the root complex).
 pub const MAX_DEVICES: usize = 255;
 
 /// Refuses a VMI with more than [`MAX_DEVICES`] entries in one of its
@@ -42,13 +48,18 @@ pub fn check_counts(vmi: &VirtualMachineInstance, prefix: &str) -> Result<(), Fi
         ),
         ("spec.volumes", spec.volumes.len()),
         ("spec.networks", spec.networks.len()),
+        ("spec.domain.devices.gpus", spec.domain.devices.gpus.len()),
+        (
+            "spec.domain.devices.hostDevices",
+            spec.domain.devices.host_devices.len(),
+        ),
     ];
     for (field, n) in lists {
         if n > MAX_DEVICES {
             return Err(FieldError::new(
                 format!("{prefix}{field}"),
                 format!(
-                    "{n} entries are more than {MAX_DEVICES}, the most a VMI may have: each interface and virtio disk needs a PCI bus of its own and a PCI domain has 256"
+                    "{n} entries are more than {MAX_DEVICES}, the most a VMI may have: each interface, virtio disk and PCI host device needs a PCI bus of its own and a PCI domain has 256"
                 ),
             ));
         }
@@ -130,6 +141,32 @@ mod tests {
         let doc = interfaces(MAX_DEVICES + 1).replacen("      - {name: n0, bridge: {}}\n", "", 1);
         let e = load(&doc).unwrap_err();
         assert!(e.starts_with("spec.networks: 256 entries"), "{e}");
+    }
+
+    #[test]
+    fn gpus_and_host_devices_are_bounded_too() {
+        for (list, entry) in [
+            ("gpus", "{name: g, deviceName: nvidia.com/P40}"),
+            ("hostDevices", "{name: h, claimName: c, requestName: r}"),
+        ] {
+            let doc = |n: usize| {
+                let mut y = format!("{HEAD}spec:\n  domain:\n    devices:\n      {list}:\n");
+                for _ in 0..n {
+                    y.push_str(&format!("      - {entry}\n"));
+                }
+                y
+            };
+            // The count comes first: the names are all alike here.
+            let e = load(&doc(MAX_DEVICES + 1)).unwrap_err();
+            assert!(
+                e.starts_with(&format!(
+                    "spec.domain.devices.{list}: 256 entries are more than 255"
+                )),
+                "{e}"
+            );
+            let e = load(&doc(MAX_DEVICES)).err().unwrap_or_default();
+            assert!(!e.contains("entries are more than"), "{e}");
+        }
     }
 
     #[test]

@@ -212,10 +212,24 @@ pub struct GoMac {
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CacheError> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| CacheError::Read {
+    use std::os::unix::fs::OpenOptionsExt;
+    let err = |reason: String| CacheError::Read {
         path: path.into(),
-        reason: e.to_string(),
-    })?;
+        reason,
+    };
+    // Phase 1 writes a plain file: a symbolic link is not followed, and
+    // a FIFO or device planted there neither blocks the open nor is read.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ELOOP) => err("a symbolic link, not followed".into()),
+            _ => err(e.to_string()),
+        })?;
+    if !file.metadata().map_err(|e| err(e.to_string()))?.is_file() {
+        return Err(err("not a regular file".into()));
+    }
     let mut text = Vec::new();
     file.take(MAX_CACHE_BYTES + 1)
         .read_to_end(&mut text)
@@ -447,6 +461,63 @@ mod tests {
         assert!(
             e.contains("interface-cache-default.json") && e.contains("MAC.MAC"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn links_at_the_cache_path_are_replaced_never_followed() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "secret").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let c = DomainInterfaceCache {
+            mac: Some(GoMac {
+                mac: "02:00:00:00:00:01".into(),
+            }),
+        };
+        // A symbolic link, then a hard link, to the victim at the path.
+        let p = interface_cache_path(dir.path(), "default");
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        let e = read_domain_interface_mac(dir.path(), "default").unwrap_err();
+        assert!(
+            e.to_string().ends_with("a symbolic link, not followed"),
+            "{e}"
+        );
+        write_json(&p, &c).unwrap();
+        let p2 = interface_cache_path(dir.path(), "second");
+        std::fs::hard_link(&victim, &p2).unwrap();
+        write_json(&p2, &c).unwrap();
+        for p in [&p, &p2] {
+            let m = std::fs::symlink_metadata(p).unwrap();
+            assert!(m.is_file() && m.permissions().mode() & 0o777 == 0o604);
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret");
+        let m = std::fs::metadata(&victim).unwrap();
+        assert_eq!((m.permissions().mode() & 0o777, m.nlink()), (0o600, 1));
+        assert_eq!(
+            read_domain_interface_mac(dir.path(), "second").unwrap(),
+            [2, 0, 0, 0, 0, 1]
+        );
+        // A FIFO there is refused at once, not waited on.
+        let fifo = interface_cache_path(dir.path(), "fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let e = read_domain_interface_mac(dir.path(), "fifo").unwrap_err();
+        assert!(e.to_string().ends_with("not a regular file"), "{e}");
+        // Nothing but the caches and the victim is left (no temporary).
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "interface-cache-default.json",
+                "interface-cache-fifo.json",
+                "interface-cache-second.json",
+                "victim"
+            ]
         );
     }
 

@@ -137,7 +137,7 @@ fn refusals_are_one_line_with_exit_code_2() {
 /// own, kept on the one line), required flags missing, a value out of range.
 #[test]
 fn command_line_errors_are_one_line_naming_the_flags() {
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
         (
             &["run", "vmi.yaml", "--pod-subnet", "1"],
             "virt-launcher: the following required arguments were not provided: --setup-pod-network (see --help)",
@@ -149,6 +149,11 @@ fn command_line_errors_are_one_line_naming_the_flags() {
         (
             &["run", "vmi.yaml", "--setup-pod-network", "--pod-subnet", "256"],
             "virt-launcher: invalid value '256' for '--pod-subnet <N>': 256 is not in 0..=255 (see --help)",
+        ),
+        // (uid_t)-1 is no owner to the kernel: the tap would be root's.
+        (
+            &["pod-network-phase1", "vmi.yaml", "--tap-owner", "4294967295"],
+            "virt-launcher: invalid value '4294967295' for '--tap-owner <TAP_OWNER>': 4294967295 is not in 0..=4294967294 (see --help)",
         ),
     ];
     for (args, expect) in cases {

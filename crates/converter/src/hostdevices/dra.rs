@@ -12,7 +12,10 @@
 //!
 //! PCI devices first, then mediated devices, each in the status' order;
 //! aliases `ua-dra-hostdevice-<name>` and `ua-dra-gpu-<name>`. KubeVirt
-//! checks only that there are as many devices as DRA devices in the spec.
+//! checks only that there are as many devices as DRA devices in the spec;
+//! an entry whose name or device an earlier device has is refused here by
+//! field, where KubeVirt's domain fails at define (duplicate alias, host
+//! device given twice).
 
 use api::device_status::DeviceStatusInfo;
 use api::VirtualMachineInstance;
@@ -66,8 +69,9 @@ const GPU: Kind = Kind {
 pub(super) fn generic(
     vmi: &VirtualMachineInstance,
     names: &[&str],
+    taken: &[HostDevice],
 ) -> Result<Vec<HostDevice>, ConvertError> {
-    build(vmi, names, &GENERIC, |_, _| {})
+    build(vmi, names, &GENERIC, taken, |_, _| {})
 }
 
 /// The host devices of the VMI's DRA `gpus` (`names`, in spec order;
@@ -81,8 +85,9 @@ pub(super) fn gpus(
     vmi: &VirtualMachineInstance,
     names: &[&str],
     any_display_set: bool,
+    taken: &[HostDevice],
 ) -> Result<Vec<HostDevice>, ConvertError> {
-    let mut out = build(vmi, names, &GPU, |d, name| {
+    let mut out = build(vmi, names, &GPU, taken, |d, name| {
         // KubeVirt finds the GPU by the status entry's name.
         let spec = vmi.spec.domain.devices.gpus.iter().find(|g| g.name == name);
         set_display(d, spec.and_then(gpu_display));
@@ -95,11 +100,15 @@ pub(super) fn gpus(
 }
 
 /// The PCI, then mediated, devices of `kind`'s status list; `on_mdev`
-/// adjusts each mediated device (by its status name).
+/// adjusts each mediated device (by its status name). `taken` are the
+/// host devices the domain already has.
 ///
 /// # Errors
 /// [`ConvertError::Invalid`] for a `status.deviceStatus` of the wrong
-/// shape or size (by field); [`ConvertError::Host`] with KubeVirt's
+/// shape or size (by field), and for an entry whose name or device an
+/// earlier entry (or, for the device, `taken`) already has: libvirt
+/// refuses a duplicate alias and a host device given twice at define,
+/// KubeVirt's domain then fails there; [`ConvertError::Host`] with KubeVirt's
 /// messages, the field named: no `status.deviceStatus`, a malformed
 /// `pciAddress` or `mDevUUID`, a status name that is not an alias, and a
 /// count of devices other than the count of DRA devices in the spec.
@@ -107,6 +116,7 @@ fn build(
     vmi: &VirtualMachineInstance,
     names: &[&str],
     kind: &Kind,
+    taken: &[HostDevice],
     mut on_mdev: impl FnMut(&mut HostDevice, &str),
 ) -> Result<Vec<HostDevice>, ConvertError> {
     let failed = |e: String| ConvertError::Host(format!("{}: {e}", kind.failed));
@@ -137,6 +147,7 @@ fn build(
             let from = format!("{}.deviceResourceClaimStatus.attributes.pciAddress", at(i));
             let d = pci_device(&addr, &from, alias(i, e)?)
                 .map_err(|m| failed(format!("failed to create PCI device for {}: {m}", e.name)))?;
+            unique(&d, taken, &out, &at(i), &from, &addr, &e.name)?;
             out.push(d);
         }
     }
@@ -145,6 +156,7 @@ fn build(
         if let (None, Some(uuid)) = (a.pci_address, a.mdev_uuid) {
             let from = format!("{}.deviceResourceClaimStatus.attributes.mDevUUID", at(i));
             let mut d = mdev_device(&uuid, &from, alias(i, e)?).map_err(failed)?;
+            unique(&d, taken, &out, &at(i), &from, &uuid, &e.name)?;
             on_mdev(&mut d, &e.name);
             out.push(d);
         }
@@ -165,6 +177,55 @@ fn build(
         )));
     }
     Ok(out)
+}
+
+/// What libvirt compares to find a host device given twice: the PCI
+/// address (already canonical from [`pci_device`]) or the mediated
+/// device's UUID (libvirt parses it, so case and dashes do not count).
+fn source_key(d: &HostDevice) -> Option<String> {
+    let a = d.source.address.as_ref()?;
+    match &a.uuid {
+        Some(u) => Some(format!("mdev {}", u.replace('-', "").to_ascii_lowercase())),
+        None => Some(format!(
+            "pci {:?} {:?} {:?} {:?}",
+            a.domain, a.bus, a.slot, a.function
+        )),
+    }
+}
+
+/// Refuses `d` (from the status entry at `entry`, its attribute at
+/// `from` with the value `value`) when an earlier device of this list
+/// has its alias, or any earlier device (`taken`, `earlier`) its source.
+fn unique(
+    d: &HostDevice,
+    taken: &[HostDevice],
+    earlier: &[HostDevice],
+    entry: &str,
+    from: &str,
+    value: &str,
+    name: &str,
+) -> Result<(), ConvertError> {
+    let alias = |x: &HostDevice| x.alias.as_ref().map(|a| a.name.clone());
+    if earlier.iter().any(|o| alias(o) == alias(d)) {
+        return Err(ConvertError::invalid(
+            format!("{entry}.name"),
+            format!(
+                "{name:?} is the name of an earlier entry too (libvirt refuses the alias {} twice)",
+                alias(d).unwrap_or_default()
+            ),
+        ));
+    }
+    let key = source_key(d);
+    if let Some(o) = taken.iter().chain(earlier).find(|o| source_key(o) == key) {
+        return Err(ConvertError::invalid(
+            from,
+            format!(
+                "{value:?} is the host device of {} already (libvirt refuses a host device twice)",
+                alias(o).unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -271,6 +332,70 @@ mod tests {
             (d[2].display.as_deref(), d[2].ramfb.as_deref()),
             (Some("on"), None)
         );
+    }
+
+    #[test]
+    fn host_pci_domains_schema_uuids_and_duplicates() {
+        // A host PCI address on another PCI domain (segment), as KubeVirt's
+        // ParsePciAddress takes it.
+        let hd = "      hostDevices: [{name: h, claimName: c, requestName: r}]\n";
+        let one = |attrs: &str| {
+            format!("{{deviceStatus: {{hostDeviceStatuses: [{{name: h, deviceResourceClaimStatus: {{attributes: {attrs}}}}}]}}}}")
+        };
+        let d = convert(&vmi(hd, &one("{pciAddress: '0001:3b:00.1'}")), &ctx()).unwrap();
+        let a = d[0].source.address.as_ref().unwrap();
+        assert_eq!(
+            (a.domain.as_deref(), a.bus.as_deref(), a.function.as_deref()),
+            (Some("0x0001"), Some("0x3b"), Some("0x1"))
+        );
+        // Only libvirt's UUID shapes (a digit short failed libvirt's schema).
+        let short = &UUID[..35];
+        for bad in [
+            short,
+            "-",
+            "4b20d080-1b54-4048-85b3a6a62d165c01-",
+            "{4b20d080-1b54-4048-85b3-a6a62d165c01}",
+        ] {
+            let e = convert(&vmi(hd, &one(&format!("{{mDevUUID: '{bad}'}}"))), &ctx())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.ends_with("(from status.deviceStatus.hostDeviceStatuses[0].deviceResourceClaimStatus.attributes.mDevUUID) is not a mediated device UUID"),
+                "{bad}: {e}"
+            );
+        }
+        let bare = UUID.replace('-', "").to_uppercase();
+        let d = convert(&vmi(hd, &one(&format!("{{mDevUUID: {bare}}}"))), &ctx()).unwrap();
+        assert_eq!(
+            d[0].source.address.as_ref().unwrap().uuid.as_deref(),
+            Some(bare.as_str())
+        );
+
+        // Two entries of one name: libvirt refuses the alias twice.
+        let two = "      gpus:\n      - {name: a, claimName: c, requestName: r}\n      - {name: b, claimName: c, requestName: s}\n";
+        let e = convert(&vmi(two, "{deviceStatus: {gpuStatuses: [{name: a, deviceResourceClaimStatus: {attributes: {pciAddress: '0000:65:00.0'}}}, {name: a, deviceResourceClaimStatus: {attributes: {pciAddress: '0000:66:00.0'}}}]}}"), &ctx())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "status.deviceStatus.gpuStatuses[1].name: \"a\" is the name of an earlier entry too (libvirt refuses the alias ua-dra-gpu-a twice)");
+        // One device for two entries, within a list (an mdev UUID in
+        // another spelling too) and across lists and device plugins.
+        let e = convert(&vmi(two, &format!("{{deviceStatus: {{gpuStatuses: [{{name: a, deviceResourceClaimStatus: {{attributes: {{mDevUUID: {UUID}}}}}}}, {{name: b, deviceResourceClaimStatus: {{attributes: {{mDevUUID: {bare}}}}}}}]}}}}")), &ctx())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, format!("status.deviceStatus.gpuStatuses[1].deviceResourceClaimStatus.attributes.mDevUUID: \"{bare}\" is the host device of ua-dra-gpu-a already (libvirt refuses a host device twice)"));
+        let both = "      hostDevices: [{name: h, claimName: c, requestName: r}]\n      gpus: [{name: g, claimName: c, requestName: s}, {name: p, deviceName: nvidia.com/P40}]\n";
+        let status = "{deviceStatus: {hostDeviceStatuses: [{name: h, deviceResourceClaimStatus: {attributes: {pciAddress: '0000:3b:00.1'}}}], gpuStatuses: [{name: g, deviceResourceClaimStatus: {attributes: {pciAddress: '0000:3B:00.1'}}}]}}";
+        let mut c = ctx();
+        c.device_plugin_env
+            .insert("PCI_RESOURCE_NVIDIA_COM_P40".into(), "0000:65:00.0".into());
+        let e = convert(&vmi(both, status), &c).unwrap_err().to_string();
+        assert_eq!(e, "status.deviceStatus.gpuStatuses[0].deviceResourceClaimStatus.attributes.pciAddress: \"0000:3B:00.1\" is the host device of ua-dra-hostdevice-h already (libvirt refuses a host device twice)");
+        let ok = status.replace("3B:00.1", "66:00.0");
+        assert_eq!(convert(&vmi(both, &ok), &c).unwrap().len(), 3);
+        let e = convert(&vmi(both, &status.replace("3B:00.1", "65:00.0")), &c)
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("\"0000:65:00.0\" is the host device of ua-gpu-p already (libvirt refuses a host device twice)"), "{e}");
     }
 
     #[test]

@@ -121,7 +121,9 @@ fn alias(path: &str, name: &str) -> Result<domain::Alias, ConvertError> {
 /// "failed to create PCI device for <name>", naming where `addr` came
 /// from (`from`: a variable or a status field).
 fn pci_device(addr: &str, from: &str, alias: domain::Alias) -> Result<HostDevice, String> {
-    let source = crate::disks::pci_address(addr, from)
+    // A host's PCI address may be on any PCI domain (segment), as KubeVirt's
+    // `ParsePciAddress` reads it; only the guest's own addresses are on 0.
+    let source = crate::interfaces::pci_address(from, addr)
         .map_err(|_| format!("{addr:?} (from {from}) is not a PCI address"))?;
     // A host device's source address has no `type` (libvirt's schema).
     let source = Address {
@@ -143,7 +145,7 @@ fn pci_device(addr: &str, from: &str, alias: domain::Alias) -> Result<HostDevice
 /// `<hostdev mode='subsystem' type='mdev' model='vfio-pci'>` for the
 /// mediated device `uuid`; the error names where it came from (`from`).
 fn mdev_device(uuid: &str, from: &str, alias: domain::Alias) -> Result<HostDevice, String> {
-    if uuid.is_empty() || !uuid.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+    if !is_uuid(uuid) {
         return Err(format!(
             "{uuid:?} (from {from}) is not a mediated device UUID"
         ));
@@ -161,6 +163,20 @@ fn mdev_device(uuid: &str, from: &str, alias: domain::Alias) -> Result<HostDevic
         alias: Some(alias),
         ..HostDevice::default()
     })
+}
+
+/// Whether `s` is a UUID as libvirt's schema writes one (`UUID` in
+/// `basictypes.rng`): 32 hex digits, bare or grouped 8-4-4-4-12. KubeVirt
+/// passes a mediated device's UUID on unchecked and libvirt refuses any
+/// other shape at define; this refuses it by field first.
+fn is_uuid(s: &str) -> bool {
+    let hex = |p: &str, n: usize| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit());
+    let groups: Vec<&str> = s.split('-').collect();
+    match groups.as_slice() {
+        [all] => hex(all, 32),
+        [a, b, c, d, e] => hex(a, 8) && hex(b, 4) && hex(c, 4) && hex(d, 4) && hex(e, 12),
+        _ => false,
+    }
 }
 
 /// A GPU's `virtualGPUOptions.display` as (display on, ramfb on); `None`
@@ -394,7 +410,8 @@ pub fn convert(
     let env = &ctx.device_plugin_env;
     let mut out = create(&generic, env, "hostdevice-", true, false, false, "generic")?;
     if !generic_dra.is_empty() {
-        out.extend(dra::generic(vmi, &generic_dra)?);
+        let dra = dra::generic(vmi, &generic_dra, &out)?;
+        out.extend(dra);
     }
     out.extend(create(
         &gpus,
@@ -407,7 +424,8 @@ pub fn convert(
     )?);
     if !gpu_dra.is_empty() {
         let names: Vec<&str> = gpu_dra.iter().map(|w| w.name).collect();
-        out.extend(dra::gpus(vmi, &names, any_display_set)?);
+        let dra = dra::gpus(vmi, &names, any_display_set, &out)?;
+        out.extend(dra);
     }
     Ok(out)
 }

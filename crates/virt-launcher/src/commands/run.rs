@@ -59,7 +59,9 @@ pub struct Phase1Args {
     /// The uid and gid the taps are made for, as virt-handler's
     /// `create-tap --uid --gid` (107 for a launcher run with
     /// `--run-as-nonroot`, whose QEMU then opens them as that user).
-    #[arg(long)]
+    /// 4294967295 is refused: to the kernel it is no owner at all, so the
+    /// flag would be dropped without a word.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=4_294_967_294))]
     pub tap_owner: Option<u32>,
     /// Only this interface, in a pod whose other interfaces phase 1 already
     /// built (virt-handler's `FilterNetsForLiveUpdate` on a running VMI): a
