@@ -596,7 +596,7 @@ pub const NO_PCI_SLOT: &str = "No more available PCI slots";
 fn no_pci_slot_hint(bus: &str, source: &ManagerError) -> &'static str {
     match source {
         ManagerError::Libvirt { message, .. } if bus == "virtio" && message.contains(NO_PCI_SLOT) => {
-            ": every PCIe root port left free for hot-plug when the domain was defined is in use (KubeVirt leaves max(8 - PCI devices, 3) of them, max(16 - PCI devices, 6) above 2 GiB of memory, counting its placeholder interfaces); a disk on bus scsi needs none"
+            ": every PCIe root port left free for hot-plug when the domain was defined is in use (KubeVirt's rule: max(8 - devices on PCI, 3), or max(16 - devices on PCI, 6) above 2 GiB of memory, for a VMI with interfaces, none for one without); a disk on bus scsi needs none"
         }
         _ => "",
     }
