@@ -12,7 +12,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use virtwrap::supervisor::Supervisor;
-use virtwrap::{DomainManager, LibvirtDomainManager, ShutdownRequest};
+use virtwrap::{DomainManager, IncomingOutcome, LibvirtDomainManager, ShutdownRequest};
 
 use crate::error::LauncherError;
 use crate::user::RuntimeUser;
@@ -133,7 +133,10 @@ fn to_pid(pid: u32) -> Pid {
 ///
 /// # Errors
 /// a runtime failure ([`LauncherError`], exit 1) when QEMU never appeared within
-/// `qemu_timeout`, a daemon failed, or the guest crashed.
+/// `qemu_timeout` (no domain: KubeVirt's "timed out waiting for domain to
+/// be defined"), a daemon failed, or the guest crashed. A migration target
+/// whose incoming domain went away before it ran here (the migration
+/// failed or was aborted) ends with `Ok`, as KubeVirt's target exits 0.
 pub fn watch(w: &Watch<'_>) -> Result<(), LauncherError> {
     thread::scope(|scope| {
         let ask = |again: bool| scope.spawn(move || request_shutdown(w.vmi, w.manager, again));
@@ -243,10 +246,22 @@ fn watch_with<'s>(
                     tracing::info!(pid = p, "watching QEMU");
                     qemu_fd = pidfd(p);
                     crate::footprint::release_startup_memory();
+                } else if manager.incoming_outcome() == IncomingOutcome::WentAway {
+                    // KubeVirt's target found the incoming domain, then its
+                    // QEMU gone: the launcher exits 0 once virt-handler has
+                    // the final (deletion) notification, which the bridge
+                    // sends when the domain goes.
+                    incoming_failed(vmi);
+                    return Ok(());
                 } else if start.elapsed() > qemu_timeout {
-                    return Err(LauncherError::runtime(
-                        "timed out waiting for the domain's QEMU process",
-                    ));
+                    let defined = manager
+                        .list_all_domains()
+                        .is_ok_and(|l| l.iter().any(|d| d.name == vmi.domain_name()));
+                    return Err(LauncherError::runtime(no_qemu_message(
+                        defined,
+                        manager.awaits_incoming(),
+                        qemu_timeout,
+                    )));
                 } else if shutdown_at.is_some() {
                     return Ok(());
                 }
@@ -260,6 +275,36 @@ fn watch_with<'s>(
             tick = tick.min(grace.saturating_sub(t.elapsed()) + Duration::from_millis(1));
         }
         sleep_or_wake(qemu_fd.as_ref(), tick);
+    }
+}
+
+/// Logs why a migration target is done although no guest ran here: the
+/// incoming migration failed or was aborted, and libvirt dropped the
+/// incoming domain (KubeVirt's target sees its QEMU gone and exits 0).
+fn incoming_failed(vmi: &VirtualMachineInstance) {
+    tracing::info!(
+        domain = %vmi.domain_name(),
+        "the incoming migration failed or was aborted: the domain went away from this migration target before it ran here (the source keeps the guest and records why); this launcher is done"
+    );
+}
+
+/// The error when `--qemu-timeout` passed with no QEMU: KubeVirt's words
+/// when libvirt has no domain (`waitForDomainUUID`: "timed out waiting for
+/// domain to be defined"), and, for a prepared migration target
+/// (`incoming`), that no incoming migration reached it; otherwise the
+/// domain exists and its QEMU never appeared.
+fn no_qemu_message(defined: bool, incoming: bool, timeout: Duration) -> String {
+    let secs = timeout.as_secs();
+    match (defined, incoming) {
+        (false, true) => format!(
+            "timed out waiting for domain to be defined (--qemu-timeout {secs} s): this launcher was prepared as a migration target and no incoming migration reached it (it failed before libvirt made the domain here, or never started: see the source's migration record)"
+        ),
+        (false, false) => {
+            format!("timed out waiting for domain to be defined (--qemu-timeout {secs} s)")
+        }
+        (true, _) => format!(
+            "timed out waiting for the domain's QEMU process (--qemu-timeout {secs} s): the domain is defined but QEMU never appeared"
+        ),
     }
 }
 
@@ -324,6 +369,9 @@ fn finished(
     tracing::info!(state = last.0, reason = last.1, "QEMU exited");
     if last == ("Shutoff", "Migrated") {
         tracing::info!(domain = %vmi.domain_name(), "the domain migrated away: this launcher is done");
+    } else if manager.awaits_incoming() && manager.incoming_outcome() != IncomingOutcome::Running {
+        incoming_failed(vmi);
+        return Ok(());
     }
     match last.1 {
         "Crashed" | "Failed" | "Panicked" if !requested => Err(LauncherError::runtime(format!(
@@ -331,5 +379,33 @@ fn finished(
             last.0, last.1
         ))),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::no_qemu_message;
+    use std::time::Duration;
+
+    #[test]
+    fn the_timeout_says_what_never_came() {
+        let t = Duration::from_secs(240);
+        let kubevirt = "timed out waiting for domain to be defined (--qemu-timeout 240 s)";
+        assert_eq!(no_qemu_message(false, false, t), kubevirt);
+        let target = no_qemu_message(false, true, t);
+        assert!(
+            target.starts_with(kubevirt)
+                && target.contains(
+                    "prepared as a migration target and no incoming migration reached it"
+                ),
+            "{target}"
+        );
+        let defined = no_qemu_message(true, true, t);
+        assert!(
+            defined.starts_with(
+                "timed out waiting for the domain's QEMU process (--qemu-timeout 240 s)"
+            ),
+            "{defined}"
+        );
     }
 }

@@ -23,5 +23,6 @@ pub mod supervisor;
 pub mod version;
 
 pub use manager::{
-    DomainManager, DomainStatus, LibvirtDomainManager, ManagerError, ShutdownRequest, SyncInputs,
+    DomainManager, DomainStatus, IncomingOutcome, LibvirtDomainManager, ManagerError,
+    ShutdownRequest, SyncInputs,
 };

@@ -157,7 +157,8 @@ impl LibvirtDomainManager {
     /// be opened yet is left for a later sync and logged).
     ///
     /// # Errors
-    /// libvirt's refusal of a detach or attach, as KubeVirt returns it;
+    /// libvirt's refusal of a detach, as KubeVirt returns it, or of an
+    /// attach ([`ManagerError::DiskAttach`]: libvirt's error, the disk named);
     /// [`ManagerError::Xml`] when the live XML does not parse.
     pub(super) fn sync_disks(
         &self,
@@ -182,6 +183,11 @@ impl LibvirtDomainManager {
             }
             tracing::info!(domain = %name, alias, target = %d.target.dev, "Attaching disk");
             dom.attach_device_flags(&d.to_xml()?, LIVE_AND_CONFIG)
+                .map_err(|e| ManagerError::DiskAttach {
+                    alias: alias.strip_prefix("ua-").unwrap_or(alias).to_owned(),
+                    bus: d.target.bus.clone().unwrap_or_default(),
+                    source: Box::new(e.into()),
+                })
                 .inspect_err(|e| tracing::error!(domain = %name, "attaching device: {e}"))?;
         }
         for d in changes.update {
@@ -205,6 +211,32 @@ impl LibvirtDomainManager {
 mod tests {
     use super::*;
     use domain::{DiskSource, DiskTarget};
+
+    #[test]
+    fn a_refused_attach_names_the_disk_and_a_full_pci_bus_is_explained() {
+        let refused = |bus: &str, message: &str| {
+            ManagerError::DiskAttach {
+                alias: "extra".into(),
+                bus: bus.into(),
+                source: Box::new(ManagerError::Libvirt {
+                    code: 1,
+                    domain: 20,
+                    message: message.into(),
+                }),
+            }
+            .to_string()
+        };
+        let full = refused("virtio", "internal error: No more available PCI slots");
+        assert!(
+            full.starts_with("attaching disk extra (bus virtio): LibvirtError(Code=1, Domain=20, Message='internal error: No more available PCI slots'): every PCIe root port left free for hot-plug")
+                && full.ends_with("a disk on bus scsi needs none"),
+            "{full}"
+        );
+        assert_eq!(
+            refused("scsi", "internal error: unable to execute QEMU command"),
+            "attaching disk extra (bus scsi): LibvirtError(Code=1, Domain=20, Message='internal error: unable to execute QEMU command')"
+        );
+    }
 
     fn disk(dev: &str, bus: &str, source: &str) -> Disk {
         Disk {

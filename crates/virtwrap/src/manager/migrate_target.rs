@@ -84,7 +84,8 @@ impl LibvirtDomainManager {
 
     /// Waits for the incoming domain `name`, then for the end of its
     /// incoming job (KubeVirt polls `GetJobInfo` on the target's resume or
-    /// pause event), and sets `Migration.EndTimestamp`.
+    /// pause event), and sets `Migration.EndTimestamp`; records what became
+    /// of it ([`super::IncomingOutcome`]).
     fn watch_incoming(&self, name: &str) {
         let mut seen = false;
         loop {
@@ -95,6 +96,21 @@ impl LibvirtDomainManager {
                 Ok((state, reason, job))
             });
             match st {
+                Ok(Some((state, _, _)))
+                    if [
+                        sys::VIR_DOMAIN_SHUTDOWN,
+                        sys::VIR_DOMAIN_SHUTOFF,
+                        sys::VIR_DOMAIN_CRASHED,
+                    ]
+                    .contains(&state) =>
+                {
+                    // Torn down after a failed or aborted incoming
+                    // migration (libvirt stops it, then drops it; it is
+                    // listed shutting down meanwhile): it never ran here.
+                    self.set_incoming_outcome(super::IncomingOutcome::WentAway);
+                    tracing::warn!(domain = %name, "the incoming domain went away");
+                    return;
+                }
                 Ok(Some((state, reason, job))) => {
                     seen = true;
                     let incoming = state == sys::VIR_DOMAIN_PAUSED
@@ -108,11 +124,13 @@ impl LibvirtDomainManager {
                                 }
                             }
                         });
-                        tracing::info!(domain = %name, "The target domain is running: migration over");
+                        self.set_incoming_outcome(super::IncomingOutcome::Running);
+                        tracing::info!(domain = %name, state, reason, "The target domain is running: migration over");
                         return;
                     }
                 }
                 Ok(None) if seen => {
+                    self.set_incoming_outcome(super::IncomingOutcome::WentAway);
                     tracing::warn!(domain = %name, "the incoming domain went away");
                     return;
                 }

@@ -90,6 +90,19 @@ pub enum ManagerError {
         /// What failed.
         source: Box<ManagerError>,
     },
+    /// libvirt would not attach a hot-plug disk (KubeVirt's `syncDisks`
+    /// returns libvirt's error as it is): the disk named, and for a
+    /// virtio disk without a free PCIe root port (libvirt's `No more
+    /// available PCI slots`) what that means.
+    #[error("attaching disk {alias} (bus {bus}): {source}{hint}", hint = no_pci_slot_hint(.bus, .source))]
+    DiskAttach {
+        /// The disk's name (its alias without KubeVirt's `ua-`: the volume's name).
+        alias: String,
+        /// The disk's bus (`virtio` or `scsi`).
+        bus: String,
+        /// libvirt's refusal.
+        source: Box<ManagerError>,
+    },
     /// A hook sidecar's OnDefineDomain failed or answered an unusable
     /// domain (the sidecar named); nothing was left defined.
     #[error(transparent)]
@@ -284,11 +297,29 @@ pub struct LibvirtDomainManager {
     /// A migration target prepared (SyncMigrationTarget): its domain comes
     /// from the incoming stream (see [`Self::awaits_incoming`]).
     incoming: std::sync::atomic::AtomicBool,
+    /// What became of that incoming domain ([`IncomingOutcome`] as u8).
+    incoming_outcome: std::sync::atomic::AtomicU8,
     /// Access credentials through the guest agent, started by the first
     /// define (KubeVirt's pre-start step).
     credentials: crate::access_credentials::CredentialWatcher,
     /// Time between the credential checks (KubeVirt's 15 s).
     credential_check: std::time::Duration,
+}
+
+/// What became of a migration target's incoming domain
+/// ([`LibvirtDomainManager::incoming_outcome`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum IncomingOutcome {
+    /// Not (yet) seen running here: no migration target, or its incoming
+    /// domain has not arrived or is still coming in.
+    Awaited,
+    /// The incoming domain ran here: the migration completed.
+    Running,
+    /// The incoming domain was seen, then libvirt dropped it before it ran
+    /// here: the migration failed or was aborted (KubeVirt's target then
+    /// finds its QEMU gone and exits).
+    WentAway,
 }
 
 /// Whether KubeVirt creates the domain paused (`VIR_DOMAIN_START_PAUSED`):
@@ -338,6 +369,7 @@ impl LibvirtDomainManager {
             hooks: std::sync::Arc::new(hooks::Manager::new(hooks::HOOK_SOCKETS_DIR)),
             set_time_once: std::sync::Once::new(),
             incoming: std::sync::atomic::AtomicBool::new(false),
+            incoming_outcome: std::sync::atomic::AtomicU8::new(IncomingOutcome::Awaited as u8),
             credentials: crate::access_credentials::CredentialWatcher::default(),
             credential_check: crate::access_credentials::CHECK_INTERVAL,
         })
@@ -354,6 +386,24 @@ impl LibvirtDomainManager {
     /// libvirt reports the incoming domain, no domain is no deletion.
     pub fn awaits_incoming(&self) -> bool {
         self.incoming.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// What became of a migration target's incoming domain, as the
+    /// target's watch saw it (polled every 100 ms once prepared).
+    pub fn incoming_outcome(&self) -> IncomingOutcome {
+        match self
+            .incoming_outcome
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            x if x == IncomingOutcome::Running as u8 => IncomingOutcome::Running,
+            x if x == IncomingOutcome::WentAway as u8 => IncomingOutcome::WentAway,
+            _ => IncomingOutcome::Awaited,
+        }
+    }
+
+    fn set_incoming_outcome(&self, o: IncomingOutcome) {
+        self.incoming_outcome
+            .store(o as u8, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The same manager checking the access credentials' secrets every
@@ -539,6 +589,21 @@ impl DomainManager for LibvirtDomainManager {
 
     fn list_all_domains(&self) -> Result<Vec<DomainStatus>, ManagerError> {
         self.list()
+    }
+}
+
+/// libvirt's message when a PCI device finds no free slot (no empty PCIe
+/// root port on q35), libvirt 11.3 `virDomainPCIAddressGetNextAddr`.
+pub const NO_PCI_SLOT: &str = "No more available PCI slots";
+
+/// What [`ManagerError::DiskAttach`] adds to libvirt's `No more available
+/// PCI slots` for a virtio disk; nothing otherwise.
+fn no_pci_slot_hint(bus: &str, source: &ManagerError) -> &'static str {
+    match source {
+        ManagerError::Libvirt { message, .. } if bus == "virtio" && message.contains(NO_PCI_SLOT) => {
+            ": every PCIe root port left free for hot-plug when the domain was defined is in use (KubeVirt's rule: max(8 - devices on PCI, 3), or max(16 - devices on PCI, 6) above 2 GiB of memory, for a VMI with interfaces, none for one without); a disk on bus scsi needs none"
+        }
+        _ => "",
     }
 }
 
