@@ -836,8 +836,11 @@ async fn notify_keeps_order_across_late_start_restart_and_rejection() {
 async fn notify_queue_is_bounded_and_keeps_the_last_event() {
     let dir = tempfile::tempdir().unwrap();
     let n = Notifier::start(dir.path());
+    // Kubernetes events (a later one supersedes none of them).
     for i in 0..(cmd::notify::MAX_QUEUE + 10) {
-        n.domain(EventType::Modified, i.to_string());
+        n.send(cmd::notify::Event::K8s {
+            json: i.to_string(),
+        });
     }
     n.send(cmd::notify::Event::Domain {
         event_type: EventType::Modified,
@@ -847,6 +850,56 @@ async fn notify_queue_is_bounded_and_keeps_the_last_event() {
     });
     assert_eq!(n.pending(), cmd::notify::MAX_QUEUE);
     assert_eq!(n.counts().1, 11);
+}
+
+/// While virt-handler is away, a MODIFIED update supersedes the queued
+/// ones (each carries the whole domain); ADDED, Kubernetes events and the
+/// final event are kept in order, and nothing superseded counts as
+/// dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_domain_update_supersedes_the_queued_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("domain-notify-pipe.sock");
+    let n = Notifier::start(dir.path());
+    n.domain(EventType::Added, "1".into());
+    for i in 2..=500 {
+        n.domain(EventType::Modified, i.to_string());
+        if i == 300 {
+            n.send(cmd::notify::Event::K8s {
+                json: cmd::notify::k8s_event("v", "n", "u", "Warning", "IOerror", "disk"),
+            });
+        }
+    }
+    n.domain(EventType::Added, "501".into());
+    n.domain(EventType::Modified, "502".into());
+    n.send(cmd::notify::Event::Domain {
+        event_type: EventType::Modified,
+        domain_json: "final".into(),
+        status_json: String::new(),
+        last: true,
+    });
+    assert_eq!(n.pending(), 5, "ADDED, k8s, ADDED, MODIFIED, final");
+    let rec = Recorder::default();
+    let _stop = notify_server(&sock, rec.clone()).await;
+    assert!(n.flush(Duration::from_secs(20)).await);
+    let got: Vec<_> = rec
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(t, d)| format!("{t}:{}", if t == "K8S" { "event" } else { d.as_str() }))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "ADDED:1",
+            "K8S:event",
+            "ADDED:501",
+            "MODIFIED:502",
+            "MODIFIED:final"
+        ]
+    );
+    assert_eq!(n.counts(), (5, 0));
 }
 
 /// A missing or dead command socket is reported with its cause (what an
@@ -896,7 +949,8 @@ async fn issue19_an_undeliverable_event_is_dropped_never_blocks_the_queue() {
         EventType::Modified,
         "x".repeat(cmd::notify::MAX_NOTIFY_MESSAGE + 1),
     );
-    n.domain(EventType::Modified, "2".into());
+    // Behind it, an event a domain update does not supersede.
+    n.domain(EventType::Added, "2".into());
     assert!(
         n.flush(Duration::from_secs(30)).await,
         "the queue is stuck behind an undeliverable event"
@@ -921,7 +975,7 @@ async fn issue19_an_undeliverable_event_is_dropped_never_blocks_the_queue() {
         .iter()
         .map(|(t, d)| format!("{t}:{}", &d[..d.len().min(8)]))
         .collect();
-    assert_eq!(got, ["ADDED:1", "MODIFIED:2", "MODIFIED:3"]);
+    assert_eq!(got, ["ADDED:1", "ADDED:2", "MODIFIED:3"]);
     assert_eq!(n.counts(), (2, 1));
 }
 

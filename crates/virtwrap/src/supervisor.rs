@@ -212,7 +212,9 @@ fn spawn(spec: &DaemonSpec) -> std::io::Result<u32> {
 }
 
 fn relay(name: &str, err: impl std::io::Read) {
-    let mut r = BufReader::new(err);
+    // 1 KiB, not std's 8 KiB: the reader lives as long as the daemon and a
+    // longer line is read in several fills (issue 20 item 3).
+    let mut r = BufReader::with_capacity(1024, err);
     let mut line = Vec::new();
     loop {
         line.clear();
