@@ -35,29 +35,55 @@ tests/guest/build
 # KubeVirt's default mode is non-root (uid 107, only NET_BIND_SERVICE, session
 # libvirt). The end-to-end suites of the VM's life run whole in that mode:
 # NONROOT_SUITES below, with the harness in non-root mode
-# (VIRT_LAUNCHER_E2E_NONROOT=1). Their tests whose code paths differ between
-# the modes (BOTH_MODES) run as root too; the rest of the workspace runs as
-# root. Every test runs once, those of BOTH_MODES twice: the same cost as
-# running the whole workspace as root plus BOTH_MODES non-root.
+# (VIRT_LAUNCHER_E2E_NONROOT=1); the rest of the workspace runs as root,
+# which is every root-run boot of the other suites (standalone as root:
+# system daemons, /etc/libvirt, QEMU as root with dynamic_ownership=0; pod
+# mode as root: protocol, names, hooks, migration). BOTH_MODES are the tests
+# of those suites that also run as root because the root run takes a path of
+# its own that no root-run test of another suite takes; each says which.
+# Every test runs once, those of BOTH_MODES twice.
 NONROOT_SUITES=(lifecycle volumes network agent memory_dump graceful dirtyrate hotplug nics podbox faults)
 BOTH_MODES=(
+    # Root's standalone life end to end: the system daemons (virtlogd +
+    # libvirtd/virtqemud), SIGTERM's ACPI shutdown with reason Shutdown, and
+    # nothing of the launcher's left (RuntimeUser's root column, standalone).
     lifecycle::boots_the_test_guest_and_shuts_it_down_on_sigterm
-    lifecycle::pod_mode_runs_the_vmi_from_standalone_vmi
+    # Backend storage: the EFI variable store and swtpm state are mounted at
+    # other places per user (RuntimeUser::backend_storage_mounts).
     lifecycle::persistent_efi_variables_and_tpm_state_live_on_backend_storage
-    lifecycle::host_disk_is_a_file_on_the_host
-    volumes::block_mode_claim_on_a_loop_device_is_read_and_written_by_the_guest
-    volumes::filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows
+    # A root pod makes its private runtime (Pod::runtime_plan; a non-root pod
+    # makes none): kubelet's mount in the private directory must survive it.
     volumes::pod_mode_reads_a_config_map_that_kubelet_mounted_in_the_private_directory
-    network::kubevirt_masquerade_example_works_over_ipv4_and_ipv6
-    network::bridge_guest_gets_the_pods_address_and_is_reachable_from_the_node
+    # passt: the system daemon runs it with --runas 0, the session daemon as
+    # 107 with its own socket directory (the test asserts each).
     network::passt_guest_gets_the_pods_address_and_its_port_is_forwarded
-    agent::agent_info_os_hostname_interfaces_exec_and_ping
+    # The only root memory dump: the system daemon opens the dump file as
+    # root (no chown), the session daemon as 107; the private dump directory
+    # is checked against the launcher's own uid.
     memory_dump::memory_dump_into_a_hotplug_volume_completes_and_one_into_a_full_volume_fails
-    graceful::sigterm_marks_the_domain_for_graceful_shutdown_and_virt_handler_shuts_it_down
+    # The image's pod as root: qemu:///system, the monitor as PID 1 (the
+    # test asserts the URI of each mode).
     podbox::pod_in_a_box_runs_a_vmi_under_virt_handler
-    podbox::pod_in_a_box_with_a_hook_sidecar_the_guest_reads_its_smbios_vendor
 )
-# ... and these tests of other suites run in both modes too.
+# Non-root only, their root path being the same code as another root test's:
+#   lifecycle::pod_mode_runs_the_vmi_from_standalone_vmi (a root pod: the pod
+#     tests of protocol, names, hooks),
+#   volumes::block_mode_claim_on_a_loop_device_is_read_and_written_by_the_guest,
+#   volumes::filesystem_claim_directory_gets_a_sparse_disk_img_that_expand_disks_grows
+#     (the same storage code for either user; as root QEMU opens what it is given),
+#   network::kubevirt_masquerade_example_works_over_ipv4_and_ipv6 (root
+#     masquerade: migration, protocol's pod networks),
+#   network::bridge_guest_gets_the_pods_address_and_is_reachable_from_the_node
+#     (root bridge and DHCP: protocol's pod and Multus interfaces),
+#   agent::agent_info_os_hostname_interfaces_exec_and_ping (the agent through
+#     the system daemon: lifecycle's guest-ping above, access_credentials),
+#   graceful::sigterm_marks_the_domain_for_graceful_shutdown_and_virt_handler_shuts_it_down
+#     (the same shutdown path; a root pod under virt-handler: protocol),
+#   podbox::pod_in_a_box_with_a_hook_sidecar_the_guest_reads_its_smbios_vendor
+#     (a root sidecar: hooks; a root pod-in-a-box: the podbox test above).
+# ... and this test of another suite runs non-root too: the session daemon
+# reads its log filters from its own configuration directory
+# (RuntimeUser::daemon_config_dir) and QEMU as 107 writes the SeaBIOS log FIFO.
 BOTH_MODES+=(firmware::verbosity_six_logs_seabios_and_sets_libvirt_log_filters)
 
 suites_expr=$(printf 'test(/^%s::/) | ' "${NONROOT_SUITES[@]}" | sed 's/ | $//')

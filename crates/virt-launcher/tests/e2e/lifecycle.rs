@@ -394,34 +394,6 @@ fn qemu_timeout_is_honoured_while_the_domain_starts() {
     l.assert_nothing_left();
 }
 
-#[test]
-fn host_disk_is_a_file_on_the_host() {
-    let host = tempfile::tempdir().unwrap();
-    give_to_qemu_user(host.path());
-    let img = host.path().join("data.img");
-    let yaml = guest_vmi("hostdisk", "virtio").replace(
-        "  - name: scratch\n    emptyDisk: {capacity: 64Mi}\n",
-        &format!(
-            "  - name: scratch\n    hostDisk: {{path: {}, type: DiskOrCreate, capacity: 32Mi}}\n",
-            img.display()
-        ),
-    );
-    let mut l = Launcher::start(&yaml, &Opts::default());
-    l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
-    let xml = l.domain_xml();
-    assert!(
-        xml.contains("/var/run/kubevirt-private/vmi-disks/scratch/data.img"),
-        "{xml}"
-    );
-    assert_eq!(
-        std::fs::metadata(&img).unwrap().len(),
-        32 << 20,
-        "created at the declared host path"
-    );
-    l.stop(Duration::from_secs(90));
-    assert!(img.is_file(), "a host disk outlives the VM");
-}
-
 /// Dedicated CPUs with an isolated emulator thread: KubeVirt creates the
 /// domain paused (virt-handler moves the emulator thread, then its next
 /// sync resumes it). Standalone has no virt-handler, so the launcher's own

@@ -512,22 +512,61 @@ fn kubevirt_vmi_pvc_example_boots_from_a_claim_image() {
     );
 }
 
+/// KubeVirt's host-disk example boots from the image at its host path,
+/// used as it is; a second host disk of type DiskOrCreate, whose file does
+/// not exist yet, is created at its declared path with its capacity, and
+/// outlives the VM (one boot for both kinds).
 #[test]
 fn kubevirt_vmi_host_disk_example_boots_from_the_file_on_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("disk.img");
     let len = fs::copy(crate::harness::guest_image(), &img).unwrap();
     give_to_qemu_user(dir.path());
+    let host = tempfile::tempdir().unwrap();
+    give_to_qemu_user(host.path());
+    let created = host.path().join("data.img");
     let y = fs::read_to_string(repo_root().join("tests/data/examples/vmi-host-disk.yaml"))
         .unwrap()
-        .replace("/var/data/disk.img", img.to_str().unwrap());
-    boots_from(
+        .replace("/var/data/disk.img", img.to_str().unwrap())
+        .replace(
+            "        name: host-disk\n",
+            "        name: host-disk\n      - disk:\n          bus: virtio\n        name: scratch\n",
+        )
+        .replace(
+            "      type: DiskOrCreate\n    name: host-disk\n",
+            &format!(
+                "      type: DiskOrCreate\n    name: host-disk\n  - name: scratch\n    hostDisk: {{path: {}, type: DiskOrCreate, capacity: 32Mi}}\n",
+                created.display()
+            ),
+        );
+    assert!(y.contains("name: scratch\n    hostDisk"), "{y}");
+    let mut l = Launcher::start(
         &y,
-        &[],
-        "/var/run/kubevirt-private/vmi-disks/host-disk/disk.img",
+        &Opts {
+            container_disks: &[],
+            ..Opts::default()
+        },
     );
+    let serial = l.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    assert!(serial.contains("GUEST-READY hostname="), "{serial}");
+    let xml = l.domain_xml();
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/host-disk/disk.img"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("/var/run/kubevirt-private/vmi-disks/scratch/data.img"),
+        "{xml}"
+    );
+    assert_eq!(
+        fs::metadata(&created).unwrap().len(),
+        32 << 20,
+        "created at the declared host path"
+    );
+    shutdown(l);
     // An existing image is used as it is: DiskOrCreate never resizes it.
     assert_eq!(fs::metadata(&img).unwrap().len(), len);
+    assert!(created.is_file(), "a host disk outlives the VM");
 }
 
 /// Sparse? The allocated bytes of `p`.
