@@ -89,7 +89,7 @@ fuzz_target!(|data: &[u8]| {
     let p = match network::phase2::prepare(vmi(), dir, "nameserver 10.96.0.10\n", &link, &no_udn) {
         Ok(p) => p,
         Err(e) => {
-            assert!(e.contains("vif-cache-eth0.json"), "{e}");
+            assert!(e.to_string().contains("vif-cache-eth0.json"), "{e}");
             return;
         }
     };

@@ -48,6 +48,62 @@ pub enum DhcpError {
     },
 }
 
+/// Why a datagram was refused as a DHCPv4 or DHCPv6 request
+/// ([`decode_packet`], [`crate::dhcpv6::decode_packet`]); the server logs
+/// it and counts the packet as malformed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PacketError {
+    /// Fewer bytes than the fixed header.
+    #[error("{len} bytes is shorter than a {protocol} header")]
+    Short {
+        /// The datagram's length.
+        len: usize,
+        /// `DHCP` or `DHCPv6`.
+        protocol: &'static str,
+    },
+    /// Bytes 236..240 are not [`MAGIC_COOKIE`] (a BOOTP-only packet).
+    #[error("wrong magic cookie")]
+    MagicCookie,
+    /// `hlen` over 16 (the size of `chaddr`).
+    #[error("hardware address length {0} is over 16")]
+    HardwareAddressLength(u8),
+    /// A DHCPv4 option code at the end of the packet, without its length.
+    #[error("option {0} has no length")]
+    OptionWithoutLength(u8),
+    /// A DHCPv4 option of fixed length with another length.
+    #[error("option {code} has length {len}, not {expected}")]
+    OptionLength {
+        /// The option code.
+        code: u8,
+        /// Its length byte.
+        len: u8,
+        /// The length its definition fixes.
+        expected: u8,
+    },
+    /// A DHCPv6 option shorter than the fixed header its decoder reads.
+    #[error("option {code} has {len} bytes, fewer than its {header}-byte header")]
+    OptionShorterThanHeader {
+        /// The option code.
+        code: u16,
+        /// Its length field.
+        len: usize,
+        /// The header's size in bytes.
+        header: usize,
+    },
+    /// DHCPv6 options nested deeper than the walk goes.
+    #[error("options nested too deeply")]
+    NestedTooDeeply,
+    /// A DHCPv6 relay message (`RELAY-FORW`, `RELAY-REPL`).
+    #[error("relay messages are not served")]
+    Relay,
+    /// `dhcproto` refused the packet (its message).
+    #[error("{0}")]
+    Decode(String),
+    /// `dhcproto` panicked on the packet (caught).
+    #[error("the decoder rejected the packet (panic)")]
+    DecoderPanicked,
+}
+
 /// What the pod's `/etc/resolv.conf` gives the guest.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResolvConf {
@@ -157,22 +213,22 @@ pub const MAGIC_COOKIE: [u8; 4] = [99, 130, 83, 99];
 /// here.
 ///
 /// # Errors
-/// A message saying why the packet was refused.
-pub fn decode_packet(data: &[u8]) -> Result<Message, String> {
+/// [`PacketError`]: why the packet was refused.
+pub fn decode_packet(data: &[u8]) -> Result<Message, PacketError> {
     use dhcproto::{Decodable, Decoder};
     if data.len() < 240 {
-        return Err(format!(
-            "{} bytes is shorter than a DHCP header",
-            data.len()
-        ));
+        return Err(PacketError::Short {
+            len: data.len(),
+            protocol: "DHCP",
+        });
     }
     if data[236..240] != MAGIC_COOKIE {
-        return Err("wrong magic cookie".into());
+        return Err(PacketError::MagicCookie);
     }
     // `dhcproto` keeps `hlen` as sent and panics in `chaddr()` when it is
     // over 16 (found by the fuzz test): refuse such packets here.
     if data[2] > 16 {
-        return Err(format!("hardware address length {} is over 16", data[2]));
+        return Err(PacketError::HardwareAddressLength(data[2]));
     }
     // dhcproto has `debug_assert!`s on option lengths (option 94, client
     // network interface id, must be 3 bytes): refuse such packets before
@@ -187,18 +243,22 @@ pub fn decode_packet(data: &[u8]) -> Result<Message, String> {
             255 => break,
             _ => {
                 let Some(&len) = data.get(i + 1) else {
-                    return Err(format!("option {code} has no length"));
+                    return Err(PacketError::OptionWithoutLength(code));
                 };
                 if code == 94 && len != 3 {
-                    return Err(format!("option 94 has length {len}, not 3"));
+                    return Err(PacketError::OptionLength {
+                        code,
+                        len,
+                        expected: 3,
+                    });
                 }
                 i += 2 + usize::from(len);
             }
         }
     }
     match std::panic::catch_unwind(|| Message::decode(&mut Decoder::new(data))) {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(_) => Err("the decoder rejected the packet (panic)".into()),
+        Ok(r) => r.map_err(|e| PacketError::Decode(e.to_string())),
+        Err(_) => Err(PacketError::DecoderPanicked),
     }
 }
 

@@ -28,6 +28,8 @@
 
 use std::net::Ipv6Addr;
 
+pub use crate::dhcpv4::PacketError;
+
 use dhcproto::v6::{
     DhcpOption, DhcpOptions, IAAddr, Message, MessageType, OptionCode, UnknownOption, IANA,
 };
@@ -142,7 +144,7 @@ fn fixed_header(code: u16) -> Option<usize> {
 /// would panic on: an option shorter than the fixed header its decoder
 /// subtracts. Hand-rolled because this is exactly the check `dhcproto`
 /// 0.15 lacks; the walk reads only TLV headers.
-fn check_options(mut data: &[u8], depth: u8) -> Result<(), String> {
+fn check_options(mut data: &[u8], depth: u8) -> Result<(), PacketError> {
     while data.len() >= 4 {
         let code = u16::from_be_bytes([data[0], data[1]]);
         let len = usize::from(u16::from_be_bytes([data[2], data[3]]));
@@ -152,13 +154,11 @@ fn check_options(mut data: &[u8], depth: u8) -> Result<(), String> {
         };
         if let Some(header) = fixed_header(code) {
             if len < header {
-                return Err(format!(
-                    "option {code} has {len} bytes, fewer than its {header}-byte header"
-                ));
+                return Err(PacketError::OptionShorterThanHeader { code, len, header });
             }
             if code != 13 && code != 11 && code != 16 {
                 if depth == 0 {
-                    return Err("options nested too deeply".into());
+                    return Err(PacketError::NestedTooDeeply);
                 }
                 check_options(&body[header..], depth - 1)?;
             }
@@ -175,22 +175,22 @@ fn check_options(mut data: &[u8], depth: u8) -> Result<(), String> {
 /// is a refused packet, never a dead server.
 ///
 /// # Errors
-/// Why the packet was refused.
-pub fn decode_packet(data: &[u8]) -> Result<Message, String> {
+/// [`PacketError`]: why the packet was refused.
+pub fn decode_packet(data: &[u8]) -> Result<Message, PacketError> {
     use dhcproto::{Decodable, Decoder};
     if data.len() < 4 {
-        return Err(format!(
-            "{} bytes is shorter than a DHCPv6 header",
-            data.len()
-        ));
+        return Err(PacketError::Short {
+            len: data.len(),
+            protocol: "DHCPv6",
+        });
     }
     if matches!(data[0], 12 | 13) {
-        return Err("relay messages are not served".into());
+        return Err(PacketError::Relay);
     }
     check_options(&data[4..], 8)?;
     match std::panic::catch_unwind(|| Message::decode(&mut Decoder::new(data))) {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(_) => Err("the decoder rejected the packet (panic)".into()),
+        Ok(r) => r.map_err(|e| PacketError::Decode(e.to_string())),
+        Err(_) => Err(PacketError::DecoderPanicked),
     }
 }
 

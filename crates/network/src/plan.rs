@@ -7,6 +7,41 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use ipnet::{Ipv4Net, Ipv6Net};
 
+/// Why a masquerade address plan could not be made. The text names the
+/// field and the value as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The value is not a CIDR of the field's family.
+    #[error("{field} {value:?} is not an {family} CIDR")]
+    NotCidr {
+        /// `vmNetworkCIDR` or `vmIPv6NetworkCIDR`.
+        field: &'static str,
+        /// The value as written.
+        value: String,
+        /// `IPv4` or `IPv6`.
+        family: &'static str,
+    },
+    /// The CIDR holds fewer than 4 addresses (network, gateway, VM,
+    /// broadcast).
+    #[error("{field} {value:?} is too small: it needs at least 4 addresses")]
+    TooSmall {
+        /// `vmNetworkCIDR` or `vmIPv6NetworkCIDR`.
+        field: &'static str,
+        /// The value as written.
+        value: String,
+    },
+    /// A plan of the pod network `network` failed
+    /// ([`masquerade_plans`]).
+    #[error("spec.networks[name={network}].pod: {source}")]
+    Network {
+        /// The network's name.
+        network: String,
+        /// Why its plan failed.
+        #[source]
+        source: Box<PlanError>,
+    },
+}
+
 /// KubeVirt's default `vmNetworkCIDR`.
 pub const DEFAULT_VM_NETWORK_CIDR: &str = "10.0.2.0/24";
 
@@ -26,17 +61,21 @@ impl MasqueradePlan {
     /// default when `None`.
     ///
     /// # Errors
-    /// A message naming the value when it is not an IPv4 CIDR or holds
-    /// fewer than 4 addresses.
-    pub fn new(cidr: Option<&str>) -> Result<Self, String> {
+    /// [`PlanError::NotCidr`] / [`PlanError::TooSmall`] naming the value
+    /// when it is not an IPv4 CIDR or holds fewer than 4 addresses.
+    pub fn new(cidr: Option<&str>) -> Result<Self, PlanError> {
+        const FIELD: &str = "vmNetworkCIDR";
         let text = cidr.unwrap_or(DEFAULT_VM_NETWORK_CIDR);
-        let net: Ipv4Net = text
-            .parse()
-            .map_err(|_| format!("vmNetworkCIDR {text:?} is not an IPv4 CIDR"))?;
+        let net: Ipv4Net = text.parse().map_err(|_| PlanError::NotCidr {
+            field: FIELD,
+            value: text.to_owned(),
+            family: "IPv4",
+        })?;
         if net.prefix_len() > 30 {
-            return Err(format!(
-                "vmNetworkCIDR {text:?} is too small: it needs at least 4 addresses"
-            ));
+            return Err(PlanError::TooSmall {
+                field: FIELD,
+                value: text.to_owned(),
+            });
         }
         let base = u32::from(net.network());
         Ok(MasqueradePlan {
@@ -66,17 +105,21 @@ impl MasqueradePlanV6 {
     /// the default when `None`.
     ///
     /// # Errors
-    /// A message naming the value when it is not an IPv6 CIDR or holds
-    /// fewer than 4 addresses.
-    pub fn new(cidr: Option<&str>) -> Result<Self, String> {
+    /// [`PlanError::NotCidr`] / [`PlanError::TooSmall`] naming the value
+    /// when it is not an IPv6 CIDR or holds fewer than 4 addresses.
+    pub fn new(cidr: Option<&str>) -> Result<Self, PlanError> {
+        const FIELD: &str = "vmIPv6NetworkCIDR";
         let text = cidr.unwrap_or(DEFAULT_VM_IPV6_NETWORK_CIDR);
-        let net: Ipv6Net = text
-            .parse()
-            .map_err(|_| format!("vmIPv6NetworkCIDR {text:?} is not an IPv6 CIDR"))?;
+        let net: Ipv6Net = text.parse().map_err(|_| PlanError::NotCidr {
+            field: FIELD,
+            value: text.to_owned(),
+            family: "IPv6",
+        })?;
         if net.prefix_len() > 126 {
-            return Err(format!(
-                "vmIPv6NetworkCIDR {text:?} is too small: it needs at least 4 addresses"
-            ));
+            return Err(PlanError::TooSmall {
+                field: FIELD,
+                value: text.to_owned(),
+            });
         }
         let base = u128::from(net.network());
         Ok(MasqueradePlanV6 {
@@ -91,12 +134,16 @@ impl MasqueradePlanV6 {
 /// `spec.networks[].pod`).
 ///
 /// # Errors
-/// The plan's message, prefixed with `spec.networks[name=<network>].pod`.
+/// [`PlanError::Network`]: the plan's error, under
+/// `spec.networks[name=<network>].pod`.
 pub fn masquerade_plans(
     network: &str,
     pod: &api::vmi::PodNetwork,
-) -> Result<(MasqueradePlan, MasqueradePlanV6), String> {
-    let at = |e: String| format!("spec.networks[name={network}].pod: {e}");
+) -> Result<(MasqueradePlan, MasqueradePlanV6), PlanError> {
+    let at = |e: PlanError| PlanError::Network {
+        network: network.to_owned(),
+        source: Box::new(e),
+    };
     Ok((
         MasqueradePlan::new(pod.vm_network_cidr.as_deref()).map_err(at)?,
         MasqueradePlanV6::new(pod.vm_ipv6_network_cidr.as_deref()).map_err(at)?,
@@ -121,12 +168,25 @@ mod tests {
                 Ipv4Addr::new(192, 168, 7, 14)
             )
         );
-        assert!(MasqueradePlan::new(Some("10.0.0.0/31"))
-            .unwrap_err()
-            .contains("at least 4"));
-        assert!(MasqueradePlan::new(Some("fd10::/120"))
-            .unwrap_err()
-            .contains("not an IPv4 CIDR"));
+        assert_eq!(
+            MasqueradePlan::new(Some("10.0.0.0/31")).unwrap_err(),
+            PlanError::TooSmall {
+                field: "vmNetworkCIDR",
+                value: "10.0.0.0/31".into()
+            }
+        );
+        assert_eq!(
+            MasqueradePlan::new(Some("10.0.0.0/31"))
+                .unwrap_err()
+                .to_string(),
+            r#"vmNetworkCIDR "10.0.0.0/31" is too small: it needs at least 4 addresses"#
+        );
+        assert_eq!(
+            MasqueradePlan::new(Some("fd10::/120"))
+                .unwrap_err()
+                .to_string(),
+            r#"vmNetworkCIDR "fd10::/120" is not an IPv4 CIDR"#
+        );
     }
 
     #[test]
@@ -140,11 +200,31 @@ mod tests {
             (p.gateway.to_string(), p.vm.to_string()),
             ("fd20::1".into(), "fd20::2".into())
         );
-        assert!(MasqueradePlanV6::new(Some("fd20::/127"))
-            .unwrap_err()
-            .contains("at least 4"));
-        assert!(MasqueradePlanV6::new(Some("10.0.2.0/24"))
-            .unwrap_err()
-            .contains("not an IPv6 CIDR"));
+        assert_eq!(
+            MasqueradePlanV6::new(Some("fd20::/127"))
+                .unwrap_err()
+                .to_string(),
+            r#"vmIPv6NetworkCIDR "fd20::/127" is too small: it needs at least 4 addresses"#
+        );
+        assert_eq!(
+            MasqueradePlanV6::new(Some("10.0.2.0/24"))
+                .unwrap_err()
+                .to_string(),
+            r#"vmIPv6NetworkCIDR "10.0.2.0/24" is not an IPv6 CIDR"#
+        );
+    }
+
+    #[test]
+    fn plans_of_a_network_name_it() {
+        let pod = api::vmi::PodNetwork {
+            vm_ipv6_network_cidr: Some("fd20::/127".into()),
+            ..Default::default()
+        };
+        let e = masquerade_plans("default", &pod).unwrap_err();
+        assert!(matches!(&e, PlanError::Network { network, .. } if network == "default"));
+        assert_eq!(
+            e.to_string(),
+            r#"spec.networks[name=default].pod: vmIPv6NetworkCIDR "fd20::/127" is too small: it needs at least 4 addresses"#
+        );
     }
 }

@@ -71,6 +71,131 @@ struct PciDevice {
     pci_address: Option<String>,
 }
 
+/// Why the host address of an SR-IOV interface's VF was not found. One
+/// line naming the file (and its field), the VMI interface field or the
+/// environment variable.
+#[derive(Debug, thiserror::Error)]
+pub enum SriovError {
+    /// The network-info text is not a JSON object, or does not decode.
+    #[error("{file}: not a network-info document: {reason}")]
+    NotDocument {
+        /// The file.
+        file: String,
+        /// What serde or the shape check says.
+        reason: String,
+    },
+    /// A field of the network-info document has the wrong type.
+    #[error("{file}: {field}: {reason}")]
+    Field {
+        /// The file.
+        file: String,
+        /// The JSON path (`interfaces[0].deviceInfo.pci.pci-address`).
+        field: String,
+        /// What serde says.
+        reason: String,
+    },
+    /// One network listed twice in `interfaces`.
+    #[error("{file}: interfaces[{index}].network: network {network:?} is listed twice")]
+    ListedTwice {
+        /// The file.
+        file: String,
+        /// Index of the second entry.
+        index: usize,
+        /// The network's name.
+        network: String,
+    },
+    /// The file could not be opened or read.
+    #[error("{file}: {source}")]
+    Read {
+        /// The file.
+        file: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path is a FIFO, device or directory.
+    #[error("{file}: not a regular file")]
+    NotRegular {
+        /// The file.
+        file: String,
+    },
+    /// Larger than [`MAX_NETWORK_INFO_BYTES`].
+    #[error("{file}: larger than {max} bytes")]
+    TooLarge {
+        /// The file.
+        file: String,
+        /// The limit in bytes.
+        max: u64,
+    },
+    /// Still empty after the populate wait.
+    #[error("{file}: empty: the network-info downward API file is not populated")]
+    Empty {
+        /// The file.
+        file: String,
+    },
+    /// The file lists PCI addresses, but none for this network.
+    #[error("{field}: {file}: no PCI address for SR-IOV network {network:?} (no interfaces[].network of that name with deviceInfo.pci.pci-address)")]
+    NotListed {
+        /// `spec.domain.devices.interfaces[i].sriov`.
+        field: String,
+        /// The file.
+        file: String,
+        /// The network's name.
+        network: String,
+    },
+    /// No file with addresses and no environment to fall back to.
+    #[error("{field}: {file}: no PCI address for SR-IOV network {network:?} (the file lists no deviceInfo.pci.pci-address)")]
+    NoneListed {
+        /// `spec.domain.devices.interfaces[i].sriov`.
+        field: String,
+        /// The file.
+        file: String,
+        /// The network's name.
+        network: String,
+    },
+    /// An address is not `dddd:bb:ss.f`.
+    #[error("{source_of}: {address:?} is not a PCI address of the form dddd:bb:ss.f")]
+    BadAddress {
+        /// Where it was read: the file and its field, or the variable.
+        source_of: String,
+        /// The address as written.
+        address: String,
+    },
+    /// The file lists none and the device plugin's resource variable
+    /// `KUBEVIRT_RESOURCE_NAME_<interface>` is not set.
+    #[error("{field}: no host PCI address for SR-IOV interface {interface:?}: {file} lists none and {variable} is not set")]
+    NoResourceName {
+        /// `spec.domain.devices.interfaces[i].sriov`.
+        field: String,
+        /// The interface's name.
+        interface: String,
+        /// The network-info file.
+        file: String,
+        /// `KUBEVIRT_RESOURCE_NAME_<interface>`.
+        variable: String,
+    },
+    /// The resource's address variable is not set.
+    #[error("{field}: {variable} (the addresses of resource {resource:?}) is not set")]
+    ResourceUnset {
+        /// `spec.domain.devices.interfaces[i].sriov`.
+        field: String,
+        /// `PCIDEVICE_<RESOURCE>`.
+        variable: String,
+        /// The resource's name.
+        resource: String,
+    },
+    /// Every address of the resource is taken by an earlier interface.
+    #[error("{field}: {variable} has no address left for SR-IOV interface {interface:?}")]
+    NoAddressLeft {
+        /// `spec.domain.devices.interfaces[i].sriov`.
+        field: String,
+        /// `PCIDEVICE_<RESOURCE>`.
+        variable: String,
+        /// The interface's name.
+        interface: String,
+    },
+}
+
 /// The PCI addresses a network-info file gives, by VMI network name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NetworkInfoPci {
@@ -83,22 +208,31 @@ pub struct NetworkInfoPci {
 /// Parses a network-info file's text.
 ///
 /// # Errors
-/// One line naming `file` and, for a JSON that does not fit the format, the
-/// field: not JSON, a field of the wrong type, a network listed twice.
-pub fn parse_network_info(file: &str, text: &[u8]) -> Result<NetworkInfoPci, String> {
+/// [`SriovError::NotDocument`], [`SriovError::Field`],
+/// [`SriovError::ListedTwice`]: one line naming `file` and, for a JSON
+/// that does not fit the format, the field.
+pub fn parse_network_info(file: &str, text: &[u8]) -> Result<NetworkInfoPci, SriovError> {
     // serde reads a struct from a JSON array too (by position); the
     // format is an object, as Go's decoder insists.
     if text.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return Err(format!(
-            "{file}: not a network-info document: a JSON object is expected"
-        ));
+        return Err(SriovError::NotDocument {
+            file: file.to_owned(),
+            reason: "a JSON object is expected".into(),
+        });
     }
     let de = &mut serde_json::Deserializer::from_slice(text);
     let info: NetworkInfo = serde_path_to_error::deserialize(de).map_err(|e| {
         let inner = e.inner().to_string();
         match e.path().to_string().as_str() {
-            "." | "?" => format!("{file}: not a network-info document: {inner}"),
-            p => format!("{file}: {p}: {inner}"),
+            "." | "?" => SriovError::NotDocument {
+                file: file.to_owned(),
+                reason: inner,
+            },
+            p => SriovError::Field {
+                file: file.to_owned(),
+                field: p.to_owned(),
+                reason: inner,
+            },
         }
     })?;
     let mut out = NetworkInfoPci {
@@ -108,10 +242,11 @@ pub fn parse_network_info(file: &str, text: &[u8]) -> Result<NetworkInfoPci, Str
     let mut seen = BTreeSet::new();
     for (i, iface) in info.interfaces.unwrap_or_default().into_iter().enumerate() {
         if !seen.insert(iface.network.clone()) {
-            return Err(format!(
-                "{file}: interfaces[{i}].network: network {:?} is listed twice",
-                iface.network
-            ));
+            return Err(SriovError::ListedTwice {
+                file: file.to_owned(),
+                index: i,
+                network: iface.network,
+            });
         }
         let addr = iface
             .device_info
@@ -150,40 +285,45 @@ fn open_network_info(path: &Path) -> std::io::Result<std::fs::File> {
 /// a FIFO, a device or (for a user's file) a link is refused at once.
 ///
 /// # Errors
-/// One line naming the file: unreadable, missing (unless `missing_ok`),
-/// larger than [`MAX_NETWORK_INFO_BYTES`], still empty, or malformed.
+/// One line naming the file: unreadable or missing (unless `missing_ok`)
+/// ([`SriovError::Read`]), not a regular file, larger than
+/// [`MAX_NETWORK_INFO_BYTES`], still empty, or malformed (as
+/// [`parse_network_info`]).
 pub fn read_network_info(
     path: &Path,
     missing_ok: bool,
     populate: Duration,
-) -> Result<Option<NetworkInfoPci>, String> {
+) -> Result<Option<NetworkInfoPci>, SriovError> {
     let file = path.display().to_string();
     let start = Instant::now();
     loop {
         let f = match open_network_info(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing_ok => return Ok(None),
-            Err(e) => return Err(format!("{file}: {e}")),
+            Err(source) => return Err(SriovError::Read { file, source }),
         };
-        if !f.metadata().map_err(|e| format!("{file}: {e}"))?.is_file() {
-            return Err(format!("{file}: not a regular file"));
+        let read = |source| SriovError::Read {
+            file: file.clone(),
+            source,
+        };
+        if !f.metadata().map_err(read)?.is_file() {
+            return Err(SriovError::NotRegular { file });
         }
         let mut buf = Vec::new();
         f.take(MAX_NETWORK_INFO_BYTES + 1)
             .read_to_end(&mut buf)
-            .map_err(|e| format!("{file}: {e}"))?;
+            .map_err(read)?;
         if buf.len() as u64 > MAX_NETWORK_INFO_BYTES {
-            return Err(format!(
-                "{file}: larger than {MAX_NETWORK_INFO_BYTES} bytes"
-            ));
+            return Err(SriovError::TooLarge {
+                file,
+                max: MAX_NETWORK_INFO_BYTES,
+            });
         }
         if !buf.iter().all(u8::is_ascii_whitespace) {
             return parse_network_info(&file, &buf).map(Some);
         }
         if start.elapsed() >= populate {
-            return Err(format!(
-                "{file}: empty: the network-info downward API file is not populated"
-            ));
+            return Err(SriovError::Empty { file });
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -208,16 +348,16 @@ pub fn resource_env_var(resource: &str) -> String {
 /// Every address is checked to be `dddd:bb:ss.f`.
 ///
 /// # Errors
-/// One line naming the interface field and where the address was looked
-/// for (the file and its field, or the variable): no address for an
-/// interface, a malformed address, a resource variable missing or with no
-/// address left.
+/// [`SriovError`], one line naming the interface field and where the
+/// address was looked for (the file and its field, or the variable): no
+/// address for an interface, a malformed address, a resource variable
+/// missing or with no address left.
 pub fn host_addresses(
     vmi: &VirtualMachineInstance,
     info: Option<&NetworkInfoPci>,
     file: &str,
     env: Option<&EnvLookup>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, SriovError> {
     let sriov = converter::sriov::live_interfaces(vmi);
     let mut out = BTreeMap::new();
     if sriov.is_empty() {
@@ -226,16 +366,20 @@ pub fn host_addresses(
     let check = |what: &str, addr: &str| {
         converter::interfaces::pci_address(what, addr)
             .map(|_| ())
-            .map_err(|_| format!("{what}: {addr:?} is not a PCI address of the form dddd:bb:ss.f"))
+            .map_err(|_| SriovError::BadAddress {
+                source_of: what.to_owned(),
+                address: addr.to_owned(),
+            })
     };
     match (info.filter(|i| !i.by_network.is_empty()), env) {
         (Some(info), _) => {
             for (i, iface) in sriov {
                 let Some((k, addr)) = info.by_network.get(&iface.name) else {
-                    return Err(format!(
-                        "spec.domain.devices.interfaces[{i}].sriov: {}: no PCI address for SR-IOV network {:?} (no interfaces[].network of that name with deviceInfo.pci.pci-address)",
-                        info.file, iface.name
-                    ));
+                    return Err(SriovError::NotListed {
+                        field: format!("spec.domain.devices.interfaces[{i}].sriov"),
+                        file: info.file.clone(),
+                        network: iface.name.clone(),
+                    });
                 };
                 check(
                     &format!("{}: interfaces[{k}].deviceInfo.pci.pci-address", info.file),
@@ -250,16 +394,20 @@ pub fn host_addresses(
                 let path = format!("spec.domain.devices.interfaces[{i}].sriov");
                 let name_var = format!("KUBEVIRT_RESOURCE_NAME_{}", iface.name);
                 let Some(resource) = env(&name_var) else {
-                    return Err(format!(
-                        "{path}: no host PCI address for SR-IOV interface {:?}: {file} lists none and {name_var} is not set",
-                        iface.name
-                    ));
+                    return Err(SriovError::NoResourceName {
+                        field: path,
+                        interface: iface.name.clone(),
+                        file: file.to_owned(),
+                        variable: name_var,
+                    });
                 };
                 let var = resource_env_var(&resource);
                 let Some(list) = env(&var) else {
-                    return Err(format!(
-                        "{path}: {var} (the addresses of resource {resource:?}) is not set"
-                    ));
+                    return Err(SriovError::ResourceUnset {
+                        field: path,
+                        variable: var,
+                        resource,
+                    });
                 };
                 let addrs: Vec<&str> = list
                     .trim_end_matches(',')
@@ -271,10 +419,11 @@ pub fn host_addresses(
                     check(&var, a)?;
                 }
                 let Some(addr) = addrs.into_iter().find(|a| !used.contains(*a)) else {
-                    return Err(format!(
-                        "{path}: {var} has no address left for SR-IOV interface {:?}",
-                        iface.name
-                    ));
+                    return Err(SriovError::NoAddressLeft {
+                        field: path,
+                        variable: var,
+                        interface: iface.name.clone(),
+                    });
                 };
                 used.insert(addr.to_owned());
                 out.insert(iface.name.clone(), addr.to_owned());
@@ -282,10 +431,11 @@ pub fn host_addresses(
         }
         (None, None) => {
             let (i, iface) = sriov[0];
-            return Err(format!(
-                "spec.domain.devices.interfaces[{i}].sriov: {file}: no PCI address for SR-IOV network {:?} (the file lists no deviceInfo.pci.pci-address)",
-                iface.name
-            ));
+            return Err(SriovError::NoneListed {
+                field: format!("spec.domain.devices.interfaces[{i}].sriov"),
+                file: file.to_owned(),
+                network: iface.name.clone(),
+            });
         }
     }
     Ok(out)
@@ -298,7 +448,7 @@ pub fn host_addresses(
 /// As [`read_network_info`] and [`host_addresses`].
 pub fn pod_host_addresses(
     vmi: &VirtualMachineInstance,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, SriovError> {
     if converter::sriov::live_interfaces(vmi).is_empty() {
         return Ok(BTreeMap::new());
     }
@@ -388,7 +538,7 @@ spec:
     #[test]
     fn bad_input_is_one_line_naming_file_field_or_variable() {
         let info = |t: &str| parse_network_info("/etc/podinfo/network-info", t.as_bytes());
-        type Found = Result<BTreeMap<String, String>, String>;
+        type Found = Result<BTreeMap<String, String>, SriovError>;
         let cases: Vec<(Found, &str)> = vec![
             (
                 info("{not json").map(|_| BTreeMap::new()),
@@ -454,7 +604,7 @@ spec:
             ),
         ];
         for (got, want) in cases {
-            let e = got.unwrap_err();
+            let e = got.unwrap_err().to_string();
             assert_eq!(e, want);
             assert_eq!(e.lines().count(), 1);
         }
@@ -464,11 +614,18 @@ spec:
     fn files_missing_empty_or_huge() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("network-info");
-        assert_eq!(read_network_info(&missing, true, Duration::ZERO), Ok(None));
-        let e = read_network_info(&missing, false, Duration::ZERO).unwrap_err();
+        assert!(matches!(
+            read_network_info(&missing, true, Duration::ZERO),
+            Ok(None)
+        ));
+        let e = read_network_info(&missing, false, Duration::ZERO)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with(&format!("{}: ", missing.display())), "{e}");
         std::fs::write(&missing, "\n").unwrap();
-        let e = read_network_info(&missing, true, Duration::from_millis(150)).unwrap_err();
+        let e = read_network_info(&missing, true, Duration::from_millis(150))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             format!(
@@ -477,14 +634,18 @@ spec:
             )
         );
         std::fs::write(&missing, vec![b' '; (MAX_NETWORK_INFO_BYTES + 1) as usize]).unwrap();
-        let e = read_network_info(&missing, true, Duration::ZERO).unwrap_err();
+        let e = read_network_info(&missing, true, Duration::ZERO)
+            .unwrap_err()
+            .to_string();
         assert!(e.ends_with("larger than 1048576 bytes"), "{e}");
         std::fs::write(&missing, INFO).unwrap();
         let got = read_network_info(&missing, false, Duration::ZERO)
             .unwrap()
             .unwrap();
         assert_eq!(got.by_network["red"], (2, "0000:81:11.1".to_owned()));
-        let e = read_network_info(dir.path(), false, Duration::ZERO).unwrap_err();
+        let e = read_network_info(dir.path(), false, Duration::ZERO)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("not a regular file") || e.contains("Is a directory"),
             "{e}"
@@ -500,14 +661,17 @@ spec:
         let e = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("a FIFO must not hang the reader")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a regular file"), "{e}");
         // A link the user's path goes through is refused, not followed.
         let real = dir.path().join("real");
         std::fs::write(&real, "{}").unwrap();
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let e = read_network_info(&link, false, Duration::ZERO).unwrap_err();
+        let e = read_network_info(&link, false, Duration::ZERO)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("link"), "{e}");
     }
 }

@@ -122,8 +122,9 @@ impl PodNetwork {
                 &resolv,
                 &network::phase1::pod_link,
                 &network::phase1::link_exists,
-            )?;
-            let servers = DhcpServers::start(p.dhcp, p.dhcp6)?;
+            )
+            .map_err(|e| e.to_string())?;
+            let servers = DhcpServers::start(p.dhcp, p.dhcp6).map_err(|e| e.to_string())?;
             tracing::info!(interface = %name, "network phase 2 done for the synced VMI");
             st.interfaces.extend(p.hosts);
             st.servers.insert(name, servers);
@@ -183,7 +184,9 @@ impl PodNetwork {
             return Ok(st.sriov_pci.clone());
         }
         let found = match &self.sriov {
-            SriovSource::Pod => network::sriov::pod_host_addresses(vmi)?,
+            SriovSource::Pod => {
+                network::sriov::pod_host_addresses(vmi).map_err(|e| e.to_string())?
+            }
             SriovSource::NetworkInfo(info) => from_network_info(vmi, info.as_ref())?,
         };
         tracing::info!(interfaces = ?found, "SR-IOV host devices");
@@ -216,7 +219,8 @@ fn from_network_info(
         ));
     };
     let name = info.file.clone();
-    let found = network::sriov::host_addresses(vmi, Some(info), &name, None)?;
+    let found =
+        network::sriov::host_addresses(vmi, Some(info), &name, None).map_err(|e| e.to_string())?;
     for (i, iface) in live {
         let addr = &found[&iface.name];
         // libvirt reads the device only when the domain starts, and fails

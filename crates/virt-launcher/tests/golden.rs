@@ -97,7 +97,8 @@ fn context(
             .unwrap_or(&info)
             .display()
             .to_string();
-        ctx.sriov_pci = network::sriov::host_addresses(vmi, pci.as_ref(), &name, None)?;
+        ctx.sriov_pci = network::sriov::host_addresses(vmi, pci.as_ref(), &name, None)
+            .map_err(|e| e.to_string())?;
     }
     Ok(ctx)
 }
@@ -113,7 +114,7 @@ fn convert(input: &Path, arch: Arch) -> Result<String, String> {
     let ctx = context(&vmi, input, arch)?;
     let dom = converter::convert(&vmi, &ctx).map_err(|e| e.to_string())?;
     storage::cloudinit::check_inline(&vmi).map_err(|e| e.to_string())?;
-    network::phase2::check_spec(&vmi)?;
+    network::phase2::check_spec(&vmi).map_err(|e| e.to_string())?;
     Ok(dom.to_xml().unwrap())
 }
 

@@ -264,11 +264,14 @@ fn malformed_packets_decode_to_errors_not_panics() {
     // The short options are refused by the header walk, before dhcproto
     // (no panic, not even a caught one), also inside an IA_NA.
     let e = decode_packet(&cases[4]).unwrap_err();
-    assert_eq!(e, "option 13 has 0 bytes, fewer than its 2-byte header");
+    assert_eq!(
+        e.to_string(),
+        "option 13 has 0 bytes, fewer than its 2-byte header"
+    );
     let mut nested = vec![1, 0, 0, 1, 0, 3, 0, 17, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
     nested.extend_from_slice(&[0, 13, 0, 1, 0]);
     assert_eq!(
-        decode_packet(&nested).unwrap_err(),
+        decode_packet(&nested).unwrap_err().to_string(),
         "option 13 has 1 bytes, fewer than its 2-byte header"
     );
     for p in cases {
@@ -313,7 +316,7 @@ fn fuzz_packet_path_never_panics_or_answers_others() {
         // The header walk refuses what dhcproto would panic on: the
         // catch_unwind net is never needed.
         if let Err(e) = &decoded {
-            assert!(!e.contains("panic"), "{e}: {p:?}");
+            assert_ne!(*e, PacketError::DecoderPanicked, "{e}: {p:?}");
         }
         if let Ok(m) = decoded {
             assert!(s.reply(&m, &other).is_none());

@@ -3,7 +3,7 @@
 
 use converter::interfaces::{bridge_name, tap_name, InterfaceHost};
 
-use super::{extra, LinkReader, Phase2};
+use super::{extra, LinkReader, Phase2, Phase2Error};
 use crate::dhcpv4::{DhcpV4Config, LEASE_SECONDS};
 use crate::phase1::PodLink;
 use api::VirtualMachineInstance;
@@ -34,18 +34,30 @@ pub(super) fn bridge(
     rc: &crate::dhcpv4::ResolvConf,
     link: &LinkReader,
     out: &mut Phase2,
-) -> Result<(), String> {
+) -> Result<(), Phase2Error> {
     use crate::cache::{read_dhcp_config, vif_cache_path};
     use crate::dhcpv4::Route;
     let (path, pod_iface) = (at.path, at.pod_iface);
-    let cache = read_dhcp_config(private_dir, pod_iface).map_err(|e| format!("{path}: {e}"))?;
+    let cache = read_dhcp_config(private_dir, pod_iface).map_err(|source| Phase2Error::Cache {
+        field: path.to_owned(),
+        source,
+    })?;
     let file = vif_cache_path(private_dir, pod_iface);
-    let corrupt = |what: String| format!("{path}: network cache {}: {what}", file.display());
+    let corrupt = |reason: String| Phase2Error::CacheField {
+        field: path.to_owned(),
+        file: file.display().to_string(),
+        reason,
+    };
     let cache_mac = cache.mac_bytes().map_err(corrupt)?;
     let spec_mac = iface
         .mac_address
         .as_ref()
-        .map(|m| api::mac::parse_guest_mac(m, false).map_err(|e| format!("{path}.macAddress: {e}")))
+        .map(|m| {
+            api::mac::parse_guest_mac(m, false).map_err(|source| Phase2Error::MacAddress {
+                field: path.to_owned(),
+                source,
+            })
+        })
         .transpose()?;
     out.hosts.insert(
         iface.name.clone(),
@@ -63,7 +75,7 @@ pub(super) fn bridge(
     else {
         return Ok(());
     };
-    let v4 = |s: &Option<String>, what: &str| -> Result<Option<std::net::Ipv4Addr>, String> {
+    let v4 = |s: &Option<String>, what: &str| -> Result<Option<std::net::Ipv4Addr>, Phase2Error> {
         match s.as_deref() {
             None | Some("") => Ok(None),
             Some(t) => t
@@ -72,14 +84,18 @@ pub(super) fn bridge(
                 .map_err(|_| corrupt(format!("{what} {t:?} is not an IPv4 address"))),
         }
     };
-    let server = crate::phase1::bridge_fake_ip(at.index).ok_or_else(|| {
-        format!(
-            "{path}: no fake bridge address for interface index {} (169.254.75.1{} is not an address)",
-            at.index, at.index
-        )
-    })?;
+    let server =
+        crate::phase1::bridge_fake_ip(at.index).ok_or_else(|| Phase2Error::NoFakeAddress {
+            field: path.to_owned(),
+            index: at.index,
+        })?;
     let nic = crate::phase1::bridged_nic_name(pod_iface);
-    let mtu = link(&nic).map_err(|e| format!("{path}: {e}"))?.mtu;
+    let mtu = link(&nic)
+        .map_err(|source| Phase2Error::Link {
+            field: path.to_owned(),
+            source,
+        })?
+        .mtu;
     let mut routes = Vec::new();
     for r in cache.routes.clone().unwrap_or_default() {
         // The kernel's route to the pod's own subnet (it has a source
@@ -119,7 +135,11 @@ pub(super) fn bridge(
         lease_seconds: LEASE_SECONDS,
         extra: extra(iface),
     };
-    let opts = cfg.build().map_err(|e| format!("{path}: DHCP: {e}"))?;
+    let opts = cfg.build().map_err(|source| Phase2Error::Dhcp {
+        field: path.to_owned(),
+        protocol: "DHCP",
+        source,
+    })?;
     out.dhcp.push((bridge_name(pod_iface), opts));
     Ok(())
 }

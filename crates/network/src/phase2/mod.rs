@@ -17,9 +17,11 @@
 //! - this module: [`prepare`] (every interface's host facts and DHCP
 //!   plan) and [`check_spec`] (what needs no host);
 //! - `bridge`: the bridge binding's part (phase 1's DHCP cache);
-//! - `servers`: running the planned DHCP servers.
+//! - `servers`: running the planned DHCP servers;
+//! - `error`: [`Phase2Error`].
 
 mod bridge;
+mod error;
 mod servers;
 
 use std::collections::BTreeMap;
@@ -32,6 +34,7 @@ use crate::dhcpv6::{DhcpV6Config, ServerV6};
 use crate::phase1::{Phase1Error, PodLink};
 use crate::plan::masquerade_plans;
 use bridge::BridgeIface;
+pub use error::Phase2Error;
 pub use servers::DhcpServers;
 
 /// Reads a pod link's MAC, MTU and address families by name (see
@@ -94,16 +97,17 @@ pub fn pod_iface_candidates(vmi: &VirtualMachineInstance, network: &str) -> Opti
 /// `eth0`, as KubeVirt's passt sidecar chooses).
 ///
 /// # Errors
-/// A one-line message naming the interface field: a binding other than
-/// masquerade, bridge or passt, a bad CIDR, a missing pod link or one that
-/// cannot be read, a corrupt cache, or a DHCP value that cannot be encoded.
+/// [`Phase2Error`], one line naming the interface field: a binding other
+/// than masquerade, bridge or passt, a bad CIDR, a missing pod link or one
+/// that cannot be read, a corrupt cache, or a DHCP value that cannot be
+/// encoded.
 pub fn prepare(
     vmi: &VirtualMachineInstance,
     private_dir: &std::path::Path,
     resolv_conf: &str,
     link: &LinkReader,
     link_exists: &LinkExists,
-) -> Result<Phase2, String> {
+) -> Result<Phase2, Phase2Error> {
     prepare_for(vmi, &|_| true, private_dir, resolv_conf, link, link_exists)
 }
 
@@ -122,7 +126,7 @@ pub fn prepare_for(
     resolv_conf: &str,
     link: &LinkReader,
     link_exists: &LinkExists,
-) -> Result<Phase2, String> {
+) -> Result<Phase2, Phase2Error> {
     let mut out = Phase2 {
         hosts: BTreeMap::new(),
         dhcp: Vec::new(),
@@ -132,20 +136,23 @@ pub fn prepare_for(
     for (i, iface) in vmi.live_pod_interfaces().filter(|(_, x)| wanted(&x.name)) {
         let path = format!("spec.domain.devices.interfaces[{i}]");
         let Some(net) = vmi.spec.networks.iter().find(|n| n.name == iface.name) else {
-            return Err(format!(
-                "{path}.name: no spec.networks entry named {:?}",
-                iface.name
-            ));
+            return Err(Phase2Error::Refused {
+                field: format!("{path}.name"),
+                reason: format!("no spec.networks entry named {:?}", iface.name),
+            });
         };
         let Some(candidates) = pod_iface_candidates(vmi, &net.name) else {
-            return Err(format!(
-                "spec.networks[name={}]: needs a source: pod or multus",
-                net.name
-            ));
+            return Err(Phase2Error::Refused {
+                field: format!("spec.networks[name={}]", net.name),
+                reason: "needs a source: pod or multus".into(),
+            });
         };
         if converter::passt::is_passt(iface) {
             let udn = converter::passt::OVN_UDN_LINK;
-            let source = if link_exists(udn).map_err(|e| format!("{path}: {e}"))? {
+            let source = if link_exists(udn).map_err(|source| Phase2Error::Link {
+                field: path.clone(),
+                source,
+            })? {
                 udn
             } else {
                 "eth0"
@@ -160,10 +167,13 @@ pub fn prepare_for(
             continue;
         }
         if iface.bridge.is_none() && iface.masquerade.is_none() {
-            return Err(format!(
-                "{path}: the {} binding is not wired by the launcher's phase 2 yet (use masquerade, bridge or binding: {{name: passt}})",
-                iface.binding_name().unwrap_or("default")
-            ));
+            return Err(Phase2Error::Refused {
+                field: path,
+                reason: format!(
+                    "the {} binding is not wired by the launcher's phase 2 yet (use masquerade, bridge or binding: {{name: passt}})",
+                    iface.binding_name().unwrap_or("default")
+                ),
+            });
         }
         let found = candidates
             .iter()
@@ -171,10 +181,11 @@ pub fn prepare_for(
         let Some((pod_iface, pod_link)) = found else {
             // The first candidate's own error says why.
             let why = link(&candidates[0]).map_or_else(|e| e.to_string(), |_| String::new());
-            return Err(format!(
-                "{path}: pod link {} is missing ({why})",
-                candidates.join(" or ")
-            ));
+            return Err(Phase2Error::LinkMissing {
+                field: path,
+                candidates: candidates.join(" or "),
+                reason: why,
+            });
         };
         if iface.bridge.is_some() {
             let ctx = BridgeIface {
@@ -187,15 +198,19 @@ pub fn prepare_for(
             continue;
         }
         let Some(pod) = &net.pod else {
-            return Err(format!(
-                "{path}.masquerade: masquerade is only allowed on the pod network"
-            ));
+            return Err(Phase2Error::Refused {
+                field: format!("{path}.masquerade"),
+                reason: "masquerade is only allowed on the pod network".into(),
+            });
         };
         let (plan, plan6) = masquerade_plans(&net.name, pod)?;
         let (pod_mac, mtu) = (pod_link.mac, pod_link.mtu);
         let mac = match &iface.mac_address {
             Some(m) => {
-                api::mac::parse_guest_mac(m, true).map_err(|e| format!("{path}.macAddress: {e}"))?
+                api::mac::parse_guest_mac(m, true).map_err(|source| Phase2Error::MacAddress {
+                    field: path.clone(),
+                    source,
+                })?
             }
             None => pod_mac,
         };
@@ -226,12 +241,21 @@ pub fn prepare_for(
         // As KubeVirt's masquerade DHCP config: each family is served
         // when the pod link has an address of it.
         if pod_link.ipv4 {
-            let opts = cfg.build().map_err(|e| format!("{path}: DHCP: {e}"))?;
+            let opts = cfg.build().map_err(|source| Phase2Error::Dhcp {
+                field: path.clone(),
+                protocol: "DHCP",
+                source,
+            })?;
             out.dhcp.push((bridge_name(&pod_iface), opts));
         }
         if pod_link.ipv6 {
             let bridge = bridge_name(&pod_iface);
-            let server_mac = link(&bridge).map_err(|e| format!("{path}: {e}"))?.mac;
+            let server_mac = link(&bridge)
+                .map_err(|source| Phase2Error::Link {
+                    field: path.clone(),
+                    source,
+                })?
+                .mac;
             let cfg6 = DhcpV6Config {
                 client_mac: mac,
                 client_ip: plan6.vm,
@@ -240,7 +264,11 @@ pub fn prepare_for(
                 search: rc.search.clone(),
                 subdomain: vmi.spec.subdomain.clone().unwrap_or_default(),
             };
-            let opts = cfg6.build().map_err(|e| format!("{path}: DHCPv6: {e}"))?;
+            let opts = cfg6.build().map_err(|source| Phase2Error::Dhcp {
+                field: path.clone(),
+                protocol: "DHCPv6",
+                source,
+            })?;
             out.dhcp6.push((bridge, opts));
         }
     }
@@ -254,8 +282,9 @@ pub fn prepare_for(
 /// `run` call it before anything starts, so both refuse the same input.
 ///
 /// # Errors
-/// A one-line message naming the field.
-pub fn check_spec(vmi: &VirtualMachineInstance) -> Result<(), String> {
+/// [`Phase2Error::Plan`] or [`Phase2Error::DhcpOptions`], one line naming
+/// the field.
+pub fn check_spec(vmi: &VirtualMachineInstance) -> Result<(), Phase2Error> {
     for (i, iface) in vmi.live_pod_interfaces() {
         let path = format!("spec.domain.devices.interfaces[{i}]");
         if converter::passt::is_passt(iface) {
@@ -281,7 +310,10 @@ pub fn check_spec(vmi: &VirtualMachineInstance) -> Result<(), String> {
             extra: extra(iface),
         }
         .build()
-        .map_err(|e| format!("{path}.dhcpOptions: {e}"))?;
+        .map_err(|source| Phase2Error::DhcpOptions {
+            field: path,
+            source,
+        })?;
     }
     Ok(())
 }

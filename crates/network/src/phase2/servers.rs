@@ -6,6 +6,13 @@ use std::thread::JoinHandle;
 use crate::dhcpv4::ServerOptions;
 use crate::dhcpv6::ServerV6;
 
+use super::Phase2Error;
+
+/// [`Phase2Error::Server`] for `what`.
+fn server_error(what: String) -> impl FnOnce(std::io::Error) -> Phase2Error {
+    move |source| Phase2Error::Server { what, source }
+}
+
 /// Running DHCP servers; [`DhcpServers::stop`] ends them.
 #[derive(Debug)]
 pub struct DhcpServers {
@@ -18,18 +25,18 @@ impl DhcpServers {
     /// each. A server error after start is logged.
     ///
     /// # Errors
-    /// The bind error, naming the bridge.
+    /// [`Phase2Error::Server`]: the bind error, naming the bridge.
     pub fn start(
         servers: Vec<(String, ServerOptions)>,
         servers6: Vec<(String, ServerV6)>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Phase2Error> {
         let stop = Arc::new(
-            crate::server::Stop::new().map_err(|e| format!("DHCP server stop pipe: {e}"))?,
+            crate::server::Stop::new().map_err(server_error("DHCP server stop pipe".into()))?,
         );
         let mut threads = Vec::new();
         for (bridge, opts) in servers6 {
             let sock = crate::server::bind_v6(&bridge, crate::server::SERVER_PORT_V6)
-                .map_err(|e| format!("DHCPv6 server on {bridge}: {e}"))?;
+                .map_err(server_error(format!("DHCPv6 server on {bridge}")))?;
             let stop = Arc::clone(&stop);
             let t = std::thread::Builder::new()
                 .name(format!("dhcp6-{bridge}"))
@@ -45,12 +52,12 @@ impl DhcpServers {
                         Err(e) => tracing::error!(%bridge, "DHCPv6 server failed: {e}"),
                     }
                 })
-                .map_err(|e| format!("DHCPv6 server thread: {e}"))?;
+                .map_err(server_error("DHCPv6 server thread".into()))?;
             threads.push(t);
         }
         for (bridge, opts) in servers {
             let sock = crate::server::bind(&bridge, crate::server::SERVER_PORT)
-                .map_err(|e| format!("DHCP server on {bridge}: {e}"))?;
+                .map_err(server_error(format!("DHCP server on {bridge}")))?;
             let stop = Arc::clone(&stop);
             let t = std::thread::Builder::new()
                 .name(format!("dhcp-{bridge}"))
@@ -61,7 +68,7 @@ impl DhcpServers {
                         Err(e) => tracing::error!(%bridge, "DHCPv4 server failed: {e}"),
                     }
                 })
-                .map_err(|e| format!("DHCP server thread: {e}"))?;
+                .map_err(server_error("DHCP server thread".into()))?;
             threads.push(t);
         }
         Ok(DhcpServers { stop, threads })

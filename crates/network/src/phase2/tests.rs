@@ -83,7 +83,7 @@ fn passt_interface_gets_no_tap_and_no_dhcp() {
         })
     };
     assert_eq!(
-        prepare(&v, Path::new("/nonexistent"), "", &never, &broken).unwrap_err(),
+        prepare(&v, Path::new("/nonexistent"), "", &never, &broken).unwrap_err().to_string(),
         "spec.domain.devices.interfaces[0]: looking up link ovn-udn1: EPERM: Operation not permitted"
     );
     // The lookup itself: lo exists everywhere, a 15-character name
@@ -158,7 +158,8 @@ fn other_bindings_and_bad_values_are_refused_by_field() {
         &link,
         &no_udn,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("interfaces[0]: the macvtap binding is not wired"),
         "{e}"
@@ -180,7 +181,8 @@ fn other_bindings_and_bad_values_are_refused_by_field() {
         &link,
         &no_udn,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("interfaces[0]: network cache /nonexistent/vif-cache-eth0.json: No such file"),
         "{e}"
@@ -192,7 +194,8 @@ fn other_bindings_and_bad_values_are_refused_by_field() {
         &link,
         &no_udn,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("interfaces[0]: DHCP: Could not parse NTP server"),
         "{e}"
@@ -204,11 +207,12 @@ fn other_bindings_and_bad_values_are_refused_by_field() {
         &link,
         &no_udn,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("at least 4 addresses"), "{e}");
     let fail = |_: &str| -> Result<PodLink, Phase1Error> { Err(gone("eth0")) };
     assert_eq!(
-        prepare(&vmi(VMI), Path::new("/"), "", &fail, &no_udn).unwrap_err(),
+        prepare(&vmi(VMI), Path::new("/"), "", &fail, &no_udn).unwrap_err().to_string(),
         "spec.domain.devices.interfaces[0]: pod link eth0 is missing (ip -j addr show dev eth0: Device \"eth0\" does not exist.)"
     );
 }
@@ -356,7 +360,9 @@ fn multus_bridge_interface_gets_its_own_tap_cache_and_dhcp() {
             link(name)
         }
     };
-    let e = prepare(&v, dir.path(), "", &none, &no_udn).unwrap_err();
+    let e = prepare(&v, dir.path(), "", &none, &no_udn)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with(
             "spec.domain.devices.interfaces[1]: pod link pod16477688c0e or net1 is missing"

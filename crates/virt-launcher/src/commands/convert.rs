@@ -81,7 +81,7 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
         let info = crate::standalone::network::read_network_info(file)?;
         sriov =
             network::sriov::host_addresses(&vmi, Some(&info), &file.display().to_string(), None)
-                .map_err(LauncherError::input)?;
+                .map_err(|e| LauncherError::input(e.to_string()))?;
     }
     let ctx = ConvertContext::from_parts(&facts, &cluster, prepared, sriov);
     // Whatever the reason (the host included), `convert` refuses the input.
@@ -89,7 +89,7 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     // The inline cloud-init data is refused here as `run` would refuse it.
     storage::cloudinit::check_inline(&vmi)?;
     // So are network values only phase 2 reads (CIDRs, dhcpOptions).
-    network::phase2::check_spec(&vmi).map_err(LauncherError::input)?;
+    network::phase2::check_spec(&vmi).map_err(|e| LauncherError::input(e.to_string()))?;
     let xml = dom
         .to_xml()
         .map_err(|e| LauncherError::runtime(e.to_string()))?;

@@ -371,8 +371,8 @@ fn network_phase1(
                 "masquerade is only allowed on the pod network",
             ));
         };
-        let (plan, plan6) =
-            network::plan::masquerade_plans(&iface.name, pod).map_err(LauncherError::input)?;
+        let (plan, plan6) = network::plan::masquerade_plans(&iface.name, pod)
+            .map_err(|e| LauncherError::input(e.to_string()))?;
         let ports = converter::interfaces::ports(
             iface,
             &format!("spec.domain.devices.interfaces[{index}]"),

@@ -128,7 +128,7 @@ pub fn run_vmi(
         let c = ConvertContext::from_parts(&host, &cluster, converter::Prepared::default(), sriov);
         converter::convert(&vmi, &c)?;
         storage::cloudinit::check_inline(&vmi)?;
-        network::phase2::check_spec(&vmi).map_err(LauncherError::input)?;
+        network::phase2::check_spec(&vmi).map_err(|e| LauncherError::input(e.to_string()))?;
         ctx = Some(c);
     }
     let standalone = source.mode() == crate::pod::Mode::Standalone;
