@@ -278,7 +278,7 @@ fn checked_source<'a>(
         ConfigDiskFs::Iso9660 => crate::iso::check_label(label),
         ConfigDiskFs::Vfat => crate::fat::check_label(label),
     }
-    .map_err(|m| volume_err(&format!("{field}.volumeLabel"), m))?;
+    .map_err(|e| volume_err(&format!("{field}.volumeLabel"), e.to_string()))?;
     let root = match fs::canonicalize(src) {
         Ok(r) if r.is_dir() => r,
         Ok(_) => {

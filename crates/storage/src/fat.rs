@@ -16,6 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::iso::{staging_path, IsoError};
+use crate::LabelError;
 
 /// Longest FAT volume label (the boot sector field is 11 bytes).
 pub const MAX_LABEL: usize = 11;
@@ -27,20 +28,24 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// forbids in labels.
 ///
 /// # Errors
-/// A message saying what is wrong with the label.
-pub fn check_label(label: &str) -> Result<(), String> {
+/// [`LabelError::Length`] or [`LabelError::FatCharacter`], naming the
+/// label.
+pub fn check_label(label: &str) -> Result<(), LabelError> {
     if label.is_empty() || label.len() > MAX_LABEL {
-        return Err(format!(
-            "{label:?} must have 1 to {MAX_LABEL} characters (a FAT volume label)"
-        ));
+        return Err(LabelError::Length {
+            label: label.to_owned(),
+            max: MAX_LABEL,
+            what: "a FAT volume label",
+        });
     }
     if let Some(c) = label
         .chars()
         .find(|c| !(c.is_ascii_graphic() || *c == ' ') || "\"*+,./:;<=>?[\\]|".contains(*c))
     {
-        return Err(format!(
-            "{label:?} contains {c:?}, which a FAT volume label cannot hold"
-        ));
+        return Err(LabelError::FatCharacter {
+            label: label.to_owned(),
+            character: c,
+        });
     }
     Ok(())
 }

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::LabelError;
+
 /// KubeVirt's timeout for generating a cloud-init ISO (facts 9).
 pub const ISO_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -51,17 +53,21 @@ pub fn staging_path(iso: &Path) -> PathBuf {
 /// Checks a volume label: 1 to [`MAX_LABEL`] printable ASCII characters.
 ///
 /// # Errors
-/// A message saying what is wrong with the label.
-pub fn check_label(label: &str) -> Result<(), String> {
+/// [`LabelError::Length`] or [`LabelError::IsoCharacter`], naming the
+/// label.
+pub fn check_label(label: &str) -> Result<(), LabelError> {
     if label.is_empty() || label.len() > MAX_LABEL {
-        return Err(format!(
-            "{label:?} must have 1 to {MAX_LABEL} characters (an ISO 9660 volume identifier)"
-        ));
+        return Err(LabelError::Length {
+            label: label.to_owned(),
+            max: MAX_LABEL,
+            what: "an ISO 9660 volume identifier",
+        });
     }
     if let Some(c) = label.chars().find(|c| !c.is_ascii_graphic() && *c != ' ') {
-        return Err(format!(
-            "{label:?} contains {c:?}; a volume label is printable ASCII"
-        ));
+        return Err(LabelError::IsoCharacter {
+            label: label.to_owned(),
+            character: c,
+        });
     }
     Ok(())
 }

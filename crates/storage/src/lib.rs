@@ -97,6 +97,39 @@ pub enum StorageError {
     },
 }
 
+/// A volume label (`volumeLabel`) the file system cannot hold
+/// ([`fat::check_label`], [`iso::check_label`]). The text names the label;
+/// the caller prefixes the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    /// Empty or longer than the file system allows.
+    #[error("{label:?} must have 1 to {max} characters ({what})")]
+    Length {
+        /// The label as written.
+        label: String,
+        /// The longest label in characters.
+        max: usize,
+        /// `a FAT volume label` or `an ISO 9660 volume identifier`.
+        what: &'static str,
+    },
+    /// A character FAT forbids in labels.
+    #[error("{label:?} contains {character:?}, which a FAT volume label cannot hold")]
+    FatCharacter {
+        /// The label as written.
+        label: String,
+        /// The first forbidden character.
+        character: char,
+    },
+    /// A character outside printable ASCII in an ISO 9660 label.
+    #[error("{label:?} contains {character:?}; a volume label is printable ASCII")]
+    IsoCharacter {
+        /// The label as written.
+        label: String,
+        /// The first forbidden character.
+        character: char,
+    },
+}
+
 fn volume_err(path: &str, message: impl Into<String>) -> StorageError {
     StorageError::Volume {
         path: path.to_owned(),

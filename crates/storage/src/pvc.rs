@@ -160,26 +160,66 @@ pub fn block_mode_volumes(
     Ok(out)
 }
 
+/// Why no disk image of a claim's size can be made. KubeVirt's messages
+/// (`pkg/host-disk`), naming the volume; the caller prefixes the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimSizeError {
+    /// The claim's status has neither capacity nor requests.
+    #[error("unable to determine the size of volume {volume}: its claim provides no storage capacity or requests")]
+    Unknown {
+        /// The volume.
+        volume: String,
+    },
+    /// The size, aligned down to 1 MiB, is 0.
+    #[error("the size for volume {volume} is too low, must be at least 1MiB")]
+    TooLow {
+        /// The volume.
+        volume: String,
+    },
+    /// The free room is short of the size by more than the toleration.
+    #[error("unable to create the disk image of volume {volume}: not enough space, demanded size {requested} B is bigger than the available space {room} B, also after taking {toleration} % toleration into account")]
+    NoSpace {
+        /// The volume.
+        volume: String,
+        /// The size asked for, in bytes.
+        requested: u64,
+        /// The free bytes.
+        room: u64,
+        /// `lessPVCSpaceToleration`, percent.
+        toleration: u8,
+    },
+    /// Tolerated, but the room is less than 1 MiB.
+    #[error("unable to create the disk image of volume {volume}: only {room} B are available, less than 1MiB")]
+    RoomUnderMib {
+        /// The volume.
+        volume: String,
+        /// The free bytes.
+        room: u64,
+    },
+}
+
 /// The size of the image KubeVirt creates for a claim (the requests when
 /// smaller than the capacity), aligned down to 1 MiB.
 ///
 /// # Errors
-/// A message when the claim has neither capacity nor requests, or less
-/// than 1 MiB.
-pub fn image_size(info: &PvcInfo, volume: &str) -> Result<u64, String> {
+/// [`ClaimSizeError::Unknown`] when the claim has neither capacity nor
+/// requests, [`ClaimSizeError::TooLow`] for less than 1 MiB.
+pub fn image_size(info: &PvcInfo, volume: &str) -> Result<u64, ClaimSizeError> {
     let size = match (info.capacity, info.requests) {
-        (None, None) => return Err(format!(
-            "unable to determine the size of volume {volume}: its claim provides no storage capacity or requests"
-        )),
+        (None, None) => {
+            return Err(ClaimSizeError::Unknown {
+                volume: volume.to_owned(),
+            })
+        }
         (c, Some(r)) if c.is_none_or(|c| c > r) => r,
         (Some(c), _) => c,
         (None, Some(r)) => r,
     };
     let size = size - size % MIB;
     if size == 0 {
-        return Err(format!(
-            "the size for volume {volume} is too low, must be at least 1MiB"
-        ));
+        return Err(ClaimSizeError::TooLow {
+            volume: volume.to_owned(),
+        });
     }
     Ok(size)
 }
@@ -227,28 +267,32 @@ impl Default for SpacePolicy {
 /// `ToleratedSmallPV` event).
 ///
 /// # Errors
-/// A message naming `volume` when the room is too small even with the
-/// toleration.
+/// [`ClaimSizeError::NoSpace`] / [`ClaimSizeError::RoomUnderMib`], naming
+/// `volume`, when the room is too small even with the toleration.
 pub fn size_to_create(
     volume: &str,
     requested: u64,
     room: u64,
     toleration: u8,
-) -> Result<u64, String> {
+) -> Result<u64, ClaimSizeError> {
     if requested <= room {
         return Ok(requested);
     }
     let tolerated = u128::from(requested) * u128::from(100 - toleration.min(100)) / 100;
     if tolerated > u128::from(room) {
-        return Err(format!(
-            "unable to create the disk image of volume {volume}: not enough space, demanded size {requested} B is bigger than the available space {room} B, also after taking {toleration} % toleration into account"
-        ));
+        return Err(ClaimSizeError::NoSpace {
+            volume: volume.to_owned(),
+            requested,
+            room,
+            toleration,
+        });
     }
     let size = room - room % MIB;
     if size == 0 {
-        return Err(format!(
-            "unable to create the disk image of volume {volume}: only {room} B are available, less than 1MiB"
-        ));
+        return Err(ClaimSizeError::RoomUnderMib {
+            volume: volume.to_owned(),
+            room,
+        });
     }
     tracing::info!(
         volume,
@@ -312,7 +356,7 @@ pub fn create_image(
         .ok_or_else(|| volume_err(field, format!("{} has no directory", image.display())))?;
     let free = room_of(dir).map_err(io_err(field, "statvfs", dir))?;
     let size = size_to_create(volume, requested, free, policy.less_pvc_space_toleration)
-        .map_err(|m| volume_err(field, m))?;
+        .map_err(|e| volume_err(field, e.to_string()))?;
     let mut tmp = image.as_os_str().to_owned();
     tmp.push(".partial");
     let tmp = std::path::PathBuf::from(tmp);

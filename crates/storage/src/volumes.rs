@@ -180,7 +180,8 @@ impl Step<'_> {
         match pvc::info(vmi, &v.name)?.filter(|p| !p.is_block()) {
             Some(info) => {
                 claim_dir_under(field, &self.ctx.paths.private_dir, image)?;
-                let size = pvc::image_size(&info, &v.name).map_err(|m| volume_err(field, m))?;
+                let size = pvc::image_size(&info, &v.name)
+                    .map_err(|e| volume_err(field, e.to_string()))?;
                 self.create_claim_image(&v.name, image, size)
             }
             None => {

@@ -88,12 +88,17 @@ fn image_size_is_the_smaller_of_request_and_capacity_aligned_down_to_1_mib() {
     );
     assert_eq!(pvc::image_size(&info(Some(MIB + 1), None), "v"), Ok(MIB));
     assert_eq!(
-        pvc::image_size(&info(Some(MIB - 1), None), "small").unwrap_err(),
+        pvc::image_size(&info(Some(MIB - 1), None), "small")
+            .unwrap_err()
+            .to_string(),
         "the size for volume small is too low, must be at least 1MiB"
     );
-    assert!(pvc::image_size(&info(None, None), "none")
-        .unwrap_err()
-        .contains("volume none: its claim provides no storage capacity or requests"));
+    assert_eq!(
+        pvc::image_size(&info(None, None), "none")
+            .unwrap_err()
+            .to_string(),
+        "unable to determine the size of volume none: its claim provides no storage capacity or requests"
+    );
 }
 
 #[test]
@@ -113,10 +118,21 @@ fn toleration_accepts_a_claim_up_to_10_percent_smaller_and_refuses_more() {
         pvc::size_to_create("v", 100 * MIB, 90 * MIB, 10),
         Ok(90 * MIB)
     );
-    let e = pvc::size_to_create("pvc-a", 100 * MIB, 90 * MIB - 1, 10).unwrap_err();
-    assert!(e.contains("volume pvc-a: not enough space, demanded size 104857600 B is bigger than the available space 94371839 B, also after taking 10 % toleration into account"), "{e}");
+    let e = pvc::size_to_create("pvc-a", 100 * MIB, 90 * MIB - 1, 10)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "unable to create the disk image of volume pvc-a: not enough space, demanded size 104857600 B is bigger than the available space 94371839 B, also after taking 10 % toleration into account");
     // Toleration 0: any shortfall is refused.
-    assert!(pvc::size_to_create("v", 100 * MIB, 100 * MIB - 1, 0).is_err());
+    assert!(matches!(
+        pvc::size_to_create("v", 100 * MIB, 100 * MIB - 1, 0),
+        Err(pvc::ClaimSizeError::NoSpace { toleration: 0, .. })
+    ));
+    assert_eq!(
+        pvc::size_to_create("v", 100 * MIB, MIB - 1, 100)
+            .unwrap_err()
+            .to_string(),
+        "unable to create the disk image of volume v: only 1048575 B are available, less than 1MiB"
+    );
     // KubeVirt's event for a tolerated shortfall; none when it fits.
     assert_eq!(pvc::tolerated_small_pv(100 * MIB, 100 * MIB, 10), None);
     let ev = pvc::tolerated_small_pv(5 << 30, 4939 * MIB, 10).unwrap();
