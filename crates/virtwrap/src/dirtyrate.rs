@@ -46,6 +46,25 @@ pub const RETRY_BUDGET: Duration = Duration::from_secs(1);
 /// KubeVirt's message when the rate is not set.
 pub const NOT_SET: &str = "Dirty rate MegabytesPerSecondSet is false";
 
+/// Why there is no dirty rate. Its text is what virt-handler gets in
+/// `Response.message` (KubeVirt's words where KubeVirt has them).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DirtyRateError {
+    /// A libvirt call failed (KubeVirt's manager wraps it so).
+    #[error("failed to get domain dirty rate stats: {0}")]
+    Libvirt(String),
+    /// No result, or libvirt did not set `dirtyrate.megabytes_per_second`
+    /// ([`NOT_SET`], KubeVirt's command server's message).
+    #[error("Dirty rate MegabytesPerSecondSet is false")]
+    NotSet,
+    /// A shared calculation ended and left no result (not expected).
+    #[error("dirty rate calculation ended without a result")]
+    NoResult,
+    /// The calculation panicked; its waiters get this.
+    #[error("dirty rate calculation panicked")]
+    Panicked,
+}
+
 /// `VIR_DOMAIN_DIRTYRATE_UNSTARTED`: no calculation has been started.
 pub const STATUS_UNSTARTED: i32 = 0;
 /// `VIR_DOMAIN_DIRTYRATE_MEASURING`: the calculation is running.
@@ -60,14 +79,14 @@ pub trait DirtyRateDomain {
     /// no running domain exists.
     ///
     /// # Errors
-    /// The failure message.
-    fn start_calc(&self, seconds: i32) -> Result<bool, String>;
+    /// [`DirtyRateError::Libvirt`].
+    fn start_calc(&self, seconds: i32) -> Result<bool, DirtyRateError>;
     /// The `dirtyrate.*` statistics now; `Ok(None)` when no running domain
     /// exists.
     ///
     /// # Errors
-    /// The failure message.
-    fn query(&self) -> Result<Option<DomainStatsDirtyRate>, String>;
+    /// [`DirtyRateError::Libvirt`].
+    fn query(&self) -> Result<Option<DomainStatsDirtyRate>, DirtyRateError>;
     /// Waits `d` (fakes advance their clock instead).
     fn sleep(&self, d: Duration) {
         std::thread::sleep(d);
@@ -82,11 +101,8 @@ pub trait DirtyRateDomain {
 /// `Ok(None)` when no running domain exists.
 ///
 /// # Errors
-/// The message of the first failed libvirt call.
-pub fn measure(
-    dom: &dyn DirtyRateDomain,
-    calc: Duration,
-) -> Result<Option<DomainStatsDirtyRate>, String> {
+/// The first failed libvirt call ([`DirtyRateError::Libvirt`]).
+pub fn measure(dom: &dyn DirtyRateDomain, calc: Duration) -> DirtyRateResult {
     let calc = calc.max(CALC_DURATION);
     let seconds = i32::try_from(calc.as_secs()).unwrap_or(i32::MAX);
     if !dom.start_calc(seconds)? {
@@ -112,16 +128,16 @@ pub fn measure(
 /// `dirtyrate.megabytes_per_second`.
 ///
 /// # Errors
-/// [`NOT_SET`].
-pub fn rate_mbs(stat: Option<&DomainStatsDirtyRate>) -> Result<i64, String> {
+/// [`DirtyRateError::NotSet`] ([`NOT_SET`]).
+pub fn rate_mbs(stat: Option<&DomainStatsDirtyRate>) -> Result<i64, DirtyRateError> {
     match stat {
         Some(s) if s.megabytes_per_second_set => Ok(s.megabytes_per_second),
-        _ => Err(NOT_SET.to_owned()),
+        _ => Err(DirtyRateError::NotSet),
     }
 }
 
 /// A result: the statistics (`None`: no running domain) or the failure.
-pub type DirtyRateResult = Result<Option<DomainStatsDirtyRate>, String>;
+pub type DirtyRateResult = Result<Option<DomainStatsDirtyRate>, DirtyRateError>;
 
 #[derive(Default)]
 struct CacheState {
@@ -195,16 +211,13 @@ impl DirtyRateCache {
             while st.generation == gen {
                 st = self.done.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
-            return st
-                .latest
-                .clone()
-                .unwrap_or_else(|| Err("dirty rate calculation ended without a result".into()));
+            return st.latest.clone().unwrap_or(Err(DirtyRateError::NoResult));
         }
         st.running = true;
         drop(st);
         // A panicking calculation must not leave waiters blocked forever.
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(calc))
-            .unwrap_or_else(|_| Err("dirty rate calculation panicked".into()));
+            .unwrap_or(Err(DirtyRateError::Panicked));
         let mut st = self.lock();
         if let Ok(v) = &res {
             st.last = Some((now(), v.clone()));
@@ -333,12 +346,12 @@ fn dirty_rate_stats(d: &VirtDomain) -> Result<DomainStatsDirtyRate, ManagerError
     }
 }
 
-fn failed(e: ManagerError) -> String {
-    format!("failed to get domain dirty rate stats: {e}")
+fn failed(e: ManagerError) -> DirtyRateError {
+    DirtyRateError::Libvirt(e.to_string())
 }
 
 impl DirtyRateDomain for LibvirtDirtyRate<'_> {
-    fn start_calc(&self, seconds: i32) -> Result<bool, String> {
+    fn start_calc(&self, seconds: i32) -> Result<bool, DirtyRateError> {
         let started = self
             .manager
             .with_domain(self.name, |d| {
@@ -352,7 +365,7 @@ impl DirtyRateDomain for LibvirtDirtyRate<'_> {
         Ok(started.unwrap_or(false))
     }
 
-    fn query(&self) -> Result<Option<DomainStatsDirtyRate>, String> {
+    fn query(&self) -> Result<Option<DomainStatsDirtyRate>, DirtyRateError> {
         let stat = self
             .manager
             .with_domain(self.name, |d| {
@@ -388,14 +401,14 @@ mod tests {
     }
 
     impl DirtyRateDomain for Fake {
-        fn start_calc(&self, seconds: i32) -> Result<bool, String> {
+        fn start_calc(&self, seconds: i32) -> Result<bool, DirtyRateError> {
             self.started.borrow_mut().push(seconds);
             Ok(self.running)
         }
-        fn query(&self) -> Result<Option<DomainStatsDirtyRate>, String> {
+        fn query(&self) -> Result<Option<DomainStatsDirtyRate>, DirtyRateError> {
             self.queries.set(self.queries.get() + 1);
             if let Some(e) = &self.fail_query {
-                return Err(e.clone());
+                return Err(DirtyRateError::Libvirt(e.clone()));
             }
             if !self.running {
                 return Ok(None);
@@ -476,7 +489,7 @@ mod tests {
         assert_eq!(f.queries.get(), 6);
         let retried: Duration = f.slept.borrow()[1..].iter().sum();
         assert_eq!(retried, RETRY_BUDGET);
-        assert_eq!(rate_mbs(Some(&s)), Err(NOT_SET.to_owned()));
+        assert_eq!(rate_mbs(Some(&s)), Err(DirtyRateError::NotSet));
     }
 
     #[test]
@@ -484,8 +497,21 @@ mod tests {
         let f = running(None, 0);
         let s = measure(&f, CALC_DURATION).unwrap();
         assert_eq!(
-            rate_mbs(s.as_ref()),
+            rate_mbs(s.as_ref()).map_err(|e| e.to_string()),
             Err("Dirty rate MegabytesPerSecondSet is false".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_failed_libvirt_call_is_kubevirts_message() {
+        let f = Fake {
+            running: true,
+            fail_query: Some("Domain not found".into()),
+            ..Fake::default()
+        };
+        assert_eq!(
+            measure(&f, CALC_DURATION).unwrap_err().to_string(),
+            "failed to get domain dirty rate stats: Domain not found"
         );
     }
 
@@ -495,7 +521,7 @@ mod tests {
         assert_eq!(measure(&f, CALC_DURATION), Ok(None));
         assert!(f.slept.borrow().is_empty());
         assert_eq!(f.queries.get(), 0);
-        assert_eq!(rate_mbs(None), Err(NOT_SET.to_owned()));
+        assert_eq!(rate_mbs(None), Err(DirtyRateError::NotSet));
     }
 
     #[test]
@@ -512,7 +538,10 @@ mod tests {
             fail_query: Some("boom".into()),
             ..Default::default()
         };
-        assert_eq!(measure(&f, CALC_DURATION), Err("boom".into()));
+        assert_eq!(
+            measure(&f, CALC_DURATION),
+            Err(DirtyRateError::Libvirt("boom".into()))
+        );
     }
 
     fn stat(mbs: i64) -> DomainStatsDirtyRate {
@@ -548,7 +577,10 @@ mod tests {
     fn cache_keeps_no_result_but_not_failures() {
         let c = DirtyRateCache::default();
         let t0 = Instant::now();
-        assert_eq!(c.get_at(|| t0, || Err("down".into())), Err("down".into()));
+        assert_eq!(
+            c.get_at(|| t0, || Err(DirtyRateError::Libvirt("down".into()))),
+            Err(DirtyRateError::Libvirt("down".into()))
+        );
         assert_eq!(c.get_at(|| t0, || Ok(None)), Ok(None));
         assert_eq!(c.get_at(|| t0, || Ok(Some(stat(5)))), Ok(None));
     }
@@ -589,14 +621,17 @@ mod tests {
             c2.get(|| {
                 s2.wait();
                 std::thread::sleep(Duration::from_millis(300));
-                Err("libvirt down".into())
+                Err(DirtyRateError::Libvirt("libvirt down".into()))
             })
         });
         started.wait();
         // The calculation is running: this caller waits and shares it.
         let shared = c.get(|| Ok(Some(stat(1))));
-        assert_eq!(shared, Err("libvirt down".into()));
-        assert_eq!(first.join().unwrap(), Err("libvirt down".into()));
+        assert_eq!(shared, Err(DirtyRateError::Libvirt("libvirt down".into())));
+        assert_eq!(
+            first.join().unwrap(),
+            Err(DirtyRateError::Libvirt("libvirt down".into()))
+        );
         assert_eq!(c.get(|| Ok(Some(stat(2)))), Ok(Some(stat(2))));
     }
 
@@ -604,7 +639,7 @@ mod tests {
     fn a_panicking_calculation_releases_its_waiters() {
         let c = DirtyRateCache::default();
         let r = c.get(|| panic!("bug"));
-        assert_eq!(r, Err("dirty rate calculation panicked".into()));
+        assert_eq!(r, Err(DirtyRateError::Panicked));
         assert_eq!(c.get(|| Ok(Some(stat(3)))), Ok(Some(stat(3))));
     }
 }

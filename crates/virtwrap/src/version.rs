@@ -34,10 +34,26 @@ pub fn format(v: u32) -> String {
     )
 }
 
+/// Why the QEMU version is not known; the text is GetQemuVersion's
+/// `Response.message`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum QemuVersionError {
+    /// libvirt's error from the probe (`virConnectGetVersion`), as text:
+    /// the result is shared by every caller.
+    #[error("{0}")]
+    Libvirt(String),
+    /// The probe's thread could not be started.
+    #[error("cannot start the QEMU version probe: {0}")]
+    Spawn(String),
+    /// The probe is still running after the caller's wait.
+    #[error("the QEMU version is not known yet: libvirt is still probing QEMU")]
+    Probing,
+}
+
 /// The probe's result, shared by the probing thread and the callers.
 #[derive(Default)]
 pub struct QemuVersion {
-    value: Mutex<Option<Result<String, String>>>,
+    value: Mutex<Option<Result<String, QemuVersionError>>>,
     ready: Condvar,
 }
 
@@ -55,7 +71,7 @@ impl QemuVersion {
                 let r = conn
                     .with(|c| c.get_hyp_version().map_err(ManagerError::from))
                     .map(format)
-                    .map_err(|e| e.to_string());
+                    .map_err(|e| QemuVersionError::Libvirt(e.to_string()));
                 match &r {
                     Ok(s) => tracing::debug!(
                         ms = started.elapsed().as_millis(),
@@ -67,19 +83,19 @@ impl QemuVersion {
                 shared.set(r);
             });
         if let Err(e) = spawned {
-            v.set(Err(format!("cannot start the QEMU version probe: {e}")));
+            v.set(Err(QemuVersionError::Spawn(e.to_string())));
         }
         v
     }
 
     /// A value known in advance (tests).
-    pub fn known(version: Result<String, String>) -> Arc<QemuVersion> {
+    pub fn known(version: Result<String, QemuVersionError>) -> Arc<QemuVersion> {
         let v = Arc::new(QemuVersion::default());
         v.set(version);
         v
     }
 
-    fn set(&self, r: Result<String, String>) {
+    fn set(&self, r: Result<String, QemuVersionError>) {
         *self.value.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
         self.ready.notify_all();
     }
@@ -88,17 +104,15 @@ impl QemuVersion {
     /// still running.
     ///
     /// # Errors
-    /// libvirt's error from the probe, or a message saying the probe is
-    /// still running after `wait`.
-    pub fn get(&self, wait: Duration) -> Result<String, String> {
+    /// libvirt's error from the probe ([`QemuVersionError::Libvirt`]), or
+    /// [`QemuVersionError::Probing`] when it is still running after `wait`.
+    pub fn get(&self, wait: Duration) -> Result<String, QemuVersionError> {
         let guard = self.value.lock().unwrap_or_else(PoisonError::into_inner);
         let (guard, _) = self
             .ready
             .wait_timeout_while(guard, wait, |v| v.is_none())
             .unwrap_or_else(PoisonError::into_inner);
-        guard.clone().unwrap_or_else(|| {
-            Err("the QEMU version is not known yet: libvirt is still probing QEMU".into())
-        })
+        guard.clone().unwrap_or(Err(QemuVersionError::Probing))
     }
 }
 
@@ -117,7 +131,11 @@ mod tests {
     fn waits_for_the_probe_then_answers_from_memory() {
         let v = Arc::new(QemuVersion::default());
         let e = v.get(Duration::from_millis(10)).unwrap_err();
-        assert!(e.contains("not known yet"), "{e}");
+        assert_eq!(e, QemuVersionError::Probing);
+        assert_eq!(
+            e.to_string(),
+            "the QEMU version is not known yet: libvirt is still probing QEMU"
+        );
         let setter = Arc::clone(&v);
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
@@ -126,7 +144,9 @@ mod tests {
         assert_eq!(v.get(Duration::from_secs(5)).unwrap(), "QEMU 10.0.2");
         t.join().unwrap();
         assert_eq!(
-            QemuVersion::known(Err("no daemon".into())).get(Duration::ZERO),
+            QemuVersion::known(Err(QemuVersionError::Libvirt("no daemon".into())))
+                .get(Duration::ZERO)
+                .map_err(|e| e.to_string()),
             Err("no daemon".into())
         );
     }

@@ -492,15 +492,18 @@ impl Handler for LauncherHandler {
     }
 
     fn qemu_version(&self) -> Result<String, CommandError> {
-        self.manager.qemu_version().map_err(CommandError::Failed)
+        self.manager
+            .qemu_version()
+            .map_err(|e| CommandError::Failed(e.to_string()))
     }
 
     fn dirty_rate_mbs(&self) -> Result<i64, CommandError> {
         let stat = self
             .manager
             .dirty_rate_stats(&self.id.domain_name(), virtwrap::dirtyrate::CALC_DURATION)
-            .map_err(CommandError::Failed)?;
-        virtwrap::dirtyrate::rate_mbs(stat.as_ref()).map_err(CommandError::Failed)
+            .map_err(|e| CommandError::Failed(e.to_string()))?;
+        virtwrap::dirtyrate::rate_mbs(stat.as_ref())
+            .map_err(|e| CommandError::Failed(e.to_string()))
     }
 
     fn guest_info_json(&self) -> Result<String, CommandError> {
@@ -566,18 +569,19 @@ impl Handler for LauncherHandler {
             DumpPolicy::HotplugVolumes(d) => Some(d.as_path()),
             DumpPolicy::AnyDirectory => None,
         };
-        let path =
-            memory_dump::check_dump_path(dump_path, hotplug_dir).map_err(CommandError::Failed)?;
+        let path = memory_dump::check_dump_path(dump_path, hotplug_dir)
+            .map_err(|e| CommandError::Failed(e.to_string()))?;
         let manager = Arc::clone(&self.manager);
         let name = self.id.domain_name();
-        let r = self.dumper.request(
-            &path,
-            Box::new(move |p: &std::path::Path| {
-                manager
-                    .core_dump_memory(&name, p)
-                    .map_err(|e| e.to_string())
-            }),
-        )?;
+        let r = self
+            .dumper
+            .request(
+                &path,
+                Box::new(move |p: &std::path::Path| {
+                    manager.core_dump_memory(&name, p).map_err(Into::into)
+                }),
+            )
+            .map_err(|e| CommandError::Failed(e.to_string()))?;
         tracing::info!(path = %path.display(), request = ?r, "memory dump requested");
         Ok(())
     }
@@ -591,7 +595,7 @@ impl Handler for LauncherHandler {
             return Err(CommandError::Failed(backup::CBT_NOT_ENABLED.into()));
         }
         let o = decode_backup_options(options)?;
-        backup::check_options(&o).map_err(CommandError::Failed)?;
+        backup::check_options(&o).map_err(|e| CommandError::Failed(e.to_string()))?;
         self.cache.invalidate();
         self.manager
             .backup_vmi(vmi, &o, &AgentQuiesce(&self.agent))
@@ -650,7 +654,9 @@ impl Handler for LauncherHandler {
     }
 
     fn agent_data(&self, command: &str) -> Result<String, CommandError> {
-        self.agent.data(command).map_err(CommandError::Failed)
+        self.agent
+            .data(command)
+            .map_err(|e| CommandError::Failed(e.to_string()))
     }
 
     fn sev_info(&self) -> Result<Vec<u8>, CommandError> {

@@ -32,6 +32,24 @@ pub const TTLS: [(&str, Duration); 14] = [
     ("guest-get-memory-blocks", Duration::from_secs(1800)),
 ];
 
+/// Why GetVMStats has no reply for an agent item; KubeVirt's messages,
+/// which virt-handler reads in the item's error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AgentDataError {
+    /// The command is not one of [`TTLS`] (cut to the bound of a string).
+    #[error("cache not found for data key: {0}")]
+    UnknownCommand(String),
+    /// The agent call failed.
+    #[error("failed to get agent data for {command}: {message}")]
+    Agent {
+        /// The command.
+        command: String,
+        /// libvirt's error as KubeVirt prints it
+        /// (`virError(Code=.., Domain=.., Message='..')`).
+        message: String,
+    },
+}
+
 #[derive(Default)]
 struct Entry {
     refreshed: Option<Instant>,
@@ -61,15 +79,12 @@ impl DataCaches {
     /// same command wait for each other (KubeVirt's value lock).
     ///
     /// # Errors
-    /// KubeVirt's messages: `cache not found for data key: <command>` for
-    /// a command not in [`TTLS`]; `failed to get agent data for <command>:
-    /// virError(Code=.., Domain=.., Message='..')`.
-    pub fn get(&self, command: &str, channel: &dyn AgentChannel) -> Result<String, String> {
+    /// [`AgentDataError`], KubeVirt's messages: `cache not found for data
+    /// key: <command>` for a command not in [`TTLS`]; `failed to get agent
+    /// data for <command>: virError(Code=.., Domain=.., Message='..')`.
+    pub fn get(&self, command: &str, channel: &dyn AgentChannel) -> Result<String, AgentDataError> {
         let Some((ttl, entry)) = self.entries.get(command) else {
-            return Err(format!(
-                "cache not found for data key: {}",
-                super::bounds::cut(command)
-            ));
+            return Err(AgentDataError::UnknownCommand(super::bounds::cut(command)));
         };
         let mut e = entry
             .lock()
@@ -84,7 +99,10 @@ impl DataCaches {
                 e.refreshed = Some(Instant::now());
                 Ok(e.value.clone())
             }
-            Err(m) => Err(format!("failed to get agent data for {command}: {m}")),
+            Err(message) => Err(AgentDataError::Agent {
+                command: command.to_owned(),
+                message,
+            }),
         }
     }
 }
@@ -134,11 +152,11 @@ mod tests {
         assert_eq!(ch.calls.load(Ordering::SeqCst), 1);
         ch.fail.store(true, Ordering::SeqCst);
         assert_eq!(
-            c.get("guest-get-load", &ch).unwrap_err(),
+            c.get("guest-get-load", &ch).unwrap_err().to_string(),
             "failed to get agent data for guest-get-load: QEMU guest agent is not connected"
         );
         assert_eq!(
-            c.get("guest-exec", &ch).unwrap_err(),
+            c.get("guest-exec", &ch).unwrap_err().to_string(),
             "cache not found for data key: guest-exec"
         );
         // Every command of GetVMStats has a cache.

@@ -404,8 +404,9 @@ impl Agent {
     /// time to live ([`data::DataCaches::get`]).
     ///
     /// # Errors
-    /// KubeVirt's `failed to get agent data for <command>: ...`.
-    pub fn data(&self, command: &str) -> Result<String, String> {
+    /// [`data::AgentDataError`]: KubeVirt's `failed to get agent data for
+    /// <command>: ...`.
+    pub fn data(&self, command: &str) -> Result<String, data::AgentDataError> {
         self.data.get(command, self.channel.as_ref())
     }
 

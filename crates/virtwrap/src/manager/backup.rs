@@ -59,34 +59,60 @@ pub trait Quiesce {
     fn thaw(&self) -> Result<(), String>;
 }
 
+/// A BackupVirtualMachine request refused by [`check_options`]: KubeVirt's
+/// words (`getBackupOptionsFromRequest`), virt-handler reads them in
+/// `Response.message`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackupOptionsError {
+    /// `mode` is neither `Push` nor `Pull`.
+    #[error("unknown backup mode: only Push and Pull are supported")]
+    UnknownMode,
+    /// `targetPath` is missing.
+    #[error("backup targetPath wasn't provided")]
+    NoTargetPath,
+    /// `backupName` is empty (not a KubeVirt check: names are built from
+    /// it).
+    #[error("backup name wasn't provided")]
+    NoName,
+    /// `backupStartTime` is missing (not a KubeVirt check, as `NoName`).
+    #[error("backup start time wasn't provided")]
+    NoStartTime,
+    /// `cmd: Export`, not built.
+    #[error("not supported yet: exporting a pull backup through the backup tunnel (BackupVirtualMachine Export)")]
+    Export,
+    /// Any other `cmd`.
+    #[error("cmd unsupported, backup command only supports start or abort")]
+    UnsupportedCmd,
+}
+
 /// KubeVirt's checks of the request (`getBackupOptionsFromRequest`), in
 /// its words.
 ///
 /// # Errors
-/// The refusal's text.
-pub fn check_options(o: &BackupOptions) -> Result<(), String> {
+/// [`BackupOptionsError`]: the refusal.
+pub fn check_options(o: &BackupOptions) -> Result<(), BackupOptionsError> {
     match o.cmd.as_str() {
         CMD_START => {
             if o.mode != MODE_PUSH && o.mode != MODE_PULL {
-                return Err("unknown backup mode: only Push and Pull are supported".into());
+                return Err(BackupOptionsError::UnknownMode);
             }
             if o.target_path.is_none() {
-                return Err("backup targetPath wasn't provided".into());
+                return Err(BackupOptionsError::NoTargetPath);
             }
             // Not a KubeVirt check: the checkpoint's name and the files'
             // names are built from these, so they must be there (virt-handler
             // always sends them).
             if o.backup_name.is_empty() {
-                return Err("backup name wasn't provided".into());
+                return Err(BackupOptionsError::NoName);
             }
             if o.backup_start_time.is_none() {
-                return Err("backup start time wasn't provided".into());
+                return Err(BackupOptionsError::NoStartTime);
             }
             Ok(())
         }
         CMD_ABORT => Ok(()),
-        CMD_EXPORT => Err("not supported yet: exporting a pull backup through the backup tunnel (BackupVirtualMachine Export)".into()),
-        _ => Err("cmd unsupported, backup command only supports start or abort".into()),
+        CMD_EXPORT => Err(BackupOptionsError::Export),
+        _ => Err(BackupOptionsError::UnsupportedCmd),
     }
 }
 
@@ -783,20 +809,28 @@ mod tests {
     fn options_are_checked_in_kubevirts_words() {
         assert_eq!(check_options(&opts("Start", "Push")), Ok(()));
         assert_eq!(
-            check_options(&opts("Start", "Stream")).unwrap_err(),
+            check_options(&opts("Start", "Stream"))
+                .unwrap_err()
+                .to_string(),
             "unknown backup mode: only Push and Pull are supported"
         );
         let mut o = opts("Start", "Pull");
         o.target_path = None;
         assert_eq!(
-            check_options(&o).unwrap_err(),
+            check_options(&o).unwrap_err().to_string(),
             "backup targetPath wasn't provided"
         );
         assert_eq!(
-            check_options(&opts("Stop", "Push")).unwrap_err(),
+            check_options(&opts("Stop", "Push"))
+                .unwrap_err()
+                .to_string(),
             "cmd unsupported, backup command only supports start or abort"
         );
         assert_eq!(check_options(&opts("Abort", "")), Ok(()));
+        assert_eq!(
+            check_options(&opts("Export", "Pull")),
+            Err(BackupOptionsError::Export)
+        );
     }
 
     fn disk(dev: &str, alias: &str, tracked: bool) -> domain::Disk {

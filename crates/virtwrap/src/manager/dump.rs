@@ -79,7 +79,7 @@ impl LibvirtDomainManager {
     ///
     /// # Errors
     /// The probe's libvirt error, or the probe is still running.
-    pub fn qemu_version(&self) -> Result<String, String> {
+    pub fn qemu_version(&self) -> Result<String, crate::version::QemuVersionError> {
         self.qemu_version.get(crate::version::WAIT)
     }
 
@@ -88,7 +88,10 @@ impl LibvirtDomainManager {
     ///
     /// # Errors
     /// As [`LibvirtDomainManager::qemu_version`].
-    pub fn qemu_version_within(&self, wait: std::time::Duration) -> Result<String, String> {
+    pub fn qemu_version_within(
+        &self,
+        wait: std::time::Duration,
+    ) -> Result<String, crate::version::QemuVersionError> {
         self.qemu_version.get(wait)
     }
 }

@@ -127,13 +127,56 @@ pub fn disk_changes(live: &[Disk], wanted: &[Disk]) -> DiskChanges {
     }
 }
 
+/// Why a hot-plug image or device cannot be used yet ([`ready_to_use`]);
+/// the disk is left for a later sync and this is logged. Each names the
+/// path.
+#[derive(Debug, thiserror::Error)]
+pub enum NotReadyError {
+    /// Missing (virt-handler has not mounted it, or it vanished), or its
+    /// metadata cannot be read.
+    #[error("{path}: {source}")]
+    Stat {
+        /// The image or device.
+        path: String,
+        /// The `lstat` error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A symbolic link (never followed: the launcher made none there).
+    #[error("{path} is a symbolic link")]
+    Link {
+        /// The path.
+        path: String,
+    },
+    /// Neither a regular file nor a block device.
+    #[error("{path} is neither a file nor a block device")]
+    Kind {
+        /// The path.
+        path: String,
+    },
+    /// The open failed.
+    #[error("cannot open {path}: {source}")]
+    Open {
+        /// The image or device.
+        path: String,
+        /// The `open` error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Whether the hot-plug image or device at `path` can be used now
 /// (KubeVirt's `checkIfDiskReadyToUse`: a device node opens read-only, a
-/// file read-write). `Err` says why not: missing (virt-handler has not
-/// mounted it, or it vanished), a symbolic link (never followed: the
-/// launcher made none there), another kind of file, or the open failed.
-pub fn ready_to_use(path: &str) -> Result<(), String> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{path}: {e}"))?;
+/// file read-write).
+///
+/// # Errors
+/// [`NotReadyError`]: missing, a symbolic link, another kind of file, or
+/// the open failed.
+pub fn ready_to_use(path: &str) -> Result<(), NotReadyError> {
+    let meta = std::fs::symlink_metadata(path).map_err(|source| NotReadyError::Stat {
+        path: path.to_owned(),
+        source,
+    })?;
     let ft = meta.file_type();
     let mut o = OpenOptions::new();
     o.custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC);
@@ -142,13 +185,20 @@ pub fn ready_to_use(path: &str) -> Result<(), String> {
     } else if ft.is_file() {
         o.read(true).write(true);
     } else if ft.is_symlink() {
-        return Err(format!("{path} is a symbolic link"));
+        return Err(NotReadyError::Link {
+            path: path.to_owned(),
+        });
     } else {
-        return Err(format!("{path} is neither a file nor a block device"));
+        return Err(NotReadyError::Kind {
+            path: path.to_owned(),
+        });
     }
     o.open(path)
         .map(drop)
-        .map_err(|e| format!("cannot open {path}: {e}"))
+        .map_err(|source| NotReadyError::Open {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 impl LibvirtDomainManager {
@@ -351,18 +401,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let img = dir.path().join("a.img");
         std::fs::write(&img, b"x").unwrap();
-        assert_eq!(ready_to_use(img.to_str().unwrap()), Ok(()));
+        ready_to_use(img.to_str().unwrap()).unwrap();
         let link = dir.path().join("l.img");
         std::os::unix::fs::symlink(&img, &link).unwrap();
         assert!(ready_to_use(link.to_str().unwrap())
             .unwrap_err()
+            .to_string()
             .ends_with("is a symbolic link"));
         let gone = dir.path().join("gone.img");
         assert!(ready_to_use(gone.to_str().unwrap())
             .unwrap_err()
+            .to_string()
             .contains("No such file"));
         assert!(ready_to_use(dir.path().to_str().unwrap())
             .unwrap_err()
+            .to_string()
             .ends_with("is neither a file nor a block device"));
     }
 }

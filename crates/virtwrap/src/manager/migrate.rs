@@ -367,10 +367,10 @@ impl LibvirtDomainManager {
             return Ok(None);
         }
         let cpus = plan::target_cpus(state)?;
-        let count = super::vcpus::requested_vcpus(vmi).map_err(|m| {
+        let count = super::vcpus::requested_vcpus(vmi).map_err(|e| {
             ManagerError::Convert(converter::ConvertError::invalid(
                 "spec.domain.cpu.sockets",
-                m,
+                e.to_string(),
             ))
         })?;
         let tune = self.dedicated_pinning(vmi, count, live.iothreads, Some(cpus))?;

@@ -27,23 +27,34 @@ use super::{LibvirtDomainManager, ManagerError};
 /// KubeVirt's error prefix.
 pub const ERROR_PREFIX: &str = "failed to update vCPUs";
 
+/// A CPU topology whose vCPUs cannot be counted ([`requested_vcpus`]);
+/// the callers name the field `spec.domain.cpu.sockets`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VcpuCountError {
+    /// `sockets` over `maxSockets` (virt-api's words).
+    #[error("Number of sockets in CPU topology is greater than the maximum sockets allowed")]
+    OverMaxSockets,
+    /// sockets × cores × threads overflows 32 bits.
+    #[error("too many vCPUs")]
+    Overflow,
+}
+
 /// The vCPUs the VMI asks for: sockets × cores × threads (each at least
 /// 1, KubeVirt's `CalculateRequestedVCPUs`).
 ///
 /// # Errors
-/// virt-api's refusal of more sockets than `maxSockets`, in its words.
-pub fn requested_vcpus(vmi: &VirtualMachineInstance) -> Result<u32, String> {
+/// [`VcpuCountError::OverMaxSockets`]: virt-api's refusal of more sockets
+/// than `maxSockets`, in its words; [`VcpuCountError::Overflow`].
+pub fn requested_vcpus(vmi: &VirtualMachineInstance) -> Result<u32, VcpuCountError> {
     let cpu = vmi.spec.domain.cpu.clone().unwrap_or_default();
     if cpu.max_sockets != 0 && cpu.sockets > cpu.max_sockets {
-        return Err(
-            "Number of sockets in CPU topology is greater than the maximum sockets allowed".into(),
-        );
+        return Err(VcpuCountError::OverMaxSockets);
     }
     cpu.sockets
         .max(1)
         .checked_mul(cpu.cores.max(1))
         .and_then(|n| n.checked_mul(cpu.threads.max(1)))
-        .ok_or_else(|| "too many vCPUs".to_owned())
+        .ok_or(VcpuCountError::Overflow)
 }
 
 /// libvirt's CPU map for a CPU list (`2`, `4,5`): bit n of byte n / 8 set
@@ -106,10 +117,10 @@ impl LibvirtDomainManager {
             prefix: ERROR_PREFIX,
             source: Box::new(e),
         };
-        let count = requested_vcpus(vmi).map_err(|m| {
+        let count = requested_vcpus(vmi).map_err(|e| {
             prefixed(ManagerError::Convert(converter::ConvertError::invalid(
                 "spec.domain.cpu.sockets",
-                m,
+                e.to_string(),
             )))
         })?;
         let name = vmi.domain_name();
@@ -165,7 +176,9 @@ mod tests {
             Ok(8)
         );
         assert_eq!(
-            requested_vcpus(&vmi("{sockets: 5, maxSockets: 4}")).unwrap_err(),
+            requested_vcpus(&vmi("{sockets: 5, maxSockets: 4}"))
+                .unwrap_err()
+                .to_string(),
             "Number of sockets in CPU topology is greater than the maximum sockets allowed"
         );
     }

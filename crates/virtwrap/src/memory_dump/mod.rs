@@ -69,9 +69,34 @@ pub enum Request {
     AlreadyDumped,
 }
 
+/// Why the dump itself failed (the launcher's: libvirt's
+/// [`crate::manager::ManagerError`]); its text is what virt-handler sees
+/// after [`FAILED_DOMAIN_MEMORY_DUMP`].
+pub type DumpError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The dump itself: writes the memory of the guest to the path, or says
-/// why not (the message virt-handler sees after [`FAILED_DOMAIN_MEMORY_DUMP`]).
-pub type DumpFn = Box<dyn FnOnce(&Path) -> Result<(), String> + Send>;
+/// why not ([`DumpError`]).
+pub type DumpFn = Box<dyn FnOnce(&Path) -> Result<(), DumpError> + Send>;
+
+/// A memory dump request refused or not started. Its text is the
+/// `Response.message` virt-handler gets.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryDumpError {
+    /// `dumpPath` is empty.
+    #[error("dumpPath: is empty; give the absolute path of the dump file")]
+    EmptyPath,
+    /// `dumpPath` is refused ([`check_dump_path`]'s rules).
+    #[error("dumpPath: {dump_path:?} {reason}")]
+    Path {
+        /// The path as given.
+        dump_path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The dump's thread could not be started.
+    #[error("cannot start the memory dump: {0}")]
+    Spawn(#[source] std::io::Error),
+}
 
 /// Runs memory dumps one at a time and records them in the metadata.
 pub struct MemoryDumper {
@@ -118,8 +143,8 @@ impl MemoryDumper {
     /// `path` itself (see [`TMP_DIR_PREFIX`]).
     ///
     /// # Errors
-    /// The thread could not be started.
-    pub fn request(&self, path: &Path, dump: DumpFn) -> Result<Request, String> {
+    /// [`MemoryDumpError::Spawn`]: the thread could not be started.
+    pub fn request(&self, path: &Path, dump: DumpFn) -> Result<Request, MemoryDumpError> {
         if self
             .busy
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
@@ -147,8 +172,8 @@ impl MemoryDumper {
                 job.run(dump);
             })
             .map_err(|e| {
-                let e = format!("cannot start the memory dump: {e}");
-                job_failed(&self.metadata, self.clock, &e);
+                let e = MemoryDumpError::Spawn(e);
+                job_failed(&self.metadata, self.clock, &e.to_string());
                 e
             })?;
         Ok(Request::Started)

@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use nix::sys::statfs;
 
-use super::TMP_DIR_PREFIX;
+use super::{MemoryDumpError, TMP_DIR_PREFIX};
 
 /// Files whose name contains this are earlier dumps, removed before a new
 /// dump (virt-handler names dumps `<vm>-<volume>-<timestamp>.memory.dump`).
@@ -56,11 +56,20 @@ pub fn kernel_interface_fs(fs: &statfs::Statfs) -> Option<&'static str> {
 /// `targetFileName`).
 ///
 /// # Errors
-/// One line naming `dumpPath` and the problem.
-pub fn check_dump_path(dump_path: &str, hotplug_dir: Option<&Path>) -> Result<PathBuf, String> {
-    let bad = |why: &str| Err(format!("dumpPath: {dump_path:?} {why}"));
+/// [`MemoryDumpError::EmptyPath`] or [`MemoryDumpError::Path`]: one line
+/// naming `dumpPath` and the problem.
+pub fn check_dump_path(
+    dump_path: &str,
+    hotplug_dir: Option<&Path>,
+) -> Result<PathBuf, MemoryDumpError> {
+    let bad = |why: &str| {
+        Err(MemoryDumpError::Path {
+            dump_path: dump_path.to_owned(),
+            reason: why.to_owned(),
+        })
+    };
     if dump_path.is_empty() {
-        return Err("dumpPath: is empty; give the absolute path of the dump file".into());
+        return Err(MemoryDumpError::EmptyPath);
     }
     if dump_path.contains('\0') {
         return bad("contains a NUL character");
@@ -295,7 +304,7 @@ mod tests {
                 "on sysfs, a kernel interface (refused)".into(),
             ),
         ] {
-            let e = check_dump_path(&path, None).expect_err(&path);
+            let e = check_dump_path(&path, None).expect_err(&path).to_string();
             assert!(
                 e.starts_with("dumpPath: ") && e.contains(&want),
                 "{path:?}: {e}"
@@ -323,7 +332,9 @@ mod tests {
             base.join("memvol/deeper/x.memory.dump"),
             PathBuf::from("/tmp/x.memory.dump"),
         ] {
-            let e = check_dump_path(p.to_str().unwrap(), Some(base)).expect_err("outside");
+            let e = check_dump_path(p.to_str().unwrap(), Some(base))
+                .expect_err("outside")
+                .to_string();
             assert!(
                 e.contains("is not a file of a volume under"),
                 "{}: {e}",

@@ -92,7 +92,7 @@ pub(super) fn dump_via_private_dir(path: &Path, dump: DumpFn) -> Result<(), Stri
             )))
         }
     }
-    dump(&via.join(name))?;
+    dump(&via.join(name)).map_err(|e| e.to_string())?;
     match fstatat(Some(tmp_fd.as_raw_fd()), name, AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(m) if SFlag::from_bits_truncate(m.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG => {}
         Ok(_) => return Err(in_path("dump is not a regular file".into())),

@@ -55,7 +55,7 @@ fn a_dump_records_start_then_completion_and_removes_earlier_dumps() {
     let r = d
         .request(
             &path,
-            Box::new(|p: &Path| std::fs::write(p, b"\x7fELF").map_err(|e| e.to_string())),
+            Box::new(|p: &Path| std::fs::write(p, b"\x7fELF").map_err(Into::into)),
         )
         .unwrap();
     assert_eq!(r, Request::Started);
@@ -226,7 +226,7 @@ fn a_link_planted_after_the_check_fails_the_dump_without_writing() {
 /// A dump that writes `content` through the path it is given, as
 /// libvirt does (`O_CREAT|O_TRUNC`, following links).
 fn writes(content: &'static [u8]) -> DumpFn {
-    Box::new(move |p: &Path| std::fs::write(p, content).map_err(|e| e.to_string()))
+    Box::new(move |p: &Path| std::fs::write(p, content).map_err(Into::into))
 }
 
 /// The entries of `dir` named like a private dump directory.
@@ -280,7 +280,7 @@ fn a_private_directory_swapped_for_another_with_a_link_is_never_written_through(
             std::fs::rename(&private, &moved).unwrap();
             std::fs::create_dir(&private).unwrap();
             std::os::unix::fs::symlink(&victim_c, private.join(p.file_name().unwrap())).unwrap();
-            std::fs::write(p, b"\x7fELF").map_err(|e| e.to_string())
+            std::fs::write(p, b"\x7fELF").map_err(Into::into)
         }),
     )
     .unwrap();
@@ -320,7 +320,7 @@ fn a_link_planted_while_libvirt_dumps_is_never_written_through() {
             // The window: a link planted after every check, then the
             // write, which follows links.
             std::os::unix::fs::symlink(&victim_c, &final_path).unwrap();
-            std::fs::write(p, b"\x7fELF").map_err(|e| e.to_string())
+            std::fs::write(p, b"\x7fELF").map_err(Into::into)
         }),
     )
     .unwrap();
