@@ -38,7 +38,7 @@ mod manager;
 #[cfg(test)]
 mod tests;
 
-pub use manager::{Callback, Manager, Timeouts, Version};
+pub use manager::{Callback, CheckError, Manager, Timeouts, Version};
 
 /// The generated gRPC code of the protocol.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

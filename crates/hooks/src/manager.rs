@@ -86,6 +86,12 @@ impl Default for Timeouts {
     }
 }
 
+/// Why the caller's check refused a sidecar's answer
+/// ([`Manager::on_define_domain`]): the caller's own error (the launcher's
+/// domain XML parse error, a renamed domain), shown in
+/// [`HookError::Garbage`].
+pub type CheckError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The collected sidecars, by hook point, in KubeVirt's order.
 #[derive(Clone, Debug)]
 pub struct Manager {
@@ -326,7 +332,7 @@ impl Manager {
         &self,
         domain_xml: &str,
         vmi_json: &[u8],
-        check: &dyn Fn(&str) -> Result<(), String>,
+        check: &dyn Fn(&str) -> Result<(), CheckError>,
     ) -> Result<String, HookError> {
         let mut xml = domain_xml.to_owned();
         for cb in self.callbacks(hook_point::ON_DEFINE_DOMAIN) {

@@ -424,11 +424,11 @@ fn one(define: Define) -> (Pod, Manager, PathBuf) {
 
 #[test]
 fn on_define_domain_garbage_hang_and_error_name_the_sidecar() {
-    let check = |x: &str| {
+    let check = |x: &str| -> Result<(), crate::CheckError> {
         if x.ends_with("-->") || x.ends_with("/>") {
             Ok(())
         } else {
-            Err("unclosed element".to_owned())
+            Err("unclosed element".into())
         }
     };
     let (_pod, m, p) = one(Define::Garbage);

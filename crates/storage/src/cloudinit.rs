@@ -376,9 +376,9 @@ pub fn read_hooked(
     );
     (hook.0)(vmi, data)
         .map(Some)
-        .map_err(|message| StorageError::Hook {
+        .map_err(|e| StorageError::Hook {
             path: field,
-            message,
+            message: e.to_string(),
         })
 }
 

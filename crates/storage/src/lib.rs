@@ -203,15 +203,21 @@ impl std::fmt::Debug for EventSink {
 
 /// KubeVirt's PreCloudInitIso step: given the VMI and its cloud-init data
 /// as read, returns the data to write (a hook sidecar's answer), or the
-/// error as text. Called once per ISO built, right after the data is read.
+/// error ([`CloudInitHookError`]). Called once per ISO built, right after
+/// the data is read.
 #[derive(Clone)]
 pub struct CloudInitHook(pub std::sync::Arc<CloudInitHookFn>);
+
+/// Why a [`CloudInitHook`] failed: the hook's own error (the launcher's
+/// `hooks::HookError`, naming the sidecar), shown in
+/// [`StorageError::Hook`].
+pub type CloudInitHookError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The function of a [`CloudInitHook`].
 pub type CloudInitHookFn = dyn Fn(
         &VirtualMachineInstance,
         cloudinit::CloudInitData,
-    ) -> Result<cloudinit::CloudInitData, String>
+    ) -> Result<cloudinit::CloudInitData, CloudInitHookError>
     + Send
     + Sync;
 

@@ -409,10 +409,10 @@ fn cloud_init_hook(hooks: &Arc<hooks::Manager>) -> Option<storage::CloudInitHook
     }
     let hooks = Arc::clone(hooks);
     Some(storage::CloudInitHook(Arc::new(move |vmi, data| {
-        let vmi_json = serde_json::to_vec(vmi).map_err(|e| e.to_string())?;
+        let vmi_json = serde_json::to_vec(vmi)?;
         hooks
             .pre_cloud_init_iso(vmi, &vmi_json, data)
-            .map_err(|e| e.to_string())
+            .map_err(Into::into)
     })))
 }
 

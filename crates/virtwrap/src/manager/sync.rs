@@ -177,16 +177,13 @@ impl LibvirtDomainManager {
         let vmi_json =
             serde_json::to_vec(vmi).map_err(|e| hooks::HookError::Encode(e.to_string()))?;
         let name = vmi.domain_name();
-        let check = |x: &str| -> Result<(), String> {
+        let check = |x: &str| -> Result<(), hooks::CheckError> {
             if x.contains('\0') {
                 return Err("a NUL character, which XML cannot carry".into());
             }
-            let d = domain::Domain::from_xml(x).map_err(|e| e.to_string())?;
+            let d = domain::Domain::from_xml(x)?;
             if d.name != name {
-                return Err(format!(
-                    "the domain renamed to {:?} (it is {name:?})",
-                    d.name
-                ));
+                return Err(format!("the domain renamed to {:?} (it is {name:?})", d.name).into());
             }
             Ok(())
         };
