@@ -8,6 +8,10 @@ cd "$(dirname "$0")"
 
 bash .ci/install
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# A CI clone builds once, cold: incremental data (under target/debug/incremental)
+# would cost disk and write time and never be reused. Applies to every cargo
+# below (clippy, nextest, the fuzz build; release builds have it off anyway).
+export CARGO_INCREMENTAL=0
 
 step() { printf '\n== %s\n' "$*"; }
 

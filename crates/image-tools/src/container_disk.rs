@@ -129,10 +129,10 @@ pub fn socket_path(copy: &Path) -> PathBuf {
 
 /// Writes `message` to standard error as KubeVirt's `error_log` does.
 pub fn error_log(message: &str) {
-    eprint!(
+    logging::stderr_text(&format!(
         "{}\nerror: {message}\n",
         asctime_utc(std::time::SystemTime::now())
-    );
+    ));
 }
 
 /// `asctime`'s text for `t` in UTC, without its newline:

@@ -7,6 +7,10 @@
 //! probes); [`client`] holds the launcher calls the last two make. The
 //! binaries in `src/bin` are thin.
 
+// Standard output and error may be pipes whose reader went away: the
+// print macros panic there; `logging::stderr_line`/`stdout_text` do not.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
+
 pub mod client;
 pub mod container_disk;
 pub mod freezer;

@@ -4,8 +4,12 @@
 //! standard error is a terminal. Shared by `virt-launcher` and
 //! `virt-launcher-monitor`, each with its own `component`.
 
+// Standard output and error may be pipes whose reader went away: the
+// print macros panic there; `logging::stderr_line`/`stdout_text` do not.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
+
 use std::fmt;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
@@ -100,14 +104,63 @@ pub fn init(component: &'static str, verbosity: u32) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(|| TolerantStderr);
     let res = if std::io::stderr().is_terminal() {
         builder.with_target(false).try_init()
     } else {
         builder.event_format(KubeVirtJson { component }).try_init()
     };
     if let Err(e) = res {
-        eprintln!("{component}: cannot initialise logging: {e}");
+        stderr_line(&format!("{component}: cannot initialise logging: {e}"));
+    }
+}
+
+/// Standard error for the log lines, never failing: a write error (EPIPE
+/// when the reader of the container log or of a terminal pipe went away,
+/// Rust ignores SIGPIPE) is dropped and the line counted as written.
+/// tracing-subscriber's own writer would report the error with `eprintln!`,
+/// which panics on the same closed pipe: a VM must not end because its
+/// log reader did.
+struct TolerantStderr;
+
+impl Write for TolerantStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().lock().write_all(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes `text` and a newline to standard error in one write, ignoring
+/// errors: `eprintln!` for the binaries, without its panic when standard
+/// error is a closed pipe (the message cannot be delivered then; the exit
+/// code still tells what happened).
+pub fn stderr_line(text: &str) {
+    let mut line = String::with_capacity(text.len() + 1);
+    line.push_str(text);
+    line.push('\n');
+    stderr_text(&line);
+}
+
+/// Writes `text` to standard error as it is, ignoring errors (see
+/// [`stderr_line`]).
+pub fn stderr_text(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// Writes `text` to standard output and flushes it: `print!` without the
+/// panic. A reader that went away (`| head`, EPIPE) is not an error: what
+/// it read was what it wanted.
+///
+/// # Errors
+/// Any other write error (a full disk behind a redirection).
+pub fn stdout_text(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }
 

@@ -29,6 +29,10 @@
 //! kernel does to a pod when its PID 1 exits ([`run::kill_descendants`]).
 //! Log lines are KubeVirt's JSON lines, component `virt-launcher-monitor`.
 
+// Standard output and error may be pipes whose reader went away: the
+// print macros panic there; `logging::stderr_line`/`stdout_text` do not.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
+
 pub mod envoy;
 pub mod files;
 pub mod flags;

@@ -1,5 +1,9 @@
 //! `virt-launcher-monitor`: see the library's documentation.
 
+// Standard output and error may be pipes whose reader went away: the
+// print macros panic there; `logging::stderr_line`/`stdout_text` do not.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
+
 use std::process::ExitCode;
 
 use virt_launcher_monitor::{flags, run};
@@ -10,12 +14,14 @@ fn main() -> ExitCode {
         Ok(f) => f,
         Err(e) => {
             // pflag's parse errors exit 2.
-            eprintln!("virt-launcher-monitor: {e}");
+            logging::stderr_line(&format!("virt-launcher-monitor: {e}"));
             return ExitCode::from(2);
         }
     };
     if flags.help {
-        print!("{}", flags::USAGE);
+        if logging::stdout_text(flags::USAGE).is_err() {
+            return ExitCode::from(1);
+        }
         return ExitCode::SUCCESS;
     }
     logging::init("virt-launcher-monitor", flags.verbosity);

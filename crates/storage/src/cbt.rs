@@ -14,6 +14,7 @@
 //! 30 s in all (KubeVirt's), lines of at most 64 KiB, 1 MiB in all.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -21,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use api::VirtualMachineInstance;
 
-use crate::files::{ensure_parent_under, exists_regular, finish_file};
+use crate::files::{ensure_parent_under, exists_regular};
+use crate::staging::{open_no_follow, Staging};
 use crate::{io_err, volume_err, StorageError};
 
 /// KubeVirt's overlay cluster size: 256 KiB.
@@ -43,10 +45,19 @@ fn opt_value(p: &Path) -> String {
 /// (KubeVirt keeps an existing overlay: its bitmaps are the checkpoints).
 /// `owner`: the overlay's owner when QEMU runs unprivileged.
 ///
+/// The daemon opens both files by path. The overlay is made in a private
+/// directory and renamed into place ([`crate::staging`]). The data file's
+/// path is recorded in the overlay's header (a `/proc/<pid>/fd/<n>` path
+/// would be recorded as such), so it is given as it is, after a check on a
+/// descriptor opened without following a link: a regular file (or block
+/// device with `block`); the same file must still be at that path after
+/// the session.
+///
 /// # Errors
 /// [`StorageError`] naming `field`: the overlay path is not a regular
-/// file, the daemon cannot start, the job fails or the session times out
-/// (the half-made overlay is removed).
+/// file, the data file is a link or of the wrong type, the daemon cannot
+/// start, the job fails or the session times out (nothing is left at the
+/// overlay's path).
 pub fn ensure_overlay(
     field: &str,
     vmi: &VirtualMachineInstance,
@@ -59,54 +70,135 @@ pub fn ensure_overlay(
     if exists_regular(field, overlay)? {
         return Ok(());
     }
-    ensure_parent_under(field, api::cbt::dir(vmi), overlay)?;
+    make_overlay(
+        field,
+        api::cbt::dir(vmi),
+        overlay,
+        data,
+        OverlayData { block, size },
+        owner,
+    )
+}
+
+/// The data file of an overlay: a block device or not, and the guest's
+/// size in bytes.
+#[derive(Clone, Copy)]
+pub(crate) struct OverlayData {
+    /// The data file is a block device (else a regular file).
+    pub(crate) block: bool,
+    /// Bytes.
+    pub(crate) size: u64,
+}
+
+/// [`ensure_overlay`]'s work below the directory `root` (KubeVirt's
+/// changed block tracking directory; tests give their own).
+pub(crate) fn make_overlay(
+    field: &str,
+    root: &str,
+    overlay: &Path,
+    data: &Path,
+    OverlayData { block, size }: OverlayData,
+    owner: Option<(u32, u32)>,
+) -> Result<(), StorageError> {
+    ensure_parent_under(field, root, overlay)?;
+    let staging = Staging::new(field, Path::new(root), overlay)?;
+    let out = staging.file();
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(overlay)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&out)
         .map_err(io_err(field, "create", overlay))?;
-    let made = format_overlay(overlay, data, block, size)
-        .map_err(|m| {
-            volume_err(
+    let held = checked_data_file(field, data, block)?;
+    format_overlay(staging.dir(), staging.name(), data, block, size).map_err(|m| {
+        volume_err(
+            field,
+            format!(
+                "cannot create the changed block tracking overlay {}: {m}",
+                overlay.display()
+            ),
+        )
+    })?;
+    match std::fs::symlink_metadata(data) {
+        Ok(m) if m.dev() == held.dev() && m.ino() == held.ino() => {}
+        _ => {
+            return Err(volume_err(
                 field,
                 format!(
-                    "cannot create the changed block tracking overlay {}: {m}",
-                    overlay.display()
+                    "{} was replaced while the changed block tracking overlay was made (refused)",
+                    data.display()
                 ),
-            )
-        })
-        .and_then(|()| finish_file(field, overlay, 0o640, owner));
-    if made.is_err() {
-        let _ = std::fs::remove_file(overlay);
+            ))
+        }
     }
-    made
+    staging.finish(0o640, owner)
+}
+
+/// The data file's metadata, read on a descriptor opened without
+/// following a link (nor blocking on a FIFO): a regular file, or a block
+/// device when `block`.
+fn checked_data_file(
+    field: &str,
+    data: &Path,
+    block: bool,
+) -> Result<std::fs::Metadata, StorageError> {
+    let f = open_no_follow(data, false).map_err(io_err(field, "open", data))?;
+    let m = f.metadata().map_err(io_err(field, "stat", data))?;
+    let ok = if block {
+        m.file_type().is_block_device()
+    } else {
+        m.is_file()
+    };
+    if !ok {
+        return Err(volume_err(
+            field,
+            format!(
+                "{} is not a {}",
+                data.display(),
+                if block {
+                    "block device"
+                } else {
+                    "regular file"
+                }
+            ),
+        ));
+    }
+    Ok(m)
 }
 
 /// The QMP session: capabilities, `blockdev-create` (qcow2, data file raw,
 /// 256 KiB clusters), wait for the job to conclude, read its error, dismiss
-/// it, quit.
-fn format_overlay(overlay: &Path, data: &Path, block: bool, size: u64) -> Result<(), String> {
+/// it, quit. The daemon runs in `cwd` (`overlay` relative to it, `data` as
+/// recorded in the header).
+fn format_overlay(
+    cwd: &Path,
+    overlay: &Path,
+    data: &Path,
+    block: bool,
+    size: u64,
+) -> Result<(), String> {
     let mut cmd = Command::new("qemu-storage-daemon");
-    cmd.args([
-        "--chardev",
-        "stdio,id=stdio",
-        "--monitor",
-        "stdio",
-        "--blockdev",
-    ])
-    .arg(format!(
-        "file,node-name=file,filename={}",
-        opt_value(overlay)
-    ))
-    .arg("--blockdev")
-    .arg(format!(
-        "{},node-name=data-file,filename={}",
-        if block { "host_device" } else { "file" },
-        opt_value(data)
-    ))
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    cmd.current_dir(cwd)
+        .args([
+            "--chardev",
+            "stdio,id=stdio",
+            "--monitor",
+            "stdio",
+            "--blockdev",
+        ])
+        .arg(format!(
+            "file,node-name=file,filename={}",
+            opt_value(overlay)
+        ))
+        .arg("--blockdev")
+        .arg(format!(
+            "{},node-name=data-file,filename={}",
+            if block { "host_device" } else { "file" },
+            opt_value(data)
+        ))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = process::reaper()
         .spawn(&mut cmd)
         .map_err(|e| format!("cannot start qemu-storage-daemon: {e}"))?;
@@ -262,7 +354,7 @@ mod tests {
         // step itself works anywhere.
         let overlay = dir.path().join("data.qcow2");
         std::fs::File::create(&overlay).unwrap();
-        format_overlay(&overlay, &data, false, 4 << 20).unwrap();
+        format_overlay(dir.path(), Path::new("data.qcow2"), &data, false, 4 << 20).unwrap();
         assert_eq!(std::fs::read(&data).unwrap(), content, "data untouched");
         let mut cmd = Command::new("qemu-img");
         cmd.args(["info", "--output=json"]).arg(&overlay);
@@ -281,7 +373,8 @@ mod tests {
         let missing = dir.path().join("none.img");
         let o2 = dir.path().join("o2.qcow2");
         std::fs::File::create(&o2).unwrap();
-        let e = format_overlay(&o2, &missing, false, 4 << 20).unwrap_err();
+        let e = format_overlay(dir.path(), Path::new("o2.qcow2"), &missing, false, 4 << 20)
+            .unwrap_err();
         assert!(e.contains("none.img"), "{e}");
 
         // An existing overlay is kept as it is.

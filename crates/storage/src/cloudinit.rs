@@ -41,6 +41,7 @@ use base64::Engine;
 use converter::ConvertContext;
 use serde::{Deserialize, Serialize};
 
+use crate::staging::Staging;
 use crate::{ensure_parent_under, io_err, volume_err, ConfigSources, StorageError};
 
 /// KubeVirt's admission limit for inline or base64 user data and network
@@ -710,8 +711,9 @@ fn write_new(field: &str, dir: &Path, rel: &str, data: &[u8]) -> Result<(), Stor
 }
 
 /// Writes the data files and builds the ISO at
-/// [`api::layout::Paths::cloud_init_iso`]; the data files are removed
-/// afterwards, whatever happened.
+/// [`api::layout::Paths::cloud_init_iso`], both in a private directory
+/// ([`crate::staging`]) from which the ISO is renamed into place; the data
+/// files are removed with it, whatever happened.
 ///
 /// # Errors
 /// [`StorageError`] naming the volume; no half-written ISO is left behind.
@@ -732,12 +734,11 @@ pub fn generate(
     );
     let config_drive = data.source == DataSource::ConfigDrive;
     let iso = PathBuf::from(ctx.paths.cloud_init_iso(vmi, config_drive));
-    let base = PathBuf::from(ctx.paths.cloud_init_dir(vmi));
-    let data_dir = base.join("data");
-    ensure_parent_under(&field, &ctx.paths.ephemeral_disk_dir, &data_dir.join("x"))?;
-    crate::remove_tree_under(&field, &base, &data_dir)?;
+    ensure_parent_under(&field, &ctx.paths.ephemeral_disk_dir, &iso)?;
+    let staging = Staging::new(&field, Path::new(&ctx.paths.ephemeral_disk_dir), &iso)?;
+    let data_dir = staging.dir().join("data");
     fs::create_dir(&data_dir).map_err(io_err(&field, "mkdir", &data_dir))?;
-    let res = (|| {
+    {
         let (meta, user, net, label) = if config_drive {
             (
                 "openstack/latest/meta_data.json",
@@ -753,12 +754,9 @@ pub fn generate(
         if !data.network_data.is_empty() {
             write_new(&field, &data_dir, net, &data.network_data)?;
         }
-        crate::iso::create(&data_dir, label, &iso)
+        crate::iso::create(staging.dir(), Path::new("data"), label, staging.name())
             .map_err(|e| volume_err(&field, e.to_string()))?;
-        crate::finish_file(&field, &iso, 0o640, owner)
-    })();
-    let cleanup = crate::remove_tree_under(&field, &base, &data_dir);
-    res?;
-    cleanup?;
+    }
+    staging.finish(0o640, owner)?;
     Ok(iso)
 }

@@ -26,6 +26,7 @@ use api::vmi::Volume;
 use api::VirtualMachineInstance;
 use converter::ConvertContext;
 
+use crate::staging::Staging;
 use crate::{ensure_parent_under, io_err, volume_err, ConfigDiskFs, ConfigSources, StorageError};
 
 /// Default volume label of config disks (KubeVirt: `cfgdata`).
@@ -340,27 +341,22 @@ pub fn generate(
     let (v, kind, field, label, root) = checked_source(vmi, index, src, fs_kind)?;
     let iso = PathBuf::from(kind.iso(&ctx.paths, &v.name));
     ensure_parent_under(&field, &ctx.paths.private_dir, &iso)?;
-    let parent = iso.parent().unwrap_or(Path::new("/")).to_owned();
-    let mut stage = iso.as_os_str().to_owned();
-    stage.push(".tree");
-    let stage = PathBuf::from(stage);
-    crate::remove_tree_under(&field, &parent, &stage)?;
+    // The copy and the image are made in a private directory (removed
+    // with everything in it on every path), the image renamed into place.
+    let staging = Staging::new(&field, Path::new(&ctx.paths.private_dir), &iso)?;
+    let stage = staging.dir().join("tree");
     fs::create_dir(&stage).map_err(io_err(&field, "mkdir", &stage))?;
-    let res = (|| {
-        let mut budget = Budget {
-            entries: 0,
-            bytes: 0,
-        };
-        copy_tree(&field, &root, &root, Some(&stage), 0, &mut budget)?;
-        match fs_kind {
-            ConfigDiskFs::Iso9660 => crate::iso::create(&stage, label, &iso),
-            ConfigDiskFs::Vfat => crate::fat::create(&stage, label, &iso),
-        }
-        .map_err(|e| volume_err(&field, e.to_string()))?;
-        crate::finish_file(&field, &iso, 0o640, owner)
-    })();
-    let cleanup = crate::remove_tree_under(&field, &parent, &stage);
-    res?;
-    cleanup?;
+    let mut budget = Budget {
+        entries: 0,
+        bytes: 0,
+    };
+    copy_tree(&field, &root, &root, Some(&stage), 0, &mut budget)?;
+    let (cwd, tree, out) = (staging.dir(), Path::new("tree"), staging.name());
+    match fs_kind {
+        ConfigDiskFs::Iso9660 => crate::iso::create(cwd, tree, label, out),
+        ConfigDiskFs::Vfat => crate::fat::create(cwd, tree, label, out),
+    }
+    .map_err(|e| volume_err(&field, e.to_string()))?;
+    staging.finish(0o640, owner)?;
     Ok(iso)
 }

@@ -12,7 +12,6 @@
 //! its content, as at a start.
 
 use std::fs;
-use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -98,8 +97,8 @@ pub fn made_empty(
 }
 
 /// Makes `iso` (below the configured directory `root`) a file of `size`
-/// zero bytes (sparse), written as `<iso>.staging` without following links
-/// and renamed into place, then given mode 0640 and `owner`.
+/// zero bytes (sparse), with mode 0640 and `owner`, written in a private
+/// directory and renamed into place ([`crate::staging`]).
 ///
 /// # Errors
 /// [`StorageError`] at `field` naming the file; a link on the way below
@@ -112,24 +111,18 @@ pub fn create(
     owner: Option<(u32, u32)>,
 ) -> Result<(), StorageError> {
     crate::ensure_parent_under(field, root, iso)?;
-    let staging = crate::iso::staging_path(iso);
-    match fs::remove_file(&staging) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_err(field, "remove", &staging)(e)),
-    }
+    let staging = crate::staging::Staging::new(field, Path::new(root), iso)?;
+    let out = staging.file();
     let f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&staging)
-        .map_err(io_err(field, "create", &staging))?;
-    f.set_len(size)
-        .map_err(io_err(field, "truncate", &staging))?;
+        .open(&out)
+        .map_err(io_err(field, "create", iso))?;
+    f.set_len(size).map_err(io_err(field, "truncate", iso))?;
     drop(f);
-    fs::rename(&staging, iso).map_err(io_err(field, "rename", iso))?;
-    crate::finish_file(field, iso, 0o640, owner)?;
+    staging.finish(0o640, owner)?;
     tracing::info!(volume = %field, iso = %iso.display(), size, "empty disk made for the incoming migration");
     Ok(())
 }

@@ -4,9 +4,7 @@
 //! virtwrap's manager.
 
 use std::collections::BTreeSet;
-use std::fs;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use api::VirtualMachineInstance;
@@ -97,12 +95,7 @@ pub(crate) fn expand_claim_images(
         // through that descriptor (`/proc/<pid>/fd/<n>`): whoever can
         // write the claim's directory cannot swap the file between the
         // check and the resize (issue 19).
-        let Ok(file) = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&t.image)
-        else {
+        let Ok(file) = crate::staging::open_no_follow(&t.image, true) else {
             continue;
         };
         let Ok(meta) = file.metadata() else { continue };
@@ -110,12 +103,7 @@ pub(crate) fn expand_claim_images(
             continue;
         }
         let allocated = meta.blocks().saturating_mul(512) >= meta.len();
-        let anchored = PathBuf::from(format!(
-            "/proc/{}/fd/{}",
-            std::process::id(),
-            file.as_raw_fd()
-        ));
-        match qemu_img::resize(&anchored, t.usable, allocated) {
+        match qemu_img::resize(&crate::staging::fd_path(&file), t.usable, allocated) {
             Ok(()) => {
                 tracing::info!(volume = %t.volume, from = meta.len(), to = t.usable, "expanded the disk image to the claim's usable size")
             }

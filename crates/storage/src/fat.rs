@@ -9,13 +9,14 @@
 //! subdirectories (`..data`). dosfstools and mtools are what the project's
 //! test-guest build already uses. FAT keeps no Unix modes: files are
 //! readable by everyone in the guest (its mount options decide the rest).
-//! The image is written to `<image>.staging` and renamed.
+//! The image is written in a private directory ([`crate::staging`]) by
+//! the caller and renamed into place: both tools open it by path.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::iso::{staging_path, IsoError};
+use crate::iso::IsoError;
 use crate::LabelError;
 
 /// Longest FAT volume label (the boot sector field is 11 bytes).
@@ -70,43 +71,42 @@ fn size_kib(dir: &Path) -> std::io::Result<u64> {
     Ok((total + total / 8 + (1 << 20)).div_ceil(1024))
 }
 
-/// Writes a FAT image of the contents of `dir` labelled `label` to `image`,
-/// through `<image>.staging`.
+/// Writes a FAT image of the contents of `dir` labelled `label` to `out`,
+/// both relative to `cwd`, the private directory
+/// ([`crate::staging::Staging::dir`]) the tools run in and from which the
+/// caller renames `out` into place.
 ///
 /// # Errors
-/// [`IsoError`] (the tools failed, timed out or are missing, or the rename
-/// failed); the staging file is removed on failure.
-pub fn create(dir: &Path, label: &str, image: &Path) -> Result<(), IsoError> {
-    let staging = staging_path(image);
-    let _ = std::fs::remove_file(&staging);
-    let res = (|| {
-        let kib = size_kib(dir).map_err(|e| IsoError::Read(dir.to_owned(), e))?;
-        let mut mkfs = Command::new("mkfs.vfat");
-        mkfs.args(["-C", "-n", label])
-            .arg(&staging)
-            .arg(kib.to_string());
-        process::run(mkfs, TIMEOUT, 64 * 1024)?;
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .and_then(|r| r.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>())
-            .map_err(|e| IsoError::Read(dir.to_owned(), e))?;
-        entries.sort();
-        if !entries.is_empty() {
-            let mut mcopy = Command::new("mcopy");
-            // UTF-8 names become FAT long names; -s recursive, -p keep
-            // attributes, -Q stop at the first error.
-            mcopy
-                .env("LC_ALL", "C.UTF-8")
-                .env("MTOOLS_SKIP_CHECK", "1")
-                .args(["-s", "-p", "-Q", "-i"])
-                .arg(&staging)
-                .args(&entries)
-                .arg("::/");
-            process::run(mcopy, TIMEOUT, 64 * 1024)?;
-        }
-        std::fs::rename(&staging, image).map_err(|e| IsoError::Rename(image.to_owned(), e))
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&staging);
+/// [`IsoError`] (the tools failed, timed out or are missing).
+pub fn create(cwd: &Path, dir: &Path, label: &str, out: &Path) -> Result<(), IsoError> {
+    let here = cwd.join(dir);
+    let kib = size_kib(&here).map_err(|e| IsoError::Read(dir.to_owned(), e))?;
+    let mut mkfs = Command::new("mkfs.vfat");
+    mkfs.current_dir(cwd)
+        .args(["-C", "-n", label])
+        .arg(out)
+        .arg(kib.to_string());
+    process::run(mkfs, TIMEOUT, 64 * 1024)?;
+    let mut entries: Vec<_> = std::fs::read_dir(&here)
+        .and_then(|r| {
+            r.map(|e| e.map(|e| dir.join(e.file_name())))
+                .collect::<Result<_, _>>()
+        })
+        .map_err(|e| IsoError::Read(dir.to_owned(), e))?;
+    entries.sort();
+    if !entries.is_empty() {
+        let mut mcopy = Command::new("mcopy");
+        // UTF-8 names become FAT long names; -s recursive, -p keep
+        // attributes, -Q stop at the first error.
+        mcopy
+            .current_dir(cwd)
+            .env("LC_ALL", "C.UTF-8")
+            .env("MTOOLS_SKIP_CHECK", "1")
+            .args(["-s", "-p", "-Q", "-i"])
+            .arg(out)
+            .args(&entries)
+            .arg("::/");
+        process::run(mcopy, TIMEOUT, 64 * 1024)?;
     }
-    res
+    Ok(())
 }

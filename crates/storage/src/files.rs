@@ -101,23 +101,6 @@ pub(crate) fn walk_dirs_under(
     Ok(())
 }
 
-/// Removes `dir` (a directory below `root`, or absent) and everything in
-/// it, without following links: `dir` itself must not be a link.
-pub(crate) fn remove_tree_under(field: &str, root: &Path, dir: &Path) -> Result<(), StorageError> {
-    if !dir.starts_with(root) || dir == root {
-        return Err(volume_err(
-            field,
-            format!("{} is not below {}", dir.display(), root.display()),
-        ));
-    }
-    match fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(dir).map_err(io_err(field, "remove", dir)),
-        Ok(_) => fs::remove_file(dir).map_err(io_err(field, "remove", dir)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_err(field, "stat", dir)(e)),
-    }
-}
-
 /// Checks that the directory of `image`, a mounted claim below `root`, is
 /// a real directory reached without symbolic links. Unlike
 /// [`ensure_parent_under`] it creates nothing: a missing directory means

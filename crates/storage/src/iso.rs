@@ -9,9 +9,11 @@
 //! (`hadris-iso`) changed its API through three major versions within a
 //! year, and whether its Rock Ridge output keeps file modes and its Joliet
 //! names match libisofs's would itself need the checks below, so it buys
-//! nothing but risk here. The image is written to `<iso>.staging` and
-//! renamed, so a failure (or the 10 s timeout KubeVirt also applies) never
-//! leaves a half-written image at the path the domain uses.
+//! nothing but risk here. The image is written in a private directory
+//! ([`crate::staging`]) and renamed into place, so a failure (or the 10 s
+//! timeout KubeVirt also applies) never leaves a half-written image at the
+//! path the domain uses, and `xorrisofs` never opens a path anyone else
+//! can put a link at.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,16 +40,6 @@ pub enum IsoError {
     /// Reading the source tree failed.
     #[error("cannot read {0}: {1}")]
     Read(PathBuf, std::io::Error),
-    /// Renaming the finished image failed.
-    #[error("cannot move {0} into place: {1}")]
-    Rename(PathBuf, std::io::Error),
-}
-
-/// `<iso>.staging`, where the image is written before the rename.
-pub fn staging_path(iso: &Path) -> PathBuf {
-    let mut p = iso.as_os_str().to_owned();
-    p.push(".staging");
-    PathBuf::from(p)
 }
 
 /// Checks a volume label: 1 to [`MAX_LABEL`] printable ASCII characters.
@@ -74,27 +66,25 @@ pub fn check_label(label: &str) -> Result<(), LabelError> {
 
 /// Writes an ISO 9660 image of the contents of `dir` (its entries become
 /// the image's root) with volume identifier `label`, Joliet and Rock Ridge
-/// (file modes as they are in `dir`), to `iso`, through `<iso>.staging`:
-/// `xorrisofs -output <iso>.staging -volid <label> -joliet -rock
-/// -partition_cyl_align on <dir>`. Symbolic links are recorded as links,
-/// never followed (callers copy what they accept into `dir` first).
+/// (file modes as they are in `dir`), to `out`: `xorrisofs -output <out>
+/// -volid <label> -joliet -rock -partition_cyl_align on <dir>`, run in the
+/// directory `cwd` (`dir` and `out` relative to it). Symbolic links are
+/// recorded as links, never followed (callers copy what they accept into
+/// `dir` first). `cwd` is a private directory
+/// ([`crate::staging::Staging::dir`]) from which the caller renames `out`
+/// into place: `xorrisofs` opens it by path, following links.
 ///
 /// # Errors
-/// [`IsoError`]; the staging file is removed on failure.
-pub fn create(dir: &Path, label: &str, iso: &Path) -> Result<(), IsoError> {
-    let staging = staging_path(iso);
-    let _ = std::fs::remove_file(&staging);
+/// [`IsoError`] (the caller's private directory goes with what was
+/// written).
+pub fn create(cwd: &Path, dir: &Path, label: &str, out: &Path) -> Result<(), IsoError> {
     let mut cmd = Command::new(XORRISOFS);
-    cmd.arg("-output")
-        .arg(&staging)
+    cmd.current_dir(cwd)
+        .arg("-output")
+        .arg(out)
         .args(["-volid", label, "-joliet", "-rock"])
         .args(["-partition_cyl_align", "on", "-quiet"])
         .arg(dir);
-    let res = process::run(cmd, ISO_TIMEOUT, 64 * 1024)
-        .map_err(IsoError::from)
-        .and_then(|_| std::fs::rename(&staging, iso).map_err(|e| IsoError::Rename(iso.into(), e)));
-    if res.is_err() {
-        let _ = std::fs::remove_file(&staging);
-    }
-    res
+    process::run(cmd, ISO_TIMEOUT, 64 * 1024)?;
+    Ok(())
 }

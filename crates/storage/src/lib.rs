@@ -17,8 +17,10 @@
 //!
 //! Every path is built from validated volume names under the configured
 //! directories; a path component that is a symbolic link is refused, so a
-//! planted link cannot redirect a write outside them. Images are written to
-//! a temporary name and renamed, so a failure leaves nothing half-written.
+//! planted link cannot redirect a write outside them. Images are written
+//! in a fresh private directory beside their path and renamed into place
+//! (`staging`: no tool opens a name anyone else could put a link at), so
+//! a failure leaves nothing half-written.
 
 mod cache;
 pub mod cbt;
@@ -33,6 +35,7 @@ pub mod iso;
 pub mod pvc;
 pub mod qemu_img;
 pub mod secrets;
+mod staging;
 pub mod vhostmd;
 mod volumes;
 
@@ -45,7 +48,7 @@ use api::VirtualMachineInstance;
 use converter::{ConvertContext, Prepared};
 
 pub use expand::{expansion_targets, ExpansionTarget};
-pub(crate) use files::{ensure_parent_under, finish_file, remove_tree_under};
+pub(crate) use files::ensure_parent_under;
 pub use files::{preallocated, supports_direct_io};
 
 /// KubeVirt's default `--disk-memory-limit` for `qemu-img info`: 2000 MiB.

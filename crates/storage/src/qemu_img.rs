@@ -4,7 +4,7 @@
 //! image headers.
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -55,9 +55,6 @@ pub enum QemuImgError {
     /// `info` printed something that is not the expected JSON.
     #[error("cannot parse qemu-img info output: {0}")]
     Parse(#[from] serde_json::Error),
-    /// Renaming the finished image failed.
-    #[error("cannot move {0} into place: {1}")]
-    Rename(PathBuf, std::io::Error),
 }
 
 /// `qemu-img info --output=json --force-share PATH` limited to
@@ -80,42 +77,34 @@ pub fn info(path: &Path, memory_limit: u64) -> Result<ImageInfo, QemuImgError> {
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-fn partial(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".partial");
-    PathBuf::from(p)
-}
-
-/// Runs `qemu-img <args> <tmp> <trailing>` and renames `<tmp>` to `path`;
-/// on failure removes `<tmp>`, so no half-written image is left behind.
-fn create_then_rename(
-    path: &Path,
+/// Runs `qemu-img <args> <out> <trailing>` in the directory `cwd`.
+/// `qemu-img create` opens `out` by path with `O_CREAT|O_TRUNC`, following
+/// links: callers run it in a private directory
+/// ([`crate::staging::Staging::dir`]), `out` relative to it, and rename
+/// the file into place.
+fn create(
+    cwd: &Path,
+    out: &Path,
     args: &[&OsStr],
     trailing: &[&OsStr],
 ) -> Result<(), QemuImgError> {
-    let tmp = partial(path);
-    let _ = std::fs::remove_file(&tmp);
     let mut cmd = Command::new("qemu-img");
-    cmd.args(args).arg(&tmp).args(trailing);
-    let res = process::run(cmd, Duration::from_secs(60), 64 * 1024)
-        .map_err(QemuImgError::from)
-        .and_then(|_| {
-            std::fs::rename(&tmp, path).map_err(|e| QemuImgError::Rename(path.to_owned(), e))
-        });
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
+    cmd.current_dir(cwd).args(args).arg(out).args(trailing);
+    process::run(cmd, Duration::from_secs(60), 64 * 1024)?;
+    Ok(())
 }
 
-/// Creates the qcow2 `overlay` on top of `backing` (format `backing_format`),
-/// written under a temporary name and renamed into place.
+/// Creates the qcow2 `overlay` on top of `backing` (format
+/// `backing_format`, recorded in the header; `backing` is only read, an
+/// absolute path). `overlay` is relative to the private directory `cwd`
+/// (see [`create`]).
 ///
 /// # Errors
-/// [`QemuImgError`] from qemu-img or the rename.
+/// [`QemuImgError`] from qemu-img.
 pub fn create_overlay(
     backing: &Path,
     backing_format: ImageFormat,
+    cwd: &Path,
     overlay: &Path,
 ) -> Result<(), QemuImgError> {
     let args: [&OsStr; 7] = [
@@ -127,24 +116,27 @@ pub fn create_overlay(
         "-F".as_ref(),
         backing_format.as_str().as_ref(),
     ];
-    create_then_rename(overlay, &args, &[])
+    create(cwd, overlay, &args, &[])
 }
 
-/// Creates an empty sparse qcow2 image of `bytes` virtual size.
+/// Creates an empty sparse qcow2 image of `bytes` virtual size at `out`,
+/// relative to the private directory `cwd` (see [`create`]).
 ///
 /// # Errors
-/// [`QemuImgError`] from qemu-img or the rename.
-pub fn create_empty(path: &Path, bytes: u64) -> Result<(), QemuImgError> {
+/// [`QemuImgError`] from qemu-img.
+pub fn create_empty(cwd: &Path, out: &Path, bytes: u64) -> Result<(), QemuImgError> {
     let size = bytes.to_string();
     let args: [&OsStr; 3] = ["create".as_ref(), "-f".as_ref(), "qcow2".as_ref()];
-    create_then_rename(path, &args, &[size.as_ref()])
+    create(cwd, out, &args, &[size.as_ref()])
 }
 
 /// Grows the raw image at `path` to `bytes` in place (`qemu-img resize -f
 /// raw --preallocation=falloc|off`), KubeVirt's offline disk expansion. The
 /// format is given, never probed: a guest-written header in a claim must
 /// not make qemu-img treat the file as another format. `falloc` allocates
-/// the new part, for images that were fully allocated before.
+/// the new part, for images that were fully allocated before. `path` is
+/// opened by qemu-img by path: callers give [`crate::staging::fd_path`] of
+/// their own no-follow descriptor of the image.
 ///
 /// # Errors
 /// [`QemuImgError`] from qemu-img.

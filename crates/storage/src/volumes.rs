@@ -15,6 +15,7 @@ use converter::{ConvertContext, ImageFormat};
 
 use crate::files::{claim_dir_under, ensure_parent_under, exists_regular, finish_file};
 use crate::qemu_img::ImageInfo;
+use crate::staging::Staging;
 use crate::{io_err, pvc, qemu_img, volume_err, PrepareOptions, StorageError};
 
 /// One volume's preparation: the field its errors name, the launcher's
@@ -70,9 +71,12 @@ impl Step<'_> {
         if exists_regular(field, overlay)? {
             return Ok(());
         }
+        let root = Path::new(&self.ctx.paths.ephemeral_disk_dir);
         ensure_parent_under(field, &self.ctx.paths.ephemeral_disk_dir, overlay)?;
-        qemu_img::create_overlay(backing, format, overlay).map_err(qemu_img_err(field))?;
-        finish_file(field, overlay, 0o640, self.opts.owner)
+        let staging = Staging::new(field, root, overlay)?;
+        qemu_img::create_overlay(backing, format, staging.dir(), staging.name())
+            .map_err(qemu_img_err(field))?;
+        staging.finish(0o640, self.opts.owner)
     }
 
     /// An emptyDisk's sparse qcow2 `image` of its capacity rounded down
@@ -96,9 +100,12 @@ impl Step<'_> {
             ));
         }
         if !exists_regular(field, image)? {
+            let root = Path::new(&self.ctx.paths.empty_disk_dir);
             ensure_parent_under(field, &self.ctx.paths.empty_disk_dir, image)?;
-            qemu_img::create_empty(image, bytes).map_err(qemu_img_err(field))?;
-            finish_file(field, image, 0o640, self.opts.owner)?;
+            let staging = Staging::new(field, root, image)?;
+            qemu_img::create_empty(staging.dir(), staging.name(), bytes)
+                .map_err(qemu_img_err(field))?;
+            staging.finish(0o640, self.opts.owner)?;
         }
         Ok(())
     }

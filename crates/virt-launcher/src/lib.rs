@@ -26,6 +26,10 @@
 //! Exit codes: 0 done, 1 runtime failure, 2 input refused
 //! ([`error::LauncherError::exit_code`]).
 
+// Standard output and error may be pipes whose reader went away: the
+// print macros panic there; `logging::stderr_line`/`stdout_text` do not.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
+
 pub mod bridge;
 pub mod commands;
 pub mod ctl;

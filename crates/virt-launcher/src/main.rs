@@ -10,6 +10,10 @@
 //!
 //! Exit codes: 0 done, 1 runtime failure, 2 input refused.
 
+// Standard output and error may be pipes whose reader went away: the
+// print macros panic there; `logging::stderr_line`/`stdout_text` do not.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
+
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -95,9 +99,12 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         Vec::new()
     };
     if listed.is_empty() {
-        eprintln!("virt-launcher: {first} (see --help)");
+        ::logging::stderr_line(&format!("virt-launcher: {first} (see --help)"));
     } else {
-        eprintln!("virt-launcher: {first} {} (see --help)", listed.join(", "));
+        ::logging::stderr_line(&format!(
+            "virt-launcher: {first} {} (see --help)",
+            listed.join(", ")
+        ));
     }
     ExitCode::from(2)
 }
@@ -116,7 +123,7 @@ fn main() -> ExitCode {
     logging::init(verbosity);
     if matches!(cli.command, Some(Command::Run(_))) && pidns::needed() {
         return pidns::run_outer().unwrap_or_else(|e| {
-            eprintln!("virt-launcher: {e}");
+            ::logging::stderr_line(&format!("virt-launcher: {e}"));
             ExitCode::from(e.exit_code())
         });
     }
@@ -142,7 +149,7 @@ fn main() -> ExitCode {
             if cli.command.is_none() && !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                 tracing::error!("{e}");
             }
-            eprintln!("virt-launcher: {e}");
+            ::logging::stderr_line(&format!("virt-launcher: {e}"));
             ExitCode::from(e.exit_code())
         }
     }

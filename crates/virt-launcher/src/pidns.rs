@@ -138,10 +138,10 @@ fn remove_handed_over_state(r: std::os::fd::OwnedFd) {
     };
     let path = std::path::Path::new(path);
     if let Err(e) = crate::isolation::StateDir::remove_left(path, created == "1") {
-        eprintln!(
+        logging::stderr_line(&format!(
             "virt-launcher: cannot remove the state {}: {e}",
             path.display()
-        );
+        ));
     }
 }
 

@@ -1,5 +1,9 @@
 //! `container-disk` (see [`image_tools::container_disk`]).
 
+// Standard output and error may be pipes whose reader went away: the
+// print macros panic there; `logging::stderr_line`/`stdout_text` do not.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
+
 use image_tools::container_disk::{error_log, parse, serve, Action};
 
 fn main() {

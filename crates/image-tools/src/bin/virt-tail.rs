@@ -1,5 +1,9 @@
 //! `virt-tail` (see [`image_tools::tail`]).
 
+// Standard output and error may be pipes whose reader went away: the
+// print macros panic there; `logging::stderr_line`/`stdout_text` do not.
+#![cfg_attr(not(test), deny(clippy::print_stderr, clippy::print_stdout))]
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! from .ci/install), one file per concern: image volumes (`images`),
 //! `--image-volume` links (`image_volumes`),
 //! cloud-init (`cloud_init`), config disks (`config_disks`), claims
-//! (`claims`).
+//! (`claims`), no tool writing through a planted link (`links`).
 //! The helpers they share are here.
 
 mod claims;
@@ -11,6 +11,7 @@ mod cloud_init;
 mod config_disks;
 mod image_volumes;
 mod images;
+mod links;
 
 use std::collections::BTreeMap;
 use std::fs;

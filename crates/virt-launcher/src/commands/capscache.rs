@@ -85,8 +85,8 @@ fn make(daemon: &DaemonKind, out: &Path, tmp: &Path) -> Result<(), LauncherError
     let cache = tmp.join("cache/qemu").join(capscache::CAPABILITIES_SUBDIR);
     let m = capscache::record(&cache, out, &layout, &HostNow::probe())
         .map_err(|e| LauncherError::runtime(format!("capabilities-cache: {e}")))?;
-    println!(
-        "capabilities-cache: {} files for libvirt {} ({}) in {} (probe {probe_ms} ms): {}",
+    logging::stdout_text(&format!(
+        "capabilities-cache: {} files for libvirt {} ({}) in {} (probe {probe_ms} ms): {}\n",
         m.entries.len(),
         m.libvirt_version,
         m.daemon.path,
@@ -96,8 +96,8 @@ fn make(daemon: &DaemonKind, out: &Path, tmp: &Path) -> Result<(), LauncherError
             .map(|e| format!("{}{}", e.emulator, if e.kvm { " (KVM)" } else { "" }))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    Ok(())
+    ))
+    .map_err(|e| LauncherError::runtime(format!("cannot write to stdout: {e}")))
 }
 
 /// Starts `daemon` as the root launcher configures it and has it probe

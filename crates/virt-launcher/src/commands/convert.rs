@@ -96,8 +96,8 @@ pub fn convert(args: &ConvertArgs) -> Result<(), LauncherError> {
     if args.validate {
         validate_xml(&xml)?;
     }
-    print!("{xml}");
-    Ok(())
+    logging::stdout_text(&xml)
+        .map_err(|e| LauncherError::runtime(format!("cannot write to stdout: {e}")))
 }
 
 /// Runs libvirt's `virt-xml-validate FILE domain` and fails with its output.

@@ -688,14 +688,8 @@ fn write_file_or_stdout(file: &std::path::Path, data: &[u8]) -> Result<(), Launc
 /// Writes `text` to stdout. A reader that went away (`| head`) is not an
 /// error: what it wanted has been written; `println!` would panic there.
 fn write_stdout(text: &str) -> Result<(), LauncherError> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(LauncherError::runtime(
-            format!("cannot write to stdout: {e}"),
-        )),
-        _ => Ok(()),
-    }
+    logging::stdout_text(text)
+        .map_err(|e| LauncherError::runtime(format!("cannot write to stdout: {e}")))
 }
 
 #[cfg(test)]

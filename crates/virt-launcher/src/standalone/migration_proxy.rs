@@ -223,8 +223,7 @@ fn serve(args: &ProxyArgs, ports: &[u16], hop_dir: &Path) -> Result<(), Launcher
             }) as Job)
         })?;
     }
-    println!("ready");
-    let _ = io::stdout().flush();
+    let _ = logging::stdout_text("ready\n");
     let signals = crate::startup::signals::signals();
     while signals.load(Ordering::SeqCst) == 0 {
         std::thread::sleep(Duration::from_millis(100));
