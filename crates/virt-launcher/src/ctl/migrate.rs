@@ -29,7 +29,7 @@ fn checked_options(options: Option<&str>) -> Result<String, LauncherError> {
 
 /// `ctl migrate`: what virt-handler does for a migration between two
 /// launchers, with the VMI's identity from the source's domain and a
-/// `status` carrying the migration (`migrationState.migrationUID`,
+/// `status` carrying the migration (`migrationState.migrationUid`,
 /// `migrationMethod`, `migrationTransport: Unix`): SyncMigrationTarget on
 /// the target (when `--target-socket` is given), then
 /// MigrateVirtualMachine on the source; with `--wait`, polls the source's
@@ -71,7 +71,7 @@ pub(super) async fn migrate(
     vmi_value["status"] = json!({
         "migrationMethod": args.migration_method,
         "migrationTransport": "Unix",
-        "migrationState": {"migrationUID": uid},
+        "migrationState": {"migrationUid": uid},
         "volumeStatus": volume_status,
     });
     let vmi = Vmi {
