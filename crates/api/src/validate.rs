@@ -431,7 +431,37 @@ pub fn validate(vmi: &VirtualMachineInstance) -> Vec<FieldError> {
             }
         }
     }
+    errs.extend(dra_claims(vmi));
     errs
+}
+
+/// KubeVirt v1.6.6's DRA admission (`pkg/dra/admitter`,
+/// `validateCreationDRA`): every claim a DRA GPU names (`claimName` of a
+/// GPU without `deviceName` that has `claimName` or `requestName`) must be
+/// one of `spec.resourceClaims[].name`, else KubeVirt's message at
+/// `spec.resourceClaims`. As in v1.6.6 only GPUs are checked (KubeVirt's
+/// main checks `hostDevices` too). A DRA GPU with `requestName` and no
+/// `claimName` is refused by the same rule: v1.6.6's webhook dereferences
+/// the missing name there and the request fails without an answer. Not
+/// checked here: the `GPUsWithDRA` feature gate (the cluster's; the
+/// launcher converts DRA devices as with the gate on).
+fn dra_claims(vmi: &VirtualMachineInstance) -> Option<FieldError> {
+    let claims: HashSet<&str> = vmi
+        .spec
+        .resource_claims
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    let unlisted = vmi.spec.domain.devices.gpus.iter().any(|g| {
+        let dra = g.device_name.is_empty() && (g.claim_name.is_some() || g.request_name.is_some());
+        dra && g.claim_name.as_deref().is_none_or(|c| !claims.contains(c))
+    });
+    unlisted.then(|| {
+        FieldError::new(
+            "spec.resourceClaims",
+            "vmi.spec.resourceClaims must specify all claims used in vmi.spec.domain.devices.gpus",
+        )
+    })
 }
 
 /// Whether the guest's hostname comes from the name (`spec.hostname` unset
@@ -466,6 +496,66 @@ mod tests {
     }
 
     const H: &str = "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\n";
+
+    /// KubeVirt v1.6.6's DRA rule: a DRA GPU's claim is one of
+    /// `spec.resourceClaims`; device-plugin GPUs and host devices are not
+    /// checked.
+    #[test]
+    fn dra_gpu_claims_must_be_resource_claims() {
+        let vmi = |gpus: &str, claims: &str| {
+            format!("{H}metadata: {{name: a}}\nspec:\n  domain:\n    devices:\n      gpus: {gpus}\n      hostDevices: [{{name: h, claimName: nic, requestName: vf}}]\n  resourceClaims: {claims}\n")
+        };
+        let msg = "spec.resourceClaims: vmi.spec.resourceClaims must specify all claims used in vmi.spec.domain.devices.gpus";
+        let listed =
+            "[{name: gpu, resourceClaimTemplateName: t}, {name: other, resourceClaimName: c}]";
+        assert!(errors(&vmi("[{name: g, claimName: gpu, requestName: r}]", listed)).is_empty());
+        assert_eq!(
+            errors(&vmi("[{name: g, claimName: gpu, requestName: r}]", "[]")),
+            [msg]
+        );
+        assert_eq!(
+            errors(&vmi(
+                "[{name: g, claimName: gpu}, {name: g2, claimName: nope}]",
+                listed
+            )),
+            [msg]
+        );
+        // A request without its claim's name: no claim it could be.
+        assert_eq!(errors(&vmi("[{name: g, requestName: r}]", listed)), [msg]);
+        // A device plugin's GPU (deviceName) is not DRA's, whatever else
+        // it carries; host devices are not checked in v1.6.6.
+        assert!(errors(&vmi(
+            "[{name: g, deviceName: nvidia.com/P40, claimName: nope}]",
+            "[]"
+        ))
+        .is_empty());
+        assert!(errors(&vmi("[]", "[]")).is_empty());
+    }
+
+    /// `spec.resourceClaims` keeps Kubernetes' JSON names through a round
+    /// trip (what the launcher hands on keeps them).
+    #[test]
+    fn resource_claims_round_trip_with_kubernetes_names() {
+        let doc = r#"{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"a"},"spec":{"domain":{"devices":{}},"resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"t"},{"name":"x","resourceClaimName":"c"}]}}"#;
+        let vmi = crate::load::from_slice(doc.as_bytes()).unwrap();
+        let c = &vmi.spec.resource_claims;
+        assert_eq!(
+            (
+                c[0].name.as_str(),
+                c[0].resource_claim_template_name.as_deref()
+            ),
+            ("gpu", Some("t"))
+        );
+        assert_eq!(
+            (c[1].name.as_str(), c[1].resource_claim_name.as_deref()),
+            ("x", Some("c"))
+        );
+        let back = serde_json::to_value(&vmi).unwrap();
+        assert_eq!(
+            back["spec"]["resourceClaims"],
+            serde_json::json!([{"name":"gpu","resourceClaimTemplateName":"t"},{"name":"x","resourceClaimName":"c"}])
+        );
+    }
 
     #[test]
     fn valid_example_has_no_errors() {

@@ -66,3 +66,34 @@ fn dra_vmi_converts_to_kubevirts_host_devices_and_validates() {
 
     support::assert_valid_domain(&xml, "the DRA VMI");
 }
+
+/// KubeVirt v1.6.6's admission of the same VMI: each DRA GPU's
+/// `claimName` must be one of `spec.resourceClaims[].name`. With the
+/// vGPU's claim left out of `resourceClaims` the VMI is refused before
+/// conversion, with KubeVirt's message at `spec.resourceClaims`; the host
+/// device's claim is not checked in v1.6.6.
+#[test]
+fn a_dra_gpu_whose_claim_is_not_a_resource_claim_is_refused() {
+    let listed =
+        "  - name: vgpu-resource-claim\n    resourceClaimTemplateName: vgpu-resource-claim-tmpl\n";
+    assert!(VMI.contains(listed));
+    let e = api::load_vmi(VMI.replace(listed, "").as_bytes(), Arch::Amd64).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "spec.resourceClaims: vmi.spec.resourceClaims must specify all claims used in vmi.spec.domain.devices.gpus"
+    );
+    let nic =
+        "  - name: nic-resource-claim\n    resourceClaimTemplateName: nic-resource-claim-tmpl\n";
+    assert!(VMI.contains(nic));
+    let vmi = api::load_vmi(VMI.replace(nic, "").as_bytes(), Arch::Amd64).unwrap();
+    assert_eq!(vmi.spec.resource_claims.len(), 2);
+    let ctx = converter::ConvertContext::new(Arch::Amd64, converter::VirtType::Kvm);
+    assert_eq!(
+        converter::convert(&vmi, &ctx)
+            .unwrap()
+            .devices
+            .hostdev
+            .len(),
+        3
+    );
+}

@@ -309,6 +309,22 @@ pub fn target_cpus(state: &MigrationState) -> Result<&[u32], MigrationError> {
     }
 }
 
+/// `obj[key]` as Go's `encoding/json` finds a struct field's value: the
+/// key exactly, else a key that differs from it only in ASCII case (the
+/// migration state's UID is `migrationUid` in KubeVirt's VMI, what
+/// virt-handler sends, while its source and target states spell it
+/// `migrationUID`; KubeVirt's launcher reads either).
+fn go_field<'a>(obj: &'a Value, key: &str) -> &'a Value {
+    obj.get(key)
+        .or_else(|| {
+            obj.as_object()?
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v)
+        })
+        .unwrap_or(&Value::Null)
+}
+
 impl MigrationState {
     /// Reads `vmi.status`.
     ///
@@ -341,7 +357,9 @@ impl MigrationState {
             "migrationState.sourceState.migrationUID",
         )? {
             Some(u) => u,
-            None => s(&ms["migrationUID"], "migrationState.migrationUID")?.unwrap_or_default(),
+            None => {
+                s(go_field(ms, "migrationUid"), "migrationState.migrationUid")?.unwrap_or_default()
+            }
         };
         let name = s(
             &target["domainName"],

@@ -154,13 +154,31 @@ fn migration_state_reads_kubevirts_fields() {
         "sourceState":{"migrationUID":"m0"}}}}"#,
     );
     assert_eq!(MigrationState::of(&v).unwrap().migration_uid, "m0");
-    let v = vmi(r#"{"metadata":{"name":"a"},"status":{"migrationState":{"migrationUID":7}}}"#);
+    let v = vmi(r#"{"metadata":{"name":"a"},"status":{"migrationState":{"migrationUid":7}}}"#);
     let e = MigrationState::of(&v).unwrap_err();
-    assert_eq!(e.field(), Some("status.migrationState.migrationUID"));
+    assert_eq!(e.field(), Some("status.migrationState.migrationUid"));
     assert_eq!(
         e.to_string(),
-        "status.migrationState.migrationUID: a JSON number is not a string"
+        "status.migrationState.migrationUid: a JSON number is not a string"
     );
+}
+
+/// virt-handler sends KubeVirt's VMI as Go marshals it: the migration
+/// state's UID is `migrationUid` (its JSON tag); Go's decoder also takes
+/// another case of it, the exact key first.
+#[test]
+fn the_migration_uid_is_read_under_kubevirts_json_name() {
+    let uid = |ms: &str| {
+        let v = vmi(&format!(
+            r#"{{"metadata":{{"name":"a"}},"status":{{"migrationState":{ms}}}}}"#
+        ));
+        MigrationState::of(&v).unwrap().migration_uid
+    };
+    assert_eq!(uid(r#"{"migrationUid":"m1","targetPod":"p"}"#), "m1");
+    assert_eq!(uid(r#"{"migrationUID":"m2"}"#), "m2");
+    assert_eq!(uid(r#"{"MIGRATIONUID":"m3"}"#), "m3");
+    assert_eq!(uid(r#"{"migrationuid":"x","migrationUid":"m4"}"#), "m4");
+    assert_eq!(uid(r#"{"targetPod":"p"}"#), "");
 }
 
 const DOMAIN: &str = r#"<domain type='qemu'><name>ns1_a</name><memory unit='b'>134217728</memory><vcpu placement='static'>1</vcpu><os><type arch='x86_64' machine='q35'>hvm</type></os>

@@ -134,7 +134,9 @@ fn to_pid(pid: u32) -> Pid {
 /// # Errors
 /// a runtime failure ([`LauncherError`], exit 1) when QEMU never appeared within
 /// `qemu_timeout` (no domain: KubeVirt's "timed out waiting for domain to
-/// be defined"), a daemon failed, or the guest crashed. A migration target
+/// be defined"), SignalTargetPodCleanup came before any domain (KubeVirt's
+/// "received early exit signal", see [`early_exit`]), a daemon failed, or
+/// the guest crashed. A migration target
 /// whose incoming domain went away before it ran here (the migration
 /// failed or was aborted) ends with `Ok`, as KubeVirt's target exits 0.
 pub fn watch(w: &Watch<'_>) -> Result<(), LauncherError> {
@@ -204,11 +206,7 @@ fn watch_with<'s>(
             )));
         }
         if EARLY_EXIT.load(Ordering::SeqCst) {
-            tracing::info!(
-                "received early exit signal - stop waiting for {}",
-                vmi.domain_name()
-            );
-            return Ok(());
+            return early_exit(vmi, manager, pid.is_some());
         }
         let sig = signals.load(Ordering::SeqCst);
         if sig != 0 && shutdown_at.is_none() {
@@ -276,6 +274,55 @@ fn watch_with<'s>(
         }
         sleep_or_wake(qemu_fd.as_ref(), tick);
     }
+}
+
+/// SignalTargetPodCleanup reached this pod (virt-handler's target side
+/// sends it once the migration failed): the launcher stops waiting.
+/// KubeVirt v1.6.6's launcher ends one of two ways. While no domain was
+/// ever defined here (`waitForDomainUUID`) it panics with `received
+/// early exit signal`: the container fails (Go's exit code 2, pod phase
+/// `Failed`). This is a runtime failure here (exit 1, so the pod phase is
+/// `Failed` too, with the same words); the exit code differs as for every
+/// Go panic the launcher maps (`--qemu-timeout`'s): nothing in KubeVirt
+/// reads it, virt-controller takes either phase as the pod being down
+/// (`PodIsDown`). Once a domain was there (its QEMU watched, or the
+/// incoming one seen) the monitor stops waiting and the launcher ends
+/// cleanly (exit 0).
+///
+/// # Errors
+/// The runtime failure above when no domain ever came.
+fn early_exit(
+    vmi: &VirtualMachineInstance,
+    manager: &LibvirtDomainManager,
+    watching: bool,
+) -> Result<(), LauncherError> {
+    let incoming = manager.incoming_outcome();
+    let defined = || {
+        manager
+            .list_all_domains()
+            .is_ok_and(|l| l.iter().any(|d| d.name == vmi.domain_name()))
+    };
+    if !watching && incoming == IncomingOutcome::Awaited && !defined() {
+        return Err(LauncherError::runtime(format!(
+            "received early exit signal: virt-handler's SignalTargetPodCleanup for this pod (POD_NAME) came before any domain was defined here{}",
+            if manager.awaits_incoming() {
+                " (the migration this target was prepared for failed before it reached it)"
+            } else {
+                ""
+            }
+        )));
+    }
+    tracing::info!(
+        "received early exit signal - stop waiting for {}",
+        vmi.domain_name()
+    );
+    if incoming != IncomingOutcome::Running && manager.awaits_incoming() {
+        tracing::info!(
+            domain = %vmi.domain_name(),
+            "the incoming migration failed or was aborted (virt-handler's SignalTargetPodCleanup): the incoming domain never ran here; this launcher is done"
+        );
+    }
+    Ok(())
 }
 
 /// Logs why a migration target is done although no guest ran here: the

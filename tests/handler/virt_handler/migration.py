@@ -383,7 +383,7 @@ class SourceController(_Loop):
     def update_status(self, vmi, domain):
         ms = _ms(vmi)
         rec = _record(domain)
-        if domain is not None and rec and rec.get("UID") == ms.get("migrationUID"):
+        if domain is not None and rec and rec.get("UID") == ms.get("migrationUid"):
             if rec.get("StartTimestamp"):
                 ms["startTimestamp"] = rec["StartTimestamp"]
             ms["failed"] = bool(rec.get("Failed"))
@@ -460,7 +460,7 @@ def hand_over(cluster, migration_uid, source_node, target_node, target_pod_uid, 
     def mutate(obj):
         st = obj["status"]
         st["migrationState"] = {"targetNode": target_node, "targetPod": target_pod,
-                                "sourceNode": source_node, "migrationUID": migration_uid,
+                                "sourceNode": source_node, "migrationUid": migration_uid,
                                 "migrationConfiguration": dict(config), "sourcePod": "virt-launcher-source"}
         st.setdefault("activePods", {})[target_pod_uid] = target_node
         obj["metadata"].setdefault("labels", {})[TARGET_NODE_LABEL] = target_node

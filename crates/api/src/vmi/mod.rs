@@ -124,6 +124,30 @@ pub struct VmiSpec {
     /// Credentials put into the guest (SSH keys through cloud-init).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub access_credentials: Vec<AccessCredential>,
+    /// DRA's resource claims of the pod (Kubernetes' `PodResourceClaim`s,
+    /// which virt-controller copies into the launcher pod): the names a
+    /// DRA device's `claimName` refers to. The launcher reads only their
+    /// names (admission, [`crate::validate`]); the devices' allocations
+    /// come from `status.deviceStatus`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_claims: Vec<PodResourceClaim>,
+}
+
+/// `spec.resourceClaims[]` (Kubernetes core/v1 `PodResourceClaim`, as
+/// KubeVirt v1.6.6's `VirtualMachineInstanceSpec.ResourceClaims` has it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[serde(rename_all = "camelCase")]
+pub struct PodResourceClaim {
+    /// The claim's name inside the pod (what `claimName` refers to).
+    #[serde(default)]
+    pub name: String,
+    /// An existing `ResourceClaim` in the VMI's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_claim_name: Option<String>,
+    /// A `ResourceClaimTemplate` from which a claim is made for the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_claim_template_name: Option<String>,
 }
 
 /// `spec.domain`.

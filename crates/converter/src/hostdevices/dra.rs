@@ -235,7 +235,7 @@ mod tests {
     use api::{Arch, VirtualMachineInstance};
 
     fn vmi(devices: &str, status: &str) -> VirtualMachineInstance {
-        let doc = format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: h}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n    devices:\n{devices}status: {status}\n");
+        let doc = format!("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {{name: h}}\nspec:\n  domain:\n    memory: {{guest: 1Gi}}\n    devices:\n{devices}  resourceClaims: [{{name: c, resourceClaimTemplateName: t}}]\nstatus: {status}\n");
         api::load_vmi(doc.as_bytes(), Arch::Amd64).unwrap()
     }
 
@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn pci_host_device_and_gpu_from_the_device_status() {
         let v = vmi(
-            "      hostDevices: [{name: nic, claimName: c1, requestName: r1}]\n      gpus: [{name: g, claimName: c2, requestName: r2}]\n",
+            "      hostDevices: [{name: nic, claimName: c1, requestName: r1}]\n      gpus: [{name: g, claimName: c, requestName: r2}]\n",
             "{deviceStatus: {hostDeviceStatuses: [{name: nic, deviceResourceClaimStatus: {resourceClaimName: c1, attributes: {pciAddress: '0000:3b:00.1'}}}], gpuStatuses: [{name: g, deviceResourceClaimStatus: {attributes: {pciAddress: '0000:65:00.0'}}}]}}",
         );
         let d = convert(&v, &ctx()).unwrap();
@@ -276,7 +276,7 @@ mod tests {
         c.migration_target = true;
         assert!(convert(&v, &c).unwrap().is_empty());
         let bare = vmi(
-            "      gpus: [{name: g, claimName: c2, requestName: r2}]\n",
+            "      gpus: [{name: g, claimName: c, requestName: r2}]\n",
             "{}",
         );
         assert!(convert(&bare, &c).unwrap().is_empty());

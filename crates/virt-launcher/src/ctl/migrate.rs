@@ -29,13 +29,15 @@ fn checked_options(options: Option<&str>) -> Result<String, LauncherError> {
 
 /// `ctl migrate`: what virt-handler does for a migration between two
 /// launchers, with the VMI's identity from the source's domain and a
-/// `status` carrying the migration (`migrationState.migrationUID`,
+/// `status` carrying the migration (`migrationState.migrationUid`,
 /// `migrationMethod`, `migrationTransport: Unix`): SyncMigrationTarget on
 /// the target (when `--target-socket` is given), then
 /// MigrateVirtualMachine on the source; with `--wait`, polls the source's
 /// migration record until it ends (once the source has exited, the
 /// target's, with the source's last outcome and mode as virt-handler
-/// reads them).
+/// reads them); a failed migration then gets what virt-handler's target
+/// side sends the target, SignalTargetPodCleanup ([`signal_target_cleanup`];
+/// `migrationState.targetPod` is the target's `POD_NAME`, [`target_pod_name`]).
 ///
 /// # Errors
 /// A launcher could not be asked or said no; the migration failed (its
@@ -69,13 +71,18 @@ pub(super) async fn migrate(
     vmi_value["status"] = json!({
         "migrationMethod": args.migration_method,
         "migrationTransport": "Unix",
-        "migrationState": {"migrationUID": uid},
+        "migrationState": {"migrationUid": uid},
         "volumeStatus": volume_status,
     });
     let vmi = Vmi {
         vmi_json: vmi_value.to_string().into_bytes(),
     };
     let mut target_channel = None;
+    if let Some(pod) = args.target_socket.as_deref().and_then(target_pod_name) {
+        // virt-controller names the target pod in the VMI before
+        // virt-handler prepares it.
+        vmi_value["status"]["migrationState"]["targetPod"] = Value::String(pod);
+    }
     if let Some(target) = &args.target_socket {
         if same_file(target, &args.socket) {
             return Err(LauncherError::input_at(
@@ -171,6 +178,9 @@ pub(super) async fn migrate(
         }
         if m["UID"] == uid.as_str() && !m["EndTimestamp"].is_null() {
             if m["Failed"] == true {
+                if let Some(t) = target_channel.as_mut() {
+                    signal_target_cleanup(t, &mut vmi_value, &m).await;
+                }
                 return Err(err(m["FailureReason"].as_str().unwrap_or("").to_owned()));
             }
             return Ok(m);
@@ -183,6 +193,72 @@ pub(super) async fn migrate(
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+/// What virt-handler's target side sends the target launcher once a
+/// migration failed (`migration-target.go`, `finalCleanup`: the VMI's
+/// migration has an end and `failed`): SignalTargetPodCleanup with the VMI
+/// as the source's virt-handler left it, its `migrationState` carrying
+/// the source's record (start, end, failed, reason, abort status, mode)
+/// and `targetPod`; nothing else goes to the launcher after it. As
+/// virt-handler, an error is only reported ("ignoring"): the target may
+/// be gone already.
+async fn signal_target_cleanup(
+    target: &mut cmd::client::CmdChannel,
+    vmi: &mut Value,
+    record: &Value,
+) {
+    let state = &mut vmi["status"]["migrationState"];
+    for (from, to) in [
+        ("StartTimestamp", "startTimestamp"),
+        ("EndTimestamp", "endTimestamp"),
+        ("FailureReason", "failureReason"),
+        ("AbortStatus", "abortStatus"),
+        ("Mode", "mode"),
+    ] {
+        if let Some(v) = record.get(from).filter(|v| !v.is_null() && *v != "") {
+            state[to] = v.clone();
+        }
+    }
+    state["failed"] = Value::Bool(true);
+    let req = VmiRequest {
+        vmi: Some(Vmi {
+            vmi_json: vmi.to_string().into_bytes(),
+        }),
+        options: None,
+    };
+    let answer = target.signal_target_pod_cleanup(req).await.map_err(rpc);
+    if let Err(e) = answer.and_then(|r| check(Some(r.into_inner()))) {
+        tracing::warn!("Failed to signal target pod cleanup: {e}, ignoring.");
+    }
+}
+
+/// The target pod's name as kubelet gives it to the pod (`POD_NAME`, from
+/// the downward API), read from the environment of the target launcher
+/// (the peer of its command socket), at most 1 MiB of it: what
+/// virt-controller, which made the pod, puts in the VMI's
+/// `migrationState.targetPod`. `None` when the target has no `POD_NAME`
+/// (a standalone launcher without one then ignores SignalTargetPodCleanup,
+/// as KubeVirt's does) or cannot be read.
+fn target_pod_name(target: &Path) -> Option<String> {
+    use std::io::Read;
+    let pid = socket_peer(target).ok()?;
+    let mut env = Vec::new();
+    std::fs::File::open(format!("/proc/{pid}/environ"))
+        .ok()?
+        .take(1 << 20)
+        .read_to_end(&mut env)
+        .ok()?;
+    pod_name_in(&env)
+}
+
+/// `POD_NAME`'s value in a NUL-separated environment block.
+fn pod_name_in(environ: &[u8]) -> Option<String> {
+    environ
+        .split(|b| *b == 0)
+        .find_map(|v| v.strip_prefix(b"POD_NAME="))
+        .filter(|v| !v.is_empty())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 /// Refuses a migration whose source VMI (the stand-in's stored copy) has
@@ -380,8 +456,21 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{checked_options, not_on_target, resolve_in_root, same_file, DEFAULT_OPTIONS};
+    use super::{
+        checked_options, not_on_target, pod_name_in, resolve_in_root, same_file, DEFAULT_OPTIONS,
+    };
     use serde_json::json;
+
+    #[test]
+    fn the_pod_name_comes_from_the_environment_block() {
+        assert_eq!(
+            pod_name_in(b"A=1\0POD_NAME=virt-launcher-x-abcde\0B=2\0").as_deref(),
+            Some("virt-launcher-x-abcde")
+        );
+        assert_eq!(pod_name_in(b"POD_NAMES=x\0XPOD_NAME=y\0"), None);
+        assert_eq!(pod_name_in(b"POD_NAME=\0"), None);
+        assert_eq!(pod_name_in(b""), None);
+    }
 
     /// `--options` is refused by the launcher's own rule before any
     /// launcher is asked, the option named.

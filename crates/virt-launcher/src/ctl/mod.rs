@@ -175,7 +175,7 @@ pub struct CtlArgs {
     /// Migrate: the target launcher's command socket.
     #[arg(long)]
     pub target_socket: Option<PathBuf>,
-    /// Migrate: the migration's UID (`status.migrationState.migrationUID`;
+    /// Migrate: the migration's UID (`status.migrationState.migrationUid`;
     /// default: one made from the time).
     #[arg(long)]
     pub migration_uid: Option<String>,

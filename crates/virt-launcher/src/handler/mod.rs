@@ -442,9 +442,12 @@ impl Handler for LauncherHandler {
             .map_err(command_error)
     }
 
-    /// KubeVirt: only the pod named `POD_NAME` that is the migration's
-    /// `targetPod` takes the signal; its monitor then stops waiting for the
-    /// domain and the launcher exits.
+    /// KubeVirt: only the pod named `POD_NAME` (not empty) that is the
+    /// migration's `status.migrationState.targetPod` takes the signal; its
+    /// monitor then stops waiting for the domain and the launcher exits
+    /// (a runtime failure when no domain ever came: `monitor::watch`).
+    /// virt-handler's target side sends it once the migration failed
+    /// (`finalCleanup`); the answer is success either way.
     fn signal_target_pod_cleanup(&self, vmi: &VirtualMachineInstance) {
         let me = std::env::var("POD_NAME").unwrap_or_default();
         let target = vmi

@@ -7,11 +7,15 @@
 //! running on the source after each), a migration cancelled mid-way, one
 //! whose target launcher is killed mid-way, one aborted past its
 //! completion budget, one stalled (the proxy stopped once memory flows)
-//! and aborted as stuck, one whose target's libvirt refuses the incoming
-//! domain and one with no target behind the proxy (each with a target
-//! launcher of its own, which must then end cleanly, or leave nothing
-//! behind when killed), then the migration itself and a second hop from
-//! the target that switches to post-copy.
+//! and aborted as stuck, one that fails before it reaches its prepared
+//! target (which `ctl migrate --wait` then signals to clean up, as
+//! virt-handler does: the target ends as KubeVirt's, "received early exit
+//! signal"), one whose target's libvirt refuses the incoming domain and
+//! one with no target behind the proxy (each with a target launcher of its
+//! own, which must then end cleanly, or leave nothing behind when
+//! killed), then the migration itself and a second hop from the target
+//! that switches to post-copy. While the source boots, a target nobody
+//! migrates to ends after its short `--qemu-timeout`.
 //!
 //! The guest has a masquerade interface on the pod network, and every
 //! launcher is in a pod network of its own on a "node" of its own (the
@@ -23,8 +27,8 @@
 //! pods' networks: they run on the node and meet the launchers at Unix
 //! sockets in their share directories, as virt-handler's do.
 //!
-//! Cost: one guest boot (the targets' QEMUs are incoming guests), six
-//! target launchers without a boot, ~6 s of migration under TCG, ~7 s of
+//! Cost: one guest boot (the targets' QEMUs are incoming guests), nine
+//! target launchers without a boot (one of them during the boot), ~6 s of migration under TCG, ~7 s of
 //! pod network checks and ~0.2 s of phase 1 per launcher: 85-160 s of test
 //! time here (loaded 2-core host).
 
@@ -468,7 +472,27 @@ fn migrates_between_two_launchers() {
             ..Opts::default()
         },
     );
+    // A target nobody migrates to (never prepared) with a short
+    // --qemu-timeout: KubeVirt's waitForDomainUUID gives up with its
+    // words, a runtime failure (exit 1). It waits while the source boots.
+    let mut never = Launcher::start(
+        &guest_vmi("never-migrated", "virtio"),
+        &Opts {
+            args: &["--migration-target", "--qemu-timeout", "5s"],
+            ..Opts::default()
+        },
+    );
     source.wait_serial("GUEST-READY", 1, BOOT_TIMEOUT);
+    let st = never.wait_exit(Duration::from_secs(120));
+    assert_eq!(st.code(), Some(1), "{}", never.log());
+    assert!(
+        never
+            .log()
+            .contains("timed out waiting for domain to be defined (--qemu-timeout 5 s)"),
+        "{}",
+        never.log()
+    );
+    never.assert_nothing_left();
     // The source pod's node, held open past the source's end; the guest's
     // traffic leaves through the source pod (seen there from its pod IP).
     let source_node_file = std::fs::File::open(node_netns(&source)).unwrap();
@@ -693,14 +717,40 @@ fn migrates_between_two_launchers() {
     drop(proxy);
     uptime(&source);
 
-    // A target whose libvirt refuses the incoming domain: the target is
-    // prepared (SyncMigrationTarget; the migration itself finds no proxy
-    // yet), then the container disk's overlay it made is removed, so the
-    // incoming domain names an image the target does not have. The source
-    // records libvirt's refusal in KubeVirt's words; the guest runs on.
+    // A failed migration to a prepared target (no proxy: the source's
+    // libvirt finds no socket). `ctl migrate --wait` then sends the target
+    // what virt-handler's target side sends after a failure,
+    // SignalTargetPodCleanup for its pod (`targetPod`, its POD_NAME); no
+    // domain ever came there, so the launcher ends as KubeVirt's does
+    // there: a failed container with "received early exit signal".
     let mut target = start_target(&yaml, &uid);
     let (ok, _, err) = ctl_migrate(&source, &target, "m-prepare", defaults, Some("60"));
     assert!(!ok && err.contains("Failed to connect socket"), "{err}");
+    let st = target.wait_exit(Duration::from_secs(60));
+    assert_eq!(st.code(), Some(1), "{}", target.log());
+    assert!(
+        target.log().contains("received early exit signal: virt-handler's SignalTargetPodCleanup for this pod (POD_NAME) came before any domain was defined here (the migration this target was prepared for failed before it reached it)"),
+        "{}",
+        target.log()
+    );
+    assert!(target.processes_left().is_empty(), "{}", target.log());
+
+    // A target whose libvirt refuses the incoming domain: the target is
+    // prepared (SyncMigrationTarget; the migration itself finds no proxy
+    // yet, and `ctl migrate` without --wait sends nothing after it), then
+    // the container disk's overlay it made is removed, so the incoming
+    // domain names an image the target does not have. The source records
+    // libvirt's refusal in KubeVirt's words; the guest runs on.
+    let mut target = start_target(&yaml, &uid);
+    let (ok, _, err) = ctl_migrate(&source, &target, "m-prepared", defaults, None);
+    assert!(ok, "{err}");
+    let m = ended_record(&source, "m-prepared");
+    assert!(
+        m["FailureReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("Failed to connect socket")),
+        "{m}"
+    );
     let daemon = target
         .processes_left()
         .into_iter()
@@ -878,10 +928,17 @@ fn migrates_between_two_launchers() {
             "{err}"
         );
         uptime(&target);
-        // No domain arrives: the next target's pod is deleted.
-        next.signal(nix::sys::signal::Signal::SIGTERM);
-        next.wait_success(Duration::from_secs(60));
-        assert!(next.processes_left().is_empty(), "{}", next.log());
+        // The next target got virt-handler's SignalTargetPodCleanup from
+        // `ctl migrate --wait` and ended by itself: exit 1 when no incoming
+        // domain was seen there, else 0 (libvirt made and dropped it).
+        let st = next.wait_exit(Duration::from_secs(60));
+        let log = next.log();
+        assert!(
+            log.contains("received early exit signal")
+                || log.contains("the incoming migration failed or was aborted"),
+            "{st}\n{log}"
+        );
+        assert!(next.processes_left().is_empty(), "{log}");
         drop(proxy);
         (target, m1)
     } else {

@@ -112,7 +112,10 @@ impl LibvirtDomainManager {
                     return;
                 }
                 Ok(Some((state, reason, job))) => {
-                    seen = true;
+                    if !seen {
+                        seen = true;
+                        self.set_incoming_outcome(super::IncomingOutcome::Arrived);
+                    }
                     let incoming = state == sys::VIR_DOMAIN_PAUSED
                         && (reason == sys::VIR_DOMAIN_PAUSED_MIGRATION as i32
                             || reason == sys::VIR_DOMAIN_PAUSED_STARTING_UP as i32);

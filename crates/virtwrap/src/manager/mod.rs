@@ -311,9 +311,11 @@ pub struct LibvirtDomainManager {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum IncomingOutcome {
-    /// Not (yet) seen running here: no migration target, or its incoming
-    /// domain has not arrived or is still coming in.
+    /// No incoming domain seen yet (or no migration target).
     Awaited,
+    /// The incoming domain was seen here and has not run yet: it is
+    /// still coming in, or it is going away (the migration failed).
+    Arrived,
     /// The incoming domain ran here: the migration completed.
     Running,
     /// The incoming domain was seen, then libvirt dropped it before it ran
@@ -395,6 +397,7 @@ impl LibvirtDomainManager {
             .incoming_outcome
             .load(std::sync::atomic::Ordering::SeqCst)
         {
+            x if x == IncomingOutcome::Arrived as u8 => IncomingOutcome::Arrived,
             x if x == IncomingOutcome::Running as u8 => IncomingOutcome::Running,
             x if x == IncomingOutcome::WentAway as u8 => IncomingOutcome::WentAway,
             _ => IncomingOutcome::Awaited,
