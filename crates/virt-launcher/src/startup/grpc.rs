@@ -34,7 +34,13 @@ impl Grpc {
         // runtime does (cmd::spin): back-to-back calls skip a wake-up.
         let spinner = cmd::spin::Spinner::new();
         let parked = Arc::clone(&spinner);
+        // Named blocking threads (libvirt calls, SyncVMI, decoding: see
+        // `cmd::server`); they keep std's 2 MiB stacks: they convert VMIs
+        // and decode virt-handler's JSON, recursive work bounded by depth
+        // limits, not by a stack measured here. Idle ones end after
+        // tokio's 10 s.
         let rt = tokio::runtime::Builder::new_current_thread()
+            .thread_name("grpc-blocking")
             .enable_all()
             .on_thread_park(move || {
                 parked.park();
