@@ -62,6 +62,10 @@ impl Grpc {
                 let _ = stop_rx.await;
             }))
             .map_err(|e| LauncherError::runtime(e.to_string()))?;
+        // std's 2 MiB stack limit stays: tokio polls the server's futures
+        // (tonic, h2, prost decoding of virt-handler's messages) on this
+        // stack, whose size the launcher does not control; 36 KiB of it are
+        // resident in a running launcher.
         let thread = std::thread::Builder::new()
             .name("grpc".into())
             .spawn(move || {
