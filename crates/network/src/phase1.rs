@@ -171,22 +171,30 @@ impl NodeNamespace {
     /// # Errors
     /// The `unshare` or `open` error (without `CAP_SYS_ADMIN`: EPERM).
     pub fn new() -> Result<Self, Phase1Error> {
-        let ns = std::thread::spawn(|| -> Result<File, Phase1Error> {
-            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).map_err(|source| {
-                Phase1Error::Sys {
-                    what: "node network namespace".into(),
+        // Named, as every thread of the launcher, so that its threads can
+        // be told apart (`/proc/<pid>/task/*/comm`).
+        let ns = std::thread::Builder::new().name("netns-node".into());
+        let ns = ns
+            .spawn(|| -> Result<File, Phase1Error> {
+                nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).map_err(|source| {
+                    Phase1Error::Sys {
+                        what: "node network namespace".into(),
+                        source,
+                    }
+                })?;
+                File::open("/proc/thread-self/ns/net").map_err(|source| Phase1Error::File {
+                    path: "/proc/thread-self/ns/net".into(),
                     source,
-                }
-            })?;
-            File::open("/proc/thread-self/ns/net").map_err(|source| Phase1Error::File {
-                path: "/proc/thread-self/ns/net".into(),
-                source,
+                })
             })
-        })
-        .join()
-        .map_err(|_| Phase1Error::Panicked {
-            what: "node network namespace",
-        })??;
+            .map_err(|source| Phase1Error::File {
+                path: "a thread for the node network namespace".into(),
+                source,
+            })?
+            .join()
+            .map_err(|_| Phase1Error::Panicked {
+                what: "node network namespace",
+            })??;
         let node = NodeNamespace { ns };
         node.run(|| ip(&["link", "set", "lo", "up"]))?;
         Ok(node)

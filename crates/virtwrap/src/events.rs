@@ -122,6 +122,14 @@ pub enum DomainEvent {
 
 static EVENT_LOOP: Once = Once::new();
 
+/// Stack of libvirt's event loop thread and of the watcher: libvirt's
+/// client dispatches its socket I/O and calls this module's callbacks,
+/// which copy the event and send it; the watcher makes a few libvirt calls
+/// (no XML). 512 KiB: a quarter of std's default, libvirt's C code being
+/// of a depth this launcher does not control; glibc can reuse the cached
+/// stack of an exited 2 MiB thread for it.
+const EVENT_THREAD_STACK: usize = 512 * 1024;
+
 /// Registers libvirt's default event loop implementation (must happen
 /// before the connections that should deliver events are opened) and runs
 /// it on its own thread. Idempotent.
@@ -133,6 +141,7 @@ pub fn start_event_loop() {
         }
         let spawned = thread::Builder::new()
             .name("libvirt-events".into())
+            .stack_size(EVENT_THREAD_STACK)
             .spawn(|| loop {
                 if let Err(e) = virt::event::event_run_default_impl() {
                     tracing::warn!("libvirt event loop: {e}");
@@ -187,6 +196,7 @@ pub fn watch(shared: Arc<Shared>, tx: Sender<DomainEvent>) -> std::io::Result<Ev
         let (stop, wake) = (Arc::clone(&stop), wake.clone());
         thread::Builder::new()
             .name("domain-events".into())
+            .stack_size(EVENT_THREAD_STACK)
             .spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     // A reference of the watcher's own: the connection

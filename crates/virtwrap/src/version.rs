@@ -23,6 +23,13 @@ use crate::manager::ManagerError;
 /// answered.
 pub const WAIT: Duration = Duration::from_millis(4500);
 
+/// Stack of the probe's thread: one libvirt call (its RPC client, no XML)
+/// and the [`QemuVersion::then`] functions (log lines, a few `stat`s).
+/// 512 KiB: libvirt's client code is C whose depth this launcher does not
+/// control; a quarter of std's default, and glibc can reuse the cached
+/// stack of a 2 MiB thread for it (at most 4 times the size asked).
+const PROBE_STACK: usize = 512 * 1024;
+
 /// `QEMU <major>.<minor>.<micro>` from libvirt's version number
 /// (`major * 1_000_000 + minor * 1000 + micro`), as KubeVirt formats it.
 pub fn format(v: u32) -> String {
@@ -50,11 +57,15 @@ pub enum QemuVersionError {
     Probing,
 }
 
+/// What runs once the probe has answered ([`QemuVersion::then`]).
+type Then = Box<dyn FnOnce(&Result<String, QemuVersionError>) + Send>;
+
 /// The probe's result, shared by the probing thread and the callers.
 #[derive(Default)]
 pub struct QemuVersion {
     value: Mutex<Option<Result<String, QemuVersionError>>>,
     ready: Condvar,
+    then: Mutex<Vec<Then>>,
 }
 
 impl QemuVersion {
@@ -66,6 +77,7 @@ impl QemuVersion {
         let shared = Arc::clone(&v);
         let spawned = std::thread::Builder::new()
             .name("qemu-version".into())
+            .stack_size(PROBE_STACK)
             .spawn(move || {
                 let started = Instant::now();
                 let r = conn
@@ -96,8 +108,36 @@ impl QemuVersion {
     }
 
     fn set(&self, r: Result<String, QemuVersionError>) {
-        *self.value.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+        let then = {
+            // `then` is locked first, as in [`QemuVersion::then`]: a
+            // function is either queued before the value is set or sees it.
+            let mut then = self.then.lock().unwrap_or_else(PoisonError::into_inner);
+            *self.value.lock().unwrap_or_else(PoisonError::into_inner) = Some(r.clone());
+            std::mem::take(&mut *then)
+        };
         self.ready.notify_all();
+        for f in then {
+            f(&r);
+        }
+    }
+
+    /// Runs `f` with the probe's result once it is known: at once, on the
+    /// caller's thread, when it is; else on the probe's thread right after
+    /// the probe (no thread of its own that waits). `f` must be brief.
+    pub fn then(&self, f: impl FnOnce(&Result<String, QemuVersionError>) + Send + 'static) {
+        let mut then = self.then.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = self
+            .value
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match known {
+            Some(r) => {
+                drop(then);
+                f(&r);
+            }
+            None => then.push(Box::new(f)),
+        }
     }
 
     /// The probed version (`QEMU 10.0.2`), waiting up to `wait` for a probe
@@ -149,5 +189,24 @@ mod tests {
                 .map_err(|e| e.to_string()),
             Err("no daemon".into())
         );
+    }
+
+    /// `then` runs once with the result: queued before the probe answers
+    /// (on the probe's thread), at once after.
+    #[test]
+    fn then_runs_with_the_result_before_or_after_the_probe() {
+        let v = Arc::new(QemuVersion::default());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let early = tx.clone();
+        v.then(move |r| early.send(("early", r.clone())).unwrap());
+        assert!(rx.try_recv().is_err(), "ran before the probe answered");
+        let setter = Arc::clone(&v);
+        std::thread::spawn(move || setter.set(Ok("QEMU 10.0.2".into())))
+            .join()
+            .unwrap();
+        assert_eq!(rx.try_recv().unwrap(), ("early", Ok("QEMU 10.0.2".into())));
+        v.then(move |r| tx.send(("late", r.clone())).unwrap());
+        assert_eq!(rx.try_recv().unwrap(), ("late", Ok("QEMU 10.0.2".into())));
+        assert!(rx.try_recv().is_err(), "ran twice");
     }
 }

@@ -13,6 +13,12 @@ fn server_error(what: String) -> impl FnOnce(std::io::Error) -> Phase2Error {
     move |source| Phase2Error::Server { what, source }
 }
 
+/// Stack of a DHCP server thread: `poll`, one 1.5 KiB datagram buffer,
+/// the reply built in the heap and log lines (16 KiB of it resident in a
+/// running launcher, thread data included). 256 KiB bound it well above
+/// that (std's default is 2 MiB).
+const SERVER_STACK: usize = 256 * 1024;
+
 /// Running DHCP servers; [`DhcpServers::stop`] ends them.
 #[derive(Debug)]
 pub struct DhcpServers {
@@ -40,6 +46,7 @@ impl DhcpServers {
             let stop = Arc::clone(&stop);
             let t = std::thread::Builder::new()
                 .name(format!("dhcp6-{bridge}"))
+                .stack_size(SERVER_STACK)
                 .spawn(move || {
                     tracing::info!(%bridge, "DHCPv6 server started");
                     match crate::server::serve_v6(
@@ -61,6 +68,7 @@ impl DhcpServers {
             let stop = Arc::clone(&stop);
             let t = std::thread::Builder::new()
                 .name(format!("dhcp-{bridge}"))
+                .stack_size(SERVER_STACK)
                 .spawn(move || {
                     tracing::info!(%bridge, "DHCPv4 server started");
                     match crate::server::serve(&sock, &opts, crate::server::CLIENT_PORT, &stop) {

@@ -6,17 +6,13 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use virtwrap::capscache::{self, HostNow, Layout, NotUsed, Seeded};
 use virtwrap::config::DaemonKind;
 use virtwrap::LibvirtDomainManager;
 
 use crate::user::RuntimeUser;
-
-/// Longest the check waits for libvirt's first capabilities lookup (a
-/// probe of every QEMU binary takes seconds; 20 s measured here for nine).
-const LOOKUP_WAIT: Duration = Duration::from_secs(120);
 
 /// Seeds libvirt's capabilities directory (of `user`) from `shipped` for
 /// `daemon`; logs once what happened. `None` when nothing was seeded.
@@ -81,35 +77,31 @@ pub(crate) fn check_later(
     manager: &Arc<LibvirtDomainManager>,
     started: Instant,
 ) {
-    let manager = Arc::clone(manager);
-    let spawned = std::thread::Builder::new()
-        .name("caps-check".into())
-        .spawn(move || {
-            if let Err(e) = manager.qemu_version_within(LOOKUP_WAIT) {
-                tracing::warn!("libvirt's QEMU capabilities are not known: {e}");
-                return;
-            }
-            let ms = super::signals::ms(started);
-            let Some(seeded) = seeded else {
-                tracing::info!(ms, "libvirt's QEMU capabilities ready");
-                return;
-            };
-            let replaced = seeded.replaced();
-            if replaced.is_empty() {
-                tracing::info!(
-                    ms,
-                    files = seeded.files.len(),
-                    "libvirt used the shipped QEMU capabilities"
-                );
-            } else {
-                tracing::warn!(
-                    ms,
-                    files = ?replaced,
-                    "libvirt replaced shipped QEMU capabilities it found outdated, and probed QEMU"
-                );
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::warn!("cannot follow libvirt's QEMU capabilities: {e}");
-    }
+    // On the version probe's thread once it answered: a thread of its own
+    // waiting for it would leave its stack in glibc's cache (issue 20).
+    manager.after_qemu_version(move |version| {
+        if let Err(e) = version {
+            tracing::warn!("libvirt's QEMU capabilities are not known: {e}");
+            return;
+        }
+        let ms = super::signals::ms(started);
+        let Some(seeded) = seeded else {
+            tracing::info!(ms, "libvirt's QEMU capabilities ready");
+            return;
+        };
+        let replaced = seeded.replaced();
+        if replaced.is_empty() {
+            tracing::info!(
+                ms,
+                files = seeded.files.len(),
+                "libvirt used the shipped QEMU capabilities"
+            );
+        } else {
+            tracing::warn!(
+                ms,
+                files = ?replaced,
+                "libvirt replaced shipped QEMU capabilities it found outdated, and probed QEMU"
+            );
+        }
+    });
 }

@@ -225,6 +225,13 @@ impl Services {
                 grpc.notifier.clone(),
                 Arc::clone(&agent),
             );
+            // std's 2 MiB stack limit stays: the bridge parses libvirt's
+            // domain XML and builds virt-handler's JSON (serde, quick-xml:
+            // recursion bounded by the XML, not by a measured stack); 48 KiB
+            // of it are resident in a running launcher. Folding the event
+            // watcher (`domain-events`) into it would save one 8 KiB stack
+            // but tie the re-registration after a daemon restart to the
+            // bridge's libvirt calls; not done.
             std::thread::Builder::new()
                 .name("notify-bridge".into())
                 .spawn(move || {

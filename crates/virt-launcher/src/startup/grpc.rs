@@ -34,7 +34,13 @@ impl Grpc {
         // runtime does (cmd::spin): back-to-back calls skip a wake-up.
         let spinner = cmd::spin::Spinner::new();
         let parked = Arc::clone(&spinner);
+        // Named blocking threads (libvirt calls, SyncVMI, decoding: see
+        // `cmd::server`); they keep std's 2 MiB stacks: they convert VMIs
+        // and decode virt-handler's JSON, recursive work bounded by depth
+        // limits, not by a stack measured here. Idle ones end after
+        // tokio's 10 s.
         let rt = tokio::runtime::Builder::new_current_thread()
+            .thread_name("grpc-blocking")
             .enable_all()
             .on_thread_park(move || {
                 parked.park();
@@ -56,6 +62,10 @@ impl Grpc {
                 let _ = stop_rx.await;
             }))
             .map_err(|e| LauncherError::runtime(e.to_string()))?;
+        // std's 2 MiB stack limit stays: tokio polls the server's futures
+        // (tonic, h2, prost decoding of virt-handler's messages) on this
+        // stack, whose size the launcher does not control; 36 KiB of it are
+        // resident in a running launcher.
         let thread = std::thread::Builder::new()
             .name("grpc".into())
             .spawn(move || {

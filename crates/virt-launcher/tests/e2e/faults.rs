@@ -85,6 +85,40 @@ fn libvirt_killed_during_the_start_sync_and_virtlogd_killed_under_the_guest() {
     assert!(log.contains("exited unexpectedly"), "{log}");
     assert!(log.contains("libvirt reconnected"), "{log}");
     assert!(log.contains("domain running"), "{log}");
+    // The daemons' standard error reaches the launcher's log line by line
+    // under the daemon's name (`component`), at the level libvirt wrote
+    // into each line, from the daemon started again too: libvirt's first
+    // line of each start ("libvirt version: ...") comes twice.
+    let relayed: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| {
+            ["libvirtd", "virtqemud"]
+                .iter()
+                .any(|d| v["component"] == *d)
+        })
+        .collect();
+    let starts = relayed
+        .iter()
+        .filter(|v| {
+            v["msg"]
+                .as_str()
+                .unwrap_or("")
+                .contains("libvirt version: ")
+        })
+        .count();
+    assert!(starts >= 2, "{starts} start-up lines relayed\n{log}");
+    for v in &relayed {
+        let msg = v["msg"].as_str().unwrap_or("");
+        let level = if msg.contains(": error : ") {
+            "error"
+        } else if msg.contains(": warning : ") {
+            "warning"
+        } else {
+            "info"
+        };
+        assert_eq!(v["level"], level, "{v}");
+    }
     let ns = l.pid_ns().expect("the launcher's PID namespace");
     let qemus: Vec<_> = processes_in_ns(&ns)
         .into_iter()

@@ -103,6 +103,10 @@ impl Poller {
             on_change,
         };
         let worker = p.clone();
+        // std's 2 MiB stack limit stays: the thread decodes the guest's
+        // (untrusted) agent replies with serde, whose recursion is bounded
+        // by depth limits, not by a stack size measured here; 16 KiB of it
+        // are resident in a running launcher.
         std::thread::Builder::new()
             .name("agent-poller".into())
             .spawn(move || worker.run(&rx, channel.as_ref(), intervals))?;

@@ -94,4 +94,14 @@ impl LibvirtDomainManager {
     ) -> Result<String, crate::version::QemuVersionError> {
         self.qemu_version.get(wait)
     }
+
+    /// Runs `f` with the version probe's result once it is known, on the
+    /// probe's thread ([`crate::version::QemuVersion::then`]); the probe's
+    /// end is the end of libvirt's first capabilities lookup.
+    pub fn after_qemu_version(
+        &self,
+        f: impl FnOnce(&Result<String, crate::version::QemuVersionError>) + Send + 'static,
+    ) {
+        self.qemu_version.then(f);
+    }
 }
