@@ -65,15 +65,48 @@ def status_kib(pid, key):
     return 0
 
 
-def pss_kib(pid):
+def rollup_kib(pid):
+    """Pss and private memory (Private_Clean + Private_Dirty) of
+    /proc/PID/smaps_rollup, KiB."""
+    out = {"pss": 0, "private": 0}
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        if line.startswith("Pss:"):
-            return int(line.split()[1])
-    return 0
+        key, _, rest = line.partition(":")
+        if key == "Pss":
+            out["pss"] = int(rest.split()[0])
+        elif key in ("Private_Clean", "Private_Dirty"):
+            out["private"] += int(rest.split()[0])
+    return out
+
+
+def exe_text_kib(pid):
+    """Resident KiB of the process' own executable's read-only mappings
+    (text and constants; its RELRO, which holds anonymous pages, excluded)."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return 0
+    total, mine = 0, False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        f = line.split()
+        if "-" in f[0] and len(f) >= 5 and not f[0].endswith(":"):
+            mine = len(f) >= 6 and f[5] == exe and "w" not in f[1]
+            rss = 0
+        elif mine and f[0] == "Rss:":
+            rss = int(f[1])
+        elif mine and f[0] == "Anonymous:":
+            if int(f[1]) == 0:
+                total += rss
+    return total
 
 
 def memory(pid):
-    return {"hwm": status_kib(pid, "VmHWM"), "anon": status_kib(pid, "RssAnon"), "pss": pss_kib(pid)}
+    """VmHWM, RssAnon, PSS, private memory and resident text of `pid`, KiB.
+    PSS splits shared pages between whoever maps them, so it moves with
+    the other processes on the machine; private memory (pages only this
+    process maps) does not, and is the figure to compare runs by."""
+    r = rollup_kib(pid)
+    return {"hwm": status_kib(pid, "VmHWM"), "anon": status_kib(pid, "RssAnon"),
+            "pss": r["pss"], "private": r["private"], "text": exe_text_kib(pid)}
 
 
 def cpu_ticks(pid):
@@ -350,16 +383,20 @@ def report(mode, a, tcg, kvm):
         return
     print()
     print(f"[{mode}] memory after {a.idle:.0f} s idle with the guest running, median, MiB")
-    print(f"  {'process':<14} {'VmHWM':>8} {'RssAnon':>8} {'PSS':>8}")
+    keys = ("hwm", "anon", "pss", "private", "text")
+    print(f"  {'process':<14} {'VmHWM':>8} {'RssAnon':>8} {'PSS':>8} {'Private':>8} {'own text':>9}"
+          "   (PSS [min-max], private = Private_Clean + Private_Dirty)")
     names = sorted({n for r in tcg for n in r["mem"]}, key=lambda n: (n != "launcher", n))
-    tot = {"hwm": [], "anon": [], "pss": []}
+    tot = {k: [] for k in keys}
     for r in tcg:
         for k in tot:
-            tot[k].append(sum(r["mem"][n][k] for n in r["mem"]))
+            tot[k].append(sum(r["mem"][n].get(k, 0) for n in r["mem"]))
     for n in names:
-        row = [med([r["mem"][n][k] for r in tcg if n in r["mem"]]) / 1024 for k in ("hwm", "anon", "pss")]
-        print(f"  {n:<14} {row[0]:>8.1f} {row[1]:>8.1f} {row[2]:>8.1f}")
-    print(f"  {'sum':<14} {med(tot['hwm'])/1024:>8.1f} {med(tot['anon'])/1024:>8.1f} {med(tot['pss'])/1024:>8.1f}")
+        row = [med([r["mem"][n].get(k, 0) for r in tcg if n in r["mem"]]) / 1024 for k in keys]
+        pss = [r["mem"][n]["pss"] / 1024 for r in tcg if n in r["mem"]]
+        print(f"  {n:<14} {row[0]:>8.1f} {row[1]:>8.1f} {row[2]:>8.1f} {row[3]:>8.1f} {row[4]:>9.1f}"
+              f"   [{min(pss):.1f}-{max(pss):.1f}]")
+    print(f"  {'sum':<14} " + " ".join(f"{med(tot[k])/1024:>8.1f}" for k in keys[:4]))
     if "idle" not in tcg[0]:
         return
     print()

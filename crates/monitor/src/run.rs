@@ -226,12 +226,21 @@ impl Monitor {
             ),
             Err(e) => return Err(MonitorError::Capability(e)),
         }
-        let child = Command::new(launcher).args(args).spawn().map_err(|e| {
-            MonitorError::Start(std::io::Error::new(
-                e.kind(),
-                format!("{}: {e}", launcher.display()),
-            ))
-        })?;
+        let tunables = process::tunables::launcher_glibc_tunables(
+            std::env::var(process::tunables::GLIBC_TUNABLES)
+                .ok()
+                .as_deref(),
+        );
+        let child = Command::new(launcher)
+            .args(args)
+            .env(process::tunables::GLIBC_TUNABLES, tunables)
+            .spawn()
+            .map_err(|e| {
+                MonitorError::Start(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", launcher.display()),
+                ))
+            })?;
         // The Child is dropped without waiting: the reap loop collects it.
         let pid =
             i32::try_from(child.id()).map_err(|e| MonitorError::Start(std::io::Error::other(e)))?;

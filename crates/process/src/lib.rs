@@ -11,6 +11,8 @@
 //! `wait` (`Command::output`, `Command::status`, `Child::wait` would race
 //! with the reaper and fail with ECHILD): use [`run`] instead.
 
+pub mod tunables;
+
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -65,6 +65,9 @@ pub fn bridge(
     // mark, still ends in the final notification at once.)
     let mut libvirt_seen = false;
     for ev in rx {
+        // Every event read and notified is work whose memory a release
+        // takes back once the launcher is quiet again.
+        crate::footprint::activity();
         let mut added = false;
         let mut stopped_reason = None;
         match &ev {

@@ -243,7 +243,7 @@ fn watch_with<'s>(
                 if let Some(p) = pid {
                     tracing::info!(pid = p, "watching QEMU");
                     qemu_fd = pidfd(p);
-                    crate::footprint::release_startup_memory();
+                    crate::footprint::release_now();
                 } else if manager.incoming_outcome() == IncomingOutcome::WentAway {
                     // KubeVirt's target found the incoming domain, then its
                     // QEMU gone: the launcher exits 0 once virt-handler has
@@ -267,6 +267,7 @@ fn watch_with<'s>(
             Some(p) if !alive(p) => return finished(vmi, manager, shutdown_at.is_some()),
             Some(_) => {}
         }
+        crate::footprint::release_if_due();
         let mut tick = if pid.is_some() { TICK } else { PID_FILE_TICK };
         if let Some(t) = shutdown_at.filter(|_| !killed) {
             // Wake just after the grace period ends (the check is `>`).

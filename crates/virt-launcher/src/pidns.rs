@@ -68,6 +68,14 @@ pub fn run_outer() -> Result<ExitCode, LauncherError> {
         .args(std::env::args_os().skip(1))
         .env(ENV_INNER, format!("{},{}", r.as_raw_fd(), w.as_raw_fd()))
         .env(ENV_STATE, state_w.as_raw_fd().to_string())
+        .env(
+            process::tunables::GLIBC_TUNABLES,
+            process::tunables::launcher_glibc_tunables(
+                std::env::var(process::tunables::GLIBC_TUNABLES)
+                    .ok()
+                    .as_deref(),
+            ),
+        )
         .spawn()
         .map_err(|e| fail("cannot start the launcher in its PID namespace", &e))?;
     drop(r);
@@ -85,6 +93,9 @@ pub fn run_outer() -> Result<ExitCode, LauncherError> {
         signal_hook::consts::SIGCHLD,
     ])
     .map_err(|e| fail("cannot install signal handlers", &e))?;
+    // From here on this process only waits and forwards signals: what its
+    // start-up mapped and allocated goes back (see `footprint`).
+    crate::footprint::release_startup_memory();
     loop {
         match child.try_wait() {
             Ok(Some(status)) => {
