@@ -163,11 +163,43 @@ where
         err.drain(limit, &mut buf);
         input.feed();
         if exited() {
-            // The pipes are still open (else the loop ends above): a
-            // descendant holds them. What the child wrote has been read
-            // (it was all in the pipes when it exited); stop here.
+            // Everything the child wrote is in the pipes now that it has
+            // exited, but it may have written after the drains above:
+            // read it, then stop (the pipes are still open, else the loop
+            // ended above: a descendant holds them).
+            out.drain(limit, &mut buf);
+            err.drain(limit, &mut buf);
             break Pumped::Done;
         }
     };
     (ended, out.kept, err.kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_child_wrote_just_before_its_exit_is_read() {
+        // The child's last write lands between a drain and the exit check:
+        // `exited` plays it, writing to the pipe before saying "exited".
+        let (r, w) = std::io::pipe().unwrap();
+        let (er, ew) = std::io::pipe().unwrap();
+        let w = std::cell::RefCell::new(w);
+        let (ended, out, err) = pump::<std::io::PipeWriter, _, _>(
+            None,
+            Some(r),
+            Some(er),
+            1024,
+            Instant::now() + Duration::from_secs(5),
+            || {
+                w.borrow_mut().write_all(b"the last line\n").unwrap();
+                true
+            },
+        );
+        drop(ew);
+        assert!(matches!(ended, Pumped::Done));
+        assert_eq!(out, b"the last line\n");
+        assert!(err.is_empty());
+    }
 }
