@@ -215,6 +215,8 @@ pub fn bridge(
             }
             Err(e) => tracing::warn!("reading the domain for a notification: {e}"),
         }
+        // The JSON just built ran deep: its stack pages go back.
+        crate::footprint::release_own_stack();
     }
 }
 
