@@ -226,14 +226,12 @@ impl Monitor {
             ),
             Err(e) => return Err(MonitorError::Capability(e)),
         }
-        let tunables = process::tunables::launcher_glibc_tunables(
-            std::env::var(process::tunables::GLIBC_TUNABLES)
-                .ok()
-                .as_deref(),
-        );
         let child = Command::new(launcher)
             .args(args)
-            .env(process::tunables::GLIBC_TUNABLES, tunables)
+            .env(
+                process::tunables::GLIBC_TUNABLES,
+                process::tunables::for_launcher(),
+            )
             .spawn()
             .map_err(|e| {
                 MonitorError::Start(std::io::Error::new(

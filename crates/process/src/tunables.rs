@@ -25,6 +25,12 @@ pub const GLIBC_TUNABLES: &str = "GLIBC_TUNABLES";
 /// docs for each one's measurement).
 pub const LAUNCHER_TUNABLES: &[(&str, &str)] = &[("glibc.pthread.stack_cache_size", "0")];
 
+/// The value of `GLIBC_TUNABLES` to start the launcher with, from the
+/// calling process's own ([`launcher_glibc_tunables`]).
+pub fn for_launcher() -> String {
+    launcher_glibc_tunables(std::env::var(GLIBC_TUNABLES).ok().as_deref())
+}
+
 /// The value of `GLIBC_TUNABLES` to start the launcher with: `existing`
 /// (the starter's own value, colon-separated `name=value` items) with each
 /// of [`LAUNCHER_TUNABLES`] appended that `existing` does not already set.

@@ -146,8 +146,9 @@ pub const MMAP_THRESHOLD: libc::c_int = 8 * 1024;
 /// Returns the free pages of the heap to the kernel (`malloc_trim(0)`):
 /// called once start-up's memory is no longer needed (see the module docs).
 ///
-/// On the main thread it also returns the main stack's pages below the
-/// current frame (see the module docs); elsewhere only the heap's.
+/// It also returns the calling thread's stack pages below the current
+/// frame ([`release_own_stack`]) and maps no code start-up ran
+/// ([`release_code`]); see the module docs.
 pub fn release_startup_memory() {
     let started = Instant::now();
     // SAFETY: `malloc_trim` takes malloc's own lock; any thread may call it.
@@ -315,10 +316,8 @@ pub fn release_code() -> usize {
         libc::dl_iterate_phdr(Some(collect), std::ptr::addr_of_mut!(ranges).cast());
     }
     let mut advised = 0;
-    for (lo, hi) in ranges.into_iter().map(|(lo, hi)| (lo, hi.max(lo))) {
-        if hi == lo {
-            continue;
-        }
+    // Each range is non-empty (`read_only_ranges` skips empty segments).
+    for (lo, hi) in ranges {
         // SAFETY: [lo, hi) is page-aligned and lies in a read-only,
         // file-backed segment of a loaded object (see `read_only_ranges`):
         // dropping its page-table entries changes no content.
@@ -386,10 +385,14 @@ pub const STACK_KEEP: usize = 16 * 1024;
 pub fn release_own_stack() {
     let marker = 0u8;
     let sp = std::ptr::addr_of!(marker) as usize;
-    let Some((low, high)) = main_stack()
-        .filter(|(low, high)| (*low..*high).contains(&sp))
-        .or_else(thread_stack)
-    else {
+    // Only the main thread's stack needs /proc/self/maps: the notify
+    // bridge calls this after every event and reads nothing.
+    let on_main = nix::unistd::gettid() == nix::unistd::getpid();
+    let Some((low, high)) = (if on_main {
+        main_stack()
+    } else {
+        thread_stack()
+    }) else {
         return;
     };
     if !(low..high).contains(&sp) {

@@ -70,11 +70,7 @@ pub fn run_outer() -> Result<ExitCode, LauncherError> {
         .env(ENV_STATE, state_w.as_raw_fd().to_string())
         .env(
             process::tunables::GLIBC_TUNABLES,
-            process::tunables::launcher_glibc_tunables(
-                std::env::var(process::tunables::GLIBC_TUNABLES)
-                    .ok()
-                    .as_deref(),
-            ),
+            process::tunables::for_launcher(),
         )
         .spawn()
         .map_err(|e| fail("cannot start the launcher in its PID namespace", &e))?;
