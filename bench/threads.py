@@ -17,6 +17,8 @@ JSON of each run goes to stderr."""
 import json, os, re, signal, subprocess, sys, tempfile, time
 from pathlib import Path
 
+from launcher import status_kib  # bench/launcher.py, beside this script
+
 REPO = Path(__file__).resolve().parents[1]
 VMI = REPO / "tests/data/examples/vmi-sata.yaml"
 IMAGE = REPO / "target/test-guest/disk.img"
@@ -33,12 +35,6 @@ def maps(pid):
         elif line.startswith("Rss:"):
             cur["rss"] = int(line.split()[1])
     return out
-
-
-def status_kib(pid, key):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
 
 
 def snapshot(pid):
@@ -167,4 +163,5 @@ def main():
         print(json.dumps(r), file=sys.stderr)
 
 
-main()
+if __name__ == "__main__":
+    main()
