@@ -96,9 +96,11 @@
 //!
 //! **When.** Start-up's memory is released when the monitor first sees
 //! QEMU (the domain started, [`release_now`]), then whenever the launcher
-//! has been quiet for [`SETTLE`] after handling domain or agent events
-//! ([`activity`], from the notify bridge; checked on the monitor's tick
-//! by [`release_if_due`]), at most once per [`MIN_SPACING`]. Measured
+//! has been quiet for [`SETTLE`] after handling domain or agent events or
+//! requests on the command socket ([`activity`], from the notify bridge
+//! and from the gRPC runtime when it goes idle after traffic; checked on
+//! the monitor's tick by [`release_if_due`]), at most once per
+//! [`MIN_SPACING`]. Measured
 //! (release build, vmi-sata, standalone): the guest agent's connection
 //! and its poller's second round 10 s later, each followed by a
 //! notification, map the launcher's text again (6.0–6.5 MiB resident
@@ -165,7 +167,7 @@ pub fn release_startup_memory() {
 }
 
 /// How long the launcher must have been quiet (no domain or agent event
-/// handled by the notify bridge) before the memory a burst of work mapped
+/// handled by the notify bridge, no request on the command socket) before the memory a burst of work mapped
 /// and allocated is released: a burst (a lifecycle change, the guest
 /// agent's connection and its poller's round, virt-handler's requests
 /// that follow a notification, within milliseconds) is over by then.

@@ -43,7 +43,12 @@ impl Grpc {
             .thread_name("grpc-blocking")
             .enable_all()
             .on_thread_park(move || {
-                parked.park();
+                // virt-handler's requests just came (the spinner saw
+                // traffic): a burst of work whose memory a release takes
+                // back once the launcher is quiet (`footprint`).
+                if parked.park() != cmd::spin::Spun::Idle {
+                    crate::footprint::activity();
+                }
             })
             .build()
             .map_err(|e| LauncherError::runtime(format!("cannot start the gRPC runtime: {e}")))?;
