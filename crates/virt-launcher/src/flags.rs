@@ -120,7 +120,7 @@ pub struct LauncherFlags {
     #[arg(long, hide = true)]
     pub keep_after_failure: bool,
     /// Private runtime directory (ours; default
-    /// /var/run/virt-launcher/<namespace>_<name>): libvirt's configuration,
+    /// /run/virt-launcher/<namespace>_<name>): libvirt's configuration,
     /// state and sockets, and KubeVirt's private directory. A non-root
     /// launcher in a pod has none (the pod's emptyDirs are its state).
     #[arg(long)]

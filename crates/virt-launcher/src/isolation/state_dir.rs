@@ -125,7 +125,8 @@ impl StateDir {
     /// [`IsolationError::Io`] for a failed file operation.
     pub fn acquire(root: &Path) -> Result<StateDir, IsolationError> {
         let (parent, name) = split_root(root)?;
-        // Missing parents (`/var/run/virt-launcher` by default) are made as
+        no_link_on_the_way(&parent)?;
+        // Missing parents (`/run/virt-launcher` by default) are made as
         // `mkdir -p` does; the parent is checked below, once opened.
         std::fs::create_dir_all(&parent).map_err(|source| IsolationError::Io {
             op: "mkdir",
@@ -350,6 +351,24 @@ impl StateDir {
 
 /// `root` as (parent, last component); `root` must name a directory below
 /// some parent (not `/`, not ending in `..`).
+/// Refuses a `parent` path with a symbolic link among its existing
+/// components (`/var/run` on Debian), naming it: the state's bind mounts
+/// resolve the whole path without links and would fail later, less
+/// clearly. The opens below check again on descriptors.
+fn no_link_on_the_way(parent: &Path) -> Result<(), IsolationError> {
+    for p in parent.ancestors() {
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(IsolationError::Unsafe {
+                path: p.to_owned(),
+                why: "is a symbolic link, and no part of the state directory's path may be one \
+                      (give the path without it: /run for /var/run)"
+                    .into(),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn split_root(root: &Path) -> Result<(PathBuf, &OsStr), IsolationError> {
     let bad = || IsolationError::NotADirectory(root.to_owned());
     let name = match root.components().next_back() {

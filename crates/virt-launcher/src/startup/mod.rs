@@ -79,12 +79,15 @@ fn check_flags(flags: &LauncherFlags, mode: crate::pod::Mode) -> Result<(), Laun
     Ok(())
 }
 
-/// `--state-dir`, by default `/var/run/virt-launcher/<namespace>_<name>`.
+/// `--state-dir`, by default `/run/virt-launcher/<namespace>_<name>`: not
+/// `/var/run`, a symbolic link on Debian (and in most images), which the
+/// state's bind mounts refuse on the way (they resolve the whole path
+/// without links).
 fn state_dir(flags: &LauncherFlags, vmi: &VirtualMachineInstance) -> PathBuf {
     flags
         .state_dir
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("/var/run/virt-launcher/{}", vmi.domain_name())))
+        .unwrap_or_else(|| PathBuf::from(format!("/run/virt-launcher/{}", vmi.domain_name())))
 }
 
 /// Runs `vmi`, a guest of `arch`, in a private runtime until the guest
@@ -181,8 +184,10 @@ pub fn run_vmi(
         started,
     };
     // Whether the launcher still holds root at the end (to undo its mounts
-    // and remove its state).
-    let mut privileged = !user.is_non_root();
+    // and remove its state): a standalone non-root run is root until it
+    // hands its state over and enters uid 107, so a failure before that
+    // (a mount, a cache write) still removes the state it made.
+    let mut privileged = !user.is_non_root() || plan.enter_as.is_some();
     let result = (|| {
         if let Some(state) = &state {
             runtime::mount(&mut mounts, state, flags, &pod)?;
@@ -202,8 +207,9 @@ pub fn run_vmi(
             if !flags.keep_state && !crate::pidns::hand_over_state(state.path(), state.created()) {
                 tracing::warn!(state_dir = %state.path().display(), "no outer process to remove the state once the launcher is no longer root: it stays");
             }
-            crate::standalone::container::enter_non_root(as_user.id())?;
+            // From the hand-over on, the outer process removes the state.
             privileged = false;
+            crate::standalone::container::enter_non_root(as_user.id())?;
         }
         // Threads may start now that the mount namespace is private. A
         // panic must not skip the clean-up below (daemons, mounts, state).

@@ -257,3 +257,23 @@ fn issue19_a_swapped_subdirectory_is_never_mounted() {
     assert!(mounts.bind_dir_fd(&fd, &path, &target).is_err());
     assert!(mounts.targets.is_empty());
 }
+
+/// A link anywhere on the way (as `/var/run` is on Debian) is refused at
+/// once, naming it; nothing is made at its target.
+#[test]
+fn a_link_on_the_way_is_refused_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let real = d.path().join("real");
+    fs::create_dir(&real).unwrap();
+    let link = d.path().join("run-link");
+    symlink(&real, &link).unwrap();
+    for root in [link.join("sd"), link.join("virt-launcher/sd")] {
+        let e = StateDir::acquire(&root).unwrap_err();
+        assert!(
+            matches!(&e, IsolationError::Unsafe { path, .. } if *path == link),
+            "{e}"
+        );
+        assert!(e.to_string().contains("is a symbolic link"), "{e}");
+    }
+    assert_eq!(fs::read_dir(&real).unwrap().count(), 0, "nothing made");
+}
