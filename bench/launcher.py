@@ -102,8 +102,10 @@ def exe_text_kib(pid):
 def memory(pid):
     """VmHWM, RssAnon, PSS, private memory and resident text of `pid`, KiB.
     PSS splits shared pages between whoever maps them, so it moves with
-    the other processes on the machine; private memory (pages only this
-    process maps) does not, and is the figure to compare runs by."""
+    the other processes on the machine; private memory counts the pages
+    only this process maps, anonymous ones and file pages no other process
+    maps at the moment (a second launcher of the same binary lowers it):
+    RssAnon is the figure to compare runs by."""
     r = rollup_kib(pid)
     return {"hwm": status_kib(pid, "VmHWM"), "anon": status_kib(pid, "RssAnon"),
             "pss": r["pss"], "private": r["private"], "text": exe_text_kib(pid)}
@@ -281,8 +283,8 @@ def med(values):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--idle", type=float, default=15.0)
+    ap.add_argument("--runs", type=int, default=5, help="measured runs per mode and cache state (after one warm-up run)")
+    ap.add_argument("--idle", type=float, default=15.0, help="seconds after GUEST-READY before memory is measured")
     ap.add_argument("--modes", default="root,nonroot",
                     help="comma-separated: root, nonroot (--run-as-nonroot)")
     ap.add_argument("--bin", help="the launcher binary (default: a release build of this checkout)")
